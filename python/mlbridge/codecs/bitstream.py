@@ -1,0 +1,62 @@
+"""The bitstream format: raw tensor bytes concatenated in schema order."""
+
+from __future__ import annotations
+
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+
+from mlbridge.codecs._validate import arrays_for, check_payload_size
+from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.errors import CodecError
+from mlbridge.tensor_spec import TensorSpec
+
+
+class BitstreamCodec(Codec):
+    """Names, types and shapes live in the schema; the payload is values only.
+
+    The observation number is not carried: ``decode_request`` returns -1.
+    """
+
+    name = "bitstream"
+
+    def encode_request(self, observation: int, specs: Sequence[TensorSpec],
+                       tensors: Tensors) -> bytes:
+        return self._encode(specs, tensors, "bitstream request")
+
+    def decode_request(self, payload: bytes,
+                       specs: Sequence[TensorSpec]) -> Tuple[int, Dict[str, np.ndarray]]:
+        return -1, self._decode(payload, specs, "bitstream request")
+
+    def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
+        return self._encode(specs, tensors, "bitstream reply")
+
+    def decode_reply(self, payload: bytes,
+                     specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
+        return self._decode(payload, specs, "bitstream reply")
+
+    @staticmethod
+    def _encode(specs: Sequence[TensorSpec], tensors: Tensors, what: str) -> bytes:
+        return b"".join(arr.tobytes() for arr in arrays_for(specs, tensors, what))
+
+    def _decode(self, payload: bytes, specs: Sequence[TensorSpec],
+                what: str) -> Dict[str, np.ndarray]:
+        check_payload_size(payload, self.max_bytes, what)
+        expected = sum(spec.nbytes for spec in specs)
+        if len(payload) != expected:
+            layout = ", ".join(f"{s.name}: {s.nbytes}" for s in specs[:8])
+            more = ", ..." if len(specs) > 8 else ""
+            raise CodecError(f"{what}: payload has {len(payload)} bytes, the schema "
+                             f"needs exactly {expected} ({layout}{more})")
+        result: Dict[str, np.ndarray] = {}
+        offset = 0
+        for spec in specs:
+            end = offset + spec.nbytes
+            if spec.nbytes:
+                values = np.frombuffer(payload, dtype=spec.dtype,
+                                       count=spec.element_count, offset=offset)
+                result[spec.name] = values.reshape(spec.shape).copy()
+            else:
+                result[spec.name] = np.zeros(spec.shape, dtype=spec.dtype)
+            offset = end
+        return result

@@ -1,0 +1,90 @@
+"""Extended-mode frames: an 8-byte header (u32 LE length, u32 LE kind) + payload."""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import BinaryIO, Tuple
+
+from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
+from mlbridge.errors import EndOfStream, FrameError
+
+_HEADER = struct.Struct("<II")
+HEADER_SIZE = _HEADER.size
+_MAX_CHUNK = 1 << 20  # read big payloads in chunks: never trust the length field
+
+
+class FrameKind(enum.IntEnum):
+    """Kinds of extended-mode frames (docs/protocol.md)."""
+
+    CONTEXT = 1
+    OBSERVATION = 2
+    RESULT = 3
+    ERROR = 4
+
+
+CONTEXT, OBSERVATION, RESULT, ERROR = (FrameKind.CONTEXT, FrameKind.OBSERVATION,
+                                       FrameKind.RESULT, FrameKind.ERROR)
+
+
+def encode_frame(kind: int, payload: bytes) -> bytes:
+    """The bytes of one frame."""
+    try:
+        kind = FrameKind(kind)
+    except ValueError:
+        raise FrameError(f"unknown frame kind {kind!r}") from None
+    if len(payload) > 0xFFFFFFFF:
+        raise FrameError(f"{kind.name} frame payload of {len(payload)} bytes does "
+                         f"not fit a 32-bit length")
+    return _HEADER.pack(len(payload), kind) + bytes(payload)
+
+
+def write_frame(f: BinaryIO, kind: int, payload: bytes) -> None:
+    """Write one frame to the binary stream ``f`` and flush it."""
+    data = encode_frame(kind, payload)
+    view = memoryview(data)
+    while view:
+        written = f.write(view)
+        if written is None:  # non-blocking raw stream with nothing written
+            raise FrameError("stream would block while writing a frame")
+        view = view[written:]
+    f.flush()
+
+
+def _read_exactly(f: BinaryIO, size: int, what: str, *, at_boundary: bool = False) -> bytes:
+    """Read exactly ``size`` bytes, looping over short reads."""
+    chunks = []
+    remaining = size
+    while remaining:
+        chunk = f.read(min(remaining, _MAX_CHUNK))
+        if chunk is None:
+            raise FrameError(f"stream would block while reading {what}")
+        if not chunk:
+            got = size - remaining
+            if at_boundary and got == 0:
+                raise EndOfStream("end of stream (the peer closed it)")
+            raise FrameError(f"truncated {what}: stream ended after {got} of "
+                             f"{size} bytes")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_frame(f: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[FrameKind, bytes]:
+    """Read one frame from the binary stream ``f``: (kind, payload).
+
+    Raises :class:`EndOfStream` when the stream ends cleanly before a frame,
+    and :class:`FrameError` on a truncated frame, an unknown kind or a length
+    above ``max_bytes`` (checked before reading the payload).
+    """
+    header = _read_exactly(f, HEADER_SIZE, "frame header", at_boundary=True)
+    length, kind = _HEADER.unpack(header)
+    try:
+        kind = FrameKind(kind)
+    except ValueError:
+        raise FrameError(f"unknown frame kind {kind} (length field {length})") from None
+    if length > max_bytes:
+        raise FrameError(f"{kind.name} frame claims {length} bytes, more than the "
+                         f"maximum of {max_bytes}")
+    payload = _read_exactly(f, length, f"{kind.name} frame payload") if length else b""
+    return kind, payload

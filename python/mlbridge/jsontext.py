@@ -1,0 +1,137 @@
+"""Canonical JSON text pieces shared by the JSON codec and the training log.
+
+Floats are written exactly as C++17 ``std::to_chars(first, last, value)``
+writes them: the shortest digits that read back to the same value of the
+value's own type, in fixed or scientific notation, whichever is shorter
+(fixed on a tie). Like ``printf("%.0f")``, a fixed-notation integer is written
+with its exact digits (``123456792`` for the float32 nearest 123456789).
+Non-finite values are the bare tokens ``NaN``, ``Infinity`` and ``-Infinity``.
+
+Strings are quoted like LLVM's ``llvm::json``: UTF-8 passes through, ``"`` and
+``\\`` are backslash-escaped, ``\\t`` ``\\n`` ``\\r`` use short escapes and the
+other control characters ``\\u00XX`` (lowercase hex).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Tuple
+
+import numpy as np
+
+_F32_EXACT_INT = float(1 << 24)   # below this every float32 integer is exact
+_F64_EXACT_INT = float(1 << 53)   # below this every float64 integer is exact
+_SAFE_STRING = re.compile(r'[^"\\\x00-\x1f]*\Z')
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def quote_string(text: str) -> str:
+    """Return ``text`` as a JSON string literal, quoted the way LLVM does."""
+    if _SAFE_STRING.match(text):
+        return f'"{text}"'
+    out = []
+    for ch in text:
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif ch < " ":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _special(value: float) -> str:
+    """Text of NaN, infinities and zeros (the values with no digits)."""
+    if value != value:
+        return "NaN"
+    if value == 0.0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _parse_digits(text: str) -> Tuple[str, int]:
+    """Split a positive finite decimal ('1.25e-07', '0.001', '12.5') into
+    (significant digits without leading/trailing zeros, scientific exponent)."""
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    int_part = int_part.lstrip("0")
+    if int_part:
+        return (int_part + frac_part).rstrip("0"), exponent + len(int_part) - 1
+    stripped = frac_part.lstrip("0")
+    return stripped.rstrip("0"), exponent - (len(frac_part) - len(stripped)) - 1
+
+
+def _layout(negative: bool, digits: str, exponent: int, value: float) -> str:
+    """Choose fixed or scientific notation for shortest ``digits`` x 10^exponent."""
+    n = len(digits)
+    exp_len = 2 if -100 < exponent < 100 else 3
+    sci_len = n + (n > 1) + 2 + exp_len
+    if exponent >= n - 1:             # an integer: digits then zeros
+        fixed_len = exponent + 1
+    elif exponent >= 0:               # a decimal point inside the digits
+        fixed_len = n + 1
+    else:                             # 0.000ddd
+        fixed_len = n + 1 - exponent
+    sign = "-" if negative else ""
+    if fixed_len <= sci_len:
+        if exponent >= n - 1:
+            # Same length as digits + zeros, and exact (what %.0f prints).
+            return sign + str(int(abs(value)))
+        if exponent >= 0:
+            return f"{sign}{digits[:exponent + 1]}.{digits[exponent + 1:]}"
+        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+    mantissa = digits if n == 1 else f"{digits[0]}.{digits[1:]}"
+    return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+
+
+def _integer(value: float) -> str:
+    """Text of an exactly representable small integral float (fast path)."""
+    text = str(int(value))
+    digits = text.lstrip("-")
+    trailing = len(digits) - len(digits.rstrip("0"))
+    if trailing <= 4:  # fixed can only lose against e.g. 1e+05 from 5 zeros on
+        return text
+    n = len(digits) - trailing
+    return _layout(value < 0, digits[:n], len(digits) - 1, value)
+
+
+def format_float64(value: float) -> str:
+    """Canonical text of a float64 (``std::to_chars`` shortest form)."""
+    if value != value or value == 0.0 or value in (math.inf, -math.inf):
+        return _special(value)
+    if value.is_integer() and -_F64_EXACT_INT < value < _F64_EXACT_INT:
+        return _integer(value)
+    text = repr(value)
+    negative = text[0] == "-"
+    digits, exponent = _parse_digits(text[1:] if negative else text)
+    return _layout(negative, digits, exponent, value)
+
+
+def format_float32(value: float) -> str:
+    """Canonical text of a float32 given as a Python float holding it exactly.
+
+    The digits are the shortest that identify the value among float32s.
+    """
+    if value != value or value == 0.0 or value in (math.inf, -math.inf):
+        return _special(value)
+    if value.is_integer() and -_F32_EXACT_INT < value < _F32_EXACT_INT:
+        return _integer(value)
+    text = np.format_float_scientific(np.float32(value), unique=True, trim="-")
+    negative = text[0] == "-"
+    digits, exponent = _parse_digits(text[1:] if negative else text)
+    return _layout(negative, digits, exponent, value)
+
+
+def float_formatter(dtype: np.dtype) -> Callable[[float], str]:
+    """The formatter for float32 or float64 elements."""
+    return format_float32 if np.dtype(dtype).itemsize == 4 else format_float64
+
+
+def format_array(arr: np.ndarray) -> str:
+    """Comma-separated canonical text of every element of ``arr`` (row-major)."""
+    values = arr.ravel().tolist()
+    if arr.dtype.kind == "f":
+        return ",".join(map(float_formatter(arr.dtype), values))
+    return ",".join(map(str, values))

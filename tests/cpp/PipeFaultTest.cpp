@@ -1,0 +1,222 @@
+//===- PipeFaultTest.cpp - Dead, stalled and lying peers ------------------===//
+//
+// Each fault must give a clear error within the configured timeout: no hang,
+// no crash, no SIGPIPE death, no leak (LeakSanitizer checks the last).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/PipeModelRunner.h"
+
+#include "TestHelpers.h"
+#include "pipe/FrameHeader.h"
+
+#include <fcntl.h>
+#include <functional>
+#include <thread>
+#include <unistd.h>
+
+using namespace mlbridge;
+using namespace mlbridge::test;
+using namespace std::chrono_literals;
+
+namespace {
+struct FaultResult {
+  Error E;
+  double Seconds;
+  Error Next; // a second call after the fault
+};
+
+/// Runs one evaluate() against a host thread running \p HostScript.
+FaultResult runAgainst(PipeProtocol P,
+                       std::function<void(RawHost &)> HostScript,
+                       std::chrono::milliseconds IoTimeout = 2000ms) {
+  PipeOptions O;
+  O.Protocol = P;
+  O.Serialization = Format::Protobuf;
+  O.OpenTimeout = 5s;
+  O.IoTimeout = IoTimeout;
+  O.MaxMessageBytes = 1 << 20;
+  auto R = PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
+                                   {TensorSpec::of<int64_t>("advice")}, O);
+  EXPECT_TRUE(bool(R));
+  std::string Base = (*R)->channelBase();
+  std::thread Host([&] {
+    RawHost H;
+    if (H.open(Base))
+      HostScript(H);
+  });
+  auto Start = std::chrono::steady_clock::now();
+  Error E = (*R)->evaluate();
+  double Seconds = secondsSince(Start);
+  Error Next = (*R)->evaluate();
+  R->reset(); // closes our ends: the host thread sees EOF
+  Host.join();
+  return {E, Seconds, Next};
+}
+
+void readHeaderAndObservation(RawHost &H, PipeProtocol P) {
+  std::string Line, Bytes;
+  H.readLine(Line);
+  if (P == PipeProtocol::Extended) {
+    H.write("{\"mlbridge\":1}\n");
+    H.readExact(FrameHeader::Size, Bytes);
+    H.readExact(FrameHeader::read(Bytes.data()).Length, Bytes);
+  } else {
+    H.readLine(Line);
+    H.readExact(33, Bytes);
+  }
+}
+
+void expectFault(const FaultResult &F, ErrorCode Code,
+                 const std::string &Mentions, double MaxSeconds) {
+  ASSERT_TRUE(bool(F.E)) << "no error";
+  EXPECT_EQ(F.E.code(), Code) << F.E.toString();
+  EXPECT_NE(F.E.message().find(Mentions), std::string::npos)
+      << F.E.toString();
+  EXPECT_LT(F.Seconds, MaxSeconds) << F.E.toString();
+}
+} // namespace
+
+TEST(PipeFault, PeerNeverOpens) {
+  PipeOptions O;
+  O.OpenTimeout = 300ms;
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
+                                             {TensorSpec::of<int64_t>("b")},
+                                             O));
+  auto Start = std::chrono::steady_clock::now();
+  Error E = (*R)->evaluate<int64_t>().takeError();
+  double Seconds = secondsSince(Start);
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::Timeout) << E.toString();
+  EXPECT_NE(E.message().find("did not open"), std::string::npos);
+  EXPECT_GE(Seconds, 0.25);
+  EXPECT_LT(Seconds, 5.0);
+  // Later calls fail fast with the original cause.
+  Start = std::chrono::steady_clock::now();
+  Error Again = (*R)->evaluate();
+  EXPECT_EQ(Again.code(), ErrorCode::Broken);
+  EXPECT_NE(Again.message().find("did not open"), std::string::npos);
+  EXPECT_LT(secondsSince(Start), 0.1);
+}
+
+TEST(PipeFault, PeerDiesMidCall) {
+  for (PipeProtocol P : {PipeProtocol::Mlgo, PipeProtocol::Extended}) {
+    auto F = runAgainst(P, [P](RawHost &H) {
+      readHeaderAndObservation(H, P);
+      H.close(); // the model process died before answering
+    });
+    expectFault(F, ErrorCode::PeerClosed, "EOF", 1.9);
+    EXPECT_EQ(F.Next.code(), ErrorCode::Broken);
+  }
+}
+
+TEST(PipeFault, PeerClosesBeforeReadingIsEpipeNotSigpipe) {
+  auto F = runAgainst(PipeProtocol::Mlgo, [](RawHost &H) {
+    std::string Line;
+    H.readLine(Line); // the header, then the model process dies
+    H.close();
+  });
+  ASSERT_TRUE(bool(F.E));
+  // Either the header write hits EPIPE or the read hits EOF; never a signal.
+  EXPECT_TRUE(F.E.code() == ErrorCode::PeerClosed) << F.E.toString();
+}
+
+TEST(PipeFault, TruncatedReplyThenDeath) {
+  auto F = runAgainst(PipeProtocol::Mlgo, [](RawHost &H) {
+    readHeaderAndObservation(H, PipeProtocol::Mlgo);
+    H.write(std::string(4, '\0'));
+    H.close();
+  });
+  expectFault(F, ErrorCode::PeerClosed, "got 4 of 8 bytes", 1.9);
+}
+
+TEST(PipeFault, StalledPeerTimesOut) {
+  for (PipeProtocol P : {PipeProtocol::Mlgo, PipeProtocol::Extended}) {
+    auto F = runAgainst(
+        P,
+        [P](RawHost &H) {
+          readHeaderAndObservation(H, P);
+          H.write(std::string(3, '\0'));
+          std::string Line;
+          H.readLine(Line); // stall until the runner goes away
+        },
+        300ms);
+    expectFault(F, ErrorCode::Timeout, "timed out", 2.0);
+    EXPECT_GE(F.Seconds, 0.25);
+  }
+}
+
+TEST(PipeFault, WrongReplySizeInMlgoMode) {
+  auto F = runAgainst(PipeProtocol::Mlgo, [](RawHost &H) {
+    readHeaderAndObservation(H, PipeProtocol::Mlgo);
+    H.write(std::string(16, '\1'));
+    std::string Line;
+    H.readLine(Line);
+  });
+  expectFault(F, ErrorCode::Protocol, "8 bytes more than the advice", 1.9);
+}
+
+TEST(PipeFault, OversizedLengthIsRejectedWithoutAllocating) {
+  auto F = runAgainst(PipeProtocol::Extended, [](RawHost &H) {
+    readHeaderAndObservation(H, PipeProtocol::Extended);
+    char Head[FrameHeader::Size];
+    FrameHeader::write(Head, 0xFFFFFFF0u, FrameKind::Result);
+    H.write(std::string(Head, sizeof(Head)));
+    std::string Line;
+    H.readLine(Line);
+  });
+  expectFault(F, ErrorCode::TooLarge, "exceeds the limit", 1.9);
+}
+
+TEST(PipeFault, GarbageBytesAreAProtocolError) {
+  auto F = runAgainst(PipeProtocol::Extended, [](RawHost &H) {
+    readHeaderAndObservation(H, PipeProtocol::Extended);
+    H.write(std::string("\x10\x00\x00\x00garbage!garbage!xxxxxxxx", 28));
+    std::string Line;
+    H.readLine(Line);
+  });
+  expectFault(F, ErrorCode::Protocol, "unexpected frame kind", 1.9);
+}
+
+TEST(PipeFault, MalformedReplyPayloadFailsOnlyThatCall) {
+  int Calls = 0;
+  auto F = runAgainst(PipeProtocol::Extended, [&Calls](RawHost &H) {
+    readHeaderAndObservation(H, PipeProtocol::Extended);
+    char Head[FrameHeader::Size];
+    // A protobuf reply whose tensor claims 2^35 bytes.
+    std::string Bad("\x12\x80\x80\x80\x80\x80\x01", 7);
+    FrameHeader::write(Head, uint32_t(Bad.size()), FrameKind::Result);
+    H.write(std::string(Head, sizeof(Head)) + Bad);
+    ++Calls;
+    // Second call: a valid reply (advice = 7).
+    std::string Bytes;
+    H.readExact(FrameHeader::Size, Bytes);
+    H.readExact(FrameHeader::read(Bytes.data()).Length, Bytes);
+    std::string Good("\x12\x17\x0a\x06"
+                     "advice\x10\x09\x1a\x01\x01\x22\x08\x07\0\0\0\0\0\0\0",
+                     25);
+    FrameHeader::write(Head, uint32_t(Good.size()), FrameKind::Result);
+    H.write(std::string(Head, sizeof(Head)) + Good);
+    ++Calls;
+    std::string Line;
+    H.readLine(Line);
+  });
+  expectFault(F, ErrorCode::Protocol, "malformed protobuf", 1.9);
+  EXPECT_FALSE(F.Next) << F.Next.toString();
+  EXPECT_EQ(Calls, 2);
+}
+
+TEST(PipeFault, NotAFifo) {
+  std::string Base = ::testing::TempDir() + "/mlbridge_not_fifo";
+  int FD = ::open((Base + ".in").c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(FD, 0);
+  ::close(FD);
+  PipeOptions O;
+  O.ChannelBase = Base;
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
+                                             {TensorSpec::of<int64_t>("b")},
+                                             O));
+  Error E = (*R)->connect();
+  EXPECT_EQ(E.code(), ErrorCode::InvalidArgument) << E.toString();
+  ::unlink((Base + ".in").c_str());
+}

@@ -1,0 +1,192 @@
+//===- PythonHostTest.cpp - C++ runner against the Python host ------------===//
+//
+// Starts `python -m mlbridge serve` (the package's pipe host) on a channel
+// and runs the C++ PipeModelRunner against it in every protocol and format.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/PipeModelRunner.h"
+
+#include "TestHelpers.h"
+
+#include <csignal>
+#include <cstring>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace mlbridge;
+using namespace mlbridge::test;
+using namespace std::chrono_literals;
+
+namespace {
+const std::string Python = MLBRIDGE_TEST_PYTHON;
+const std::string PolicyFile =
+    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
+
+/// A child process, killed and reaped on destruction.
+class Child {
+public:
+  explicit Child(const std::vector<std::string> &Args) {
+    std::vector<char *> Argv;
+    for (const std::string &A : Args)
+      Argv.push_back(const_cast<char *>(A.c_str()));
+    Argv.push_back(nullptr);
+    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
+      Pid = -1;
+  }
+  ~Child() { kill(SIGKILL); }
+  void kill(int Sig) {
+    if (Pid > 0) {
+      ::kill(Pid, Sig);
+      wait();
+    }
+  }
+  int wait() {
+    int Status = 0;
+    if (Pid > 0)
+      waitpid(Pid, &Status, 0);
+    Pid = -1;
+    return Status;
+  }
+  bool started() const { return Pid > 0; }
+
+private:
+  pid_t Pid = -1;
+};
+
+bool havePython() { return ::access(Python.c_str(), X_OK) == 0; }
+
+std::vector<std::string> serveArgs(const std::string &Base,
+                                   const std::string &Function) {
+  return {Python,   "-m",       "mlbridge", "serve", "--pipe", Base,
+          "--policy", PolicyFile + ":" + Function};
+}
+
+/// Sum of every input byte: the Python "checksum" policy computes the same.
+int64_t byteChecksum(ModelRunner &R) {
+  int64_t Sum = 0;
+  for (size_t I = 0; I < R.numInputs(); ++I) {
+    const unsigned char *P =
+        static_cast<const unsigned char *>(R.inputData(I));
+    for (size_t B = 0; B < R.inputSpec(I).byteSize(); ++B)
+      Sum += P[B];
+  }
+  return Sum;
+}
+} // namespace
+
+TEST(PythonHost, MlgoModeAllDTypes) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << Python;
+  PipeOptions O;
+  O.OpenTimeout = 30s;
+  O.IoTimeout = 30s;
+  ASSERT_EXPECTED(R, PipeModelRunner::create(
+                         allDTypeSpecs(), {TensorSpec::of<int64_t>("advice")},
+                         O));
+  Child Host(serveArgs((*R)->channelBase(), "checksum"));
+  ASSERT_TRUE(Host.started());
+  ASSERT_OK((*R)->switchContext("f"));
+  for (uint32_t Seed = 0; Seed < 50; ++Seed) {
+    TensorBuffers V = makeBuffers(allDTypeSpecs());
+    fillValues(V, Seed);
+    for (size_t I = 0; I < V.size(); ++I)
+      std::memcpy((*R)->inputData(I), V.data(I), V.spec(I).byteSize());
+    auto Advice = (*R)->evaluate<int64_t>();
+    ASSERT_TRUE(bool(Advice)) << Advice.error().toString();
+    EXPECT_EQ(*Advice, byteChecksum(**R)) << "seed " << Seed;
+  }
+  R->reset();
+  EXPECT_EQ(Host.wait(), 0);
+}
+
+namespace {
+class PythonHostExtended : public ::testing::TestWithParam<Format> {};
+} // namespace
+
+TEST_P(PythonHostExtended, AllDTypesRoundTripBothWays) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << Python;
+  PipeOptions O;
+  O.Protocol = PipeProtocol::Extended;
+  O.Serialization = GetParam();
+  O.OpenTimeout = 30s;
+  O.IoTimeout = 30s;
+  ASSERT_EXPECTED(R, PipeModelRunner::create(allDTypeSpecs(),
+                                             allDTypeSpecs("_out"), O));
+  Child Host(serveArgs((*R)->channelBase(), "echo"));
+  ASSERT_TRUE(Host.started());
+  for (uint32_t Seed = 0; Seed < 30; ++Seed) {
+    TensorBuffers V = makeBuffers(allDTypeSpecs());
+    fillValues(V, Seed);
+    for (size_t I = 0; I < V.size(); ++I)
+      std::memcpy((*R)->inputData(I), V.data(I), V.spec(I).byteSize());
+    ASSERT_OK((*R)->evaluate());
+    for (size_t I = 0; I < V.size(); ++I)
+      ASSERT_EQ(std::memcmp((*R)->outputData(I), V.data(I),
+                            V.spec(I).byteSize()),
+                0)
+          << (*R)->outputSpec(I).name() << " seed " << Seed;
+  }
+  R->reset();
+  EXPECT_EQ(Host.wait(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, PythonHostExtended,
+                         ::testing::Values(Format::Bitstream, Format::Json,
+                                           Format::Protobuf),
+                         [](const auto &Info) {
+                           return std::string(formatName(Info.param));
+                         });
+
+TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << Python;
+  PipeOptions O;
+  O.Protocol = PipeProtocol::Extended;
+  O.Serialization = Format::Json;
+  O.OpenTimeout = 30s;
+  O.IoTimeout = 30s;
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             O));
+  Child Host(serveArgs((*R)->channelBase(), "fail_on_negative"));
+  *(*R)->input<int64_t>(0) = -1;
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::ModelFailure);
+  EXPECT_NE(E.message().find("negative input"), std::string::npos)
+      << E.toString();
+  *(*R)->input<int64_t>(0) = 20;
+  auto Y = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 21);
+}
+
+TEST(PythonHost, HostKilledMidCallIsAnErrorWithinTheTimeout) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << Python;
+  PipeOptions O;
+  O.OpenTimeout = 30s;
+  O.IoTimeout = 20s;
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             O));
+  Child Host(serveArgs((*R)->channelBase(), "slow"));
+  ASSERT_OK((*R)->connect());
+  std::thread Killer([&] {
+    std::this_thread::sleep_for(500ms);
+    Host.kill(SIGKILL);
+  });
+  auto Start = std::chrono::steady_clock::now();
+  Error E = (*R)->evaluate();
+  double Seconds = secondsSince(Start);
+  Killer.join();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
+  EXPECT_LT(Seconds, 10.0);
+}

@@ -1,0 +1,79 @@
+//===- TestHelpers.h - Shared test utilities --------------------*- C++ -*-===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLBRIDGE_TESTS_TESTHELPERS_H
+#define MLBRIDGE_TESTS_TESTHELPERS_H
+
+#include "mlbridge/TensorBuffers.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlbridge {
+namespace test {
+
+/// Fails the test with the error's text unless \p E is success.
+#define ASSERT_OK(E)                                                           \
+  do {                                                                         \
+    ::mlbridge::Error Err_ = (E);                                              \
+    ASSERT_FALSE(Err_) << Err_.toString();                                     \
+  } while (0)
+
+/// Unwraps an Expected or fails the test.
+#define ASSERT_EXPECTED(Var, Expr)                                             \
+  auto Var = (Expr);                                                           \
+  ASSERT_TRUE(bool(Var)) << Var.error().toString()
+
+/// One spec per dtype, with scalar, vector and N-d shapes.
+std::vector<TensorSpec> allDTypeSpecs(const std::string &Suffix = "");
+
+/// Fills every tensor with deterministic, finite values of its type.
+void fillValues(TensorBuffers &B, uint32_t Seed);
+
+/// True when both hold the same bytes for every tensor.
+bool sameBytes(const TensorBuffers &A, const TensorBuffers &B);
+
+/// Makes buffers for \p Specs or fails the test (via ADD_FAILURE).
+TensorBuffers makeBuffers(std::vector<TensorSpec> Specs);
+
+/// Reads a whole file as bytes.
+std::string readFile(const std::string &Path);
+
+/// A minimal, independent implementation of the model side of a pipe
+/// channel, with raw syscalls and its own deadlines, running on a thread.
+class RawHost {
+public:
+  /// Opens the channel at \p Base in LLVM's order (BASE.in for writing, then
+  /// BASE.out for reading), waiting at most \p Timeout.
+  bool open(const std::string &Base,
+            std::chrono::milliseconds Timeout = std::chrono::seconds(20));
+  ~RawHost();
+  /// Reads one line without '\n'; false on EOF/timeout.
+  bool readLine(std::string &Line);
+  /// Reads exactly \p N bytes; false on EOF/timeout.
+  bool readExact(size_t N, std::string &Out);
+  /// Writes all bytes; false on error.
+  bool write(const std::string &Bytes);
+  /// Closes both ends (as if the process died).
+  void close();
+
+private:
+  bool waitReadable();
+  int In = -1, Out = -1; // In: we write BASE.in; Out: we read BASE.out.
+  std::string Pending;
+};
+
+/// Microseconds elapsed since \p Start.
+double secondsSince(std::chrono::steady_clock::time_point Start);
+
+} // namespace test
+} // namespace mlbridge
+
+#endif // MLBRIDGE_TESTS_TESTHELPERS_H
