@@ -60,8 +60,9 @@ public:
   /// the message must carry (names, types, element counts). Sets
   /// \p Observation when the format carries it. A model-side error carried
   /// in the message (json/protobuf "error") is returned as ModelFailure.
-  virtual Error decode(std::string_view Payload, TensorBuffers &Into,
-                       std::optional<uint64_t> *Observation = nullptr) const = 0;
+  virtual Error
+  decode(std::string_view Payload, TensorBuffers &Into,
+         std::optional<uint64_t> *Observation = nullptr) const = 0;
 };
 
 /// Returns the codec for \p F (a shared stateless instance).

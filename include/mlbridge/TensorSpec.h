@@ -79,8 +79,7 @@ public:
   /// Makes a spec; fails on an empty name, a negative dimension or a shape
   /// whose element count exceeds MaxTensorElements.
   static Expected<TensorSpec> create(std::string Name, DType Type,
-                                     std::vector<int64_t> Shape,
-                                     int Port = 0);
+                                     std::vector<int64_t> Shape, int Port = 0);
 
   /// Makes a spec for the C++ element type T, e.g.
   /// `TensorSpec::of<int64_t>("callee_users", {1})`. The shape must be valid
@@ -134,8 +133,7 @@ private:
 };
 
 /// Checks that \p Specs have unique, non-empty names.
-Error checkUniqueNames(const std::vector<TensorSpec> &Specs,
-                       const char *What);
+Error checkUniqueNames(const std::vector<TensorSpec> &Specs, const char *What);
 
 } // namespace mlbridge
 

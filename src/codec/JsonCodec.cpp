@@ -55,8 +55,7 @@ Error readData(json::Reader &R, void *Data, const TensorSpec &Spec) {
       break;
     if (Count == Spec.elementCount())
       return makeError(ErrorCode::TypeMismatch, "tensor '", Spec.name(),
-                       "' has more than ", std::to_string(Count),
-                       " elements");
+                       "' has more than ", std::to_string(Count), " elements");
     auto Tok = R.readNumberToken();
     if (!Tok)
       return Tok.takeError().withContext("tensor '" + Spec.name() + "'");
@@ -67,8 +66,8 @@ Error readData(json::Reader &R, void *Data, const TensorSpec &Spec) {
     ++Count;
   }
   if (Count != Spec.elementCount())
-    return makeError(ErrorCode::TypeMismatch, "tensor '", Spec.name(),
-                     "' has ", std::to_string(Count), " elements, expected ",
+    return makeError(ErrorCode::TypeMismatch, "tensor '", Spec.name(), "' has ",
+                     std::to_string(Count), " elements, expected ",
                      std::to_string(Spec.elementCount()));
   return Error::success();
 }
@@ -91,35 +90,21 @@ constexpr size_t MaxDims = 64;
 
 /// Parses one tensor object of the "tensors" array.
 Error readTensor(json::Reader &R, TensorMatcher &M, std::string &Scratch) {
-  if (Error E = R.expect('{'))
-    return E;
-  std::string NameStorage;
+  std::string NameStorage, TypeScratch;
   std::string_view Name;
   bool HasName = false, HasType = false, HasShape = false;
   DType Type = DType::Float;
   int64_t Dims[MaxDims];
   size_t NumDims = 0;
   long DataOffset = -1;
-  bool First = true;
-  std::string_view Key;
-  while (true) {
-    auto More = R.nextMember(First, Key, Scratch);
-    if (!More)
-      return More.takeError();
-    if (!*More)
-      break;
+  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
     if (Key == "name") {
-      auto S = R.readString(Scratch);
+      auto S = R.readString(NameStorage);
       if (!S)
         return S.takeError();
-      Name = *S;
-      if (Name.data() == Scratch.data()) { // escaped: keep a stable copy
-        NameStorage.assign(Name);
-        Name = NameStorage;
-      }
+      Name = *S; // a view of the input, or of NameStorage if escaped
       HasName = true;
     } else if (Key == "type") {
-      std::string TypeScratch;
       auto S = R.readString(TypeScratch);
       if (!S)
         return S.takeError();
@@ -129,31 +114,19 @@ Error readTensor(json::Reader &R, TensorMatcher &M, std::string &Scratch) {
       Type = *T;
       HasType = true;
     } else if (Key == "shape") {
-      if (Error E = R.expect('['))
-        return E;
-      bool FirstDim = true;
-      while (true) {
-        auto MoreDims = R.nextElement(FirstDim);
-        if (!MoreDims)
-          return MoreDims.takeError();
-        if (!*MoreDims)
-          break;
-        if (NumDims == MaxDims)
-          return R.fail("shape has too many dimensions");
-        auto D = R.readInt();
-        if (!D)
-          return D.takeError();
-        Dims[NumDims++] = *D;
-      }
       HasShape = true;
+      return R.readIntArray(Dims, MaxDims, NumDims);
     } else if (Key == "data") {
+      // Parsed once the name and type are known (keys may come in any order).
       DataOffset = long(R.offset());
-      if (Error E = R.skipValue())
-        return E;
-    } else if (Error E = R.skipValue()) {
-      return E;
+      return R.skipValue();
+    } else {
+      return R.skipValue();
     }
-  }
+    return Error::success();
+  });
+  if (E)
+    return E;
   if (!HasName || !HasType || !HasShape || DataOffset < 0)
     return R.fail("a tensor needs \"name\", \"type\", \"shape\" and \"data\"");
   auto Index = M.claim(Name, Type);
@@ -164,8 +137,8 @@ Error readTensor(json::Reader &R, TensorMatcher &M, std::string &Scratch) {
   size_t End = R.offset();
   R.seek(size_t(DataOffset));
   TensorBuffers &B = M.buffers();
-  if (Error E = dispatchDType(Type, DataReader(), R, B.data(*Index),
-                              B.spec(*Index)))
+  if (Error E =
+          dispatchDType(Type, DataReader(), R, B.data(*Index), B.spec(*Index)))
     return E;
   R.seek(End);
   return Error::success();
@@ -212,47 +185,32 @@ Error JsonCodec::decode(std::string_view Payload, TensorBuffers &Into,
     Observation->reset();
   json::Reader R(Payload);
   TensorMatcher M(Into);
-  std::string Scratch;
-  if (Error E = R.expect('{'))
-    return E;
-  bool First = true, HasTensors = false;
-  std::string_view Key;
-  while (true) {
-    auto More = R.nextMember(First, Key, Scratch);
-    if (!More)
-      return More.takeError();
-    if (!*More)
-      break;
+  std::string Scratch, ElementScratch;
+  bool HasTensors = false;
+  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
     if (Key == "observation") {
       auto N = R.readUInt();
       if (!N)
         return N.takeError();
       if (Observation)
         *Observation = *N;
-    } else if (Key == "error") {
-      auto S = R.readString(Scratch);
+      return Error::success();
+    }
+    if (Key == "error") {
+      auto S = R.readString(ElementScratch);
       if (!S)
         return S.takeError();
       return makeError(ErrorCode::ModelFailure, "model side reported: ",
                        std::string(S->substr(0, 4096)));
-    } else if (Key == "tensors") {
-      if (Error E = R.expect('['))
-        return E;
-      bool FirstTensor = true;
-      while (true) {
-        auto MoreTensors = R.nextElement(FirstTensor);
-        if (!MoreTensors)
-          return MoreTensors.takeError();
-        if (!*MoreTensors)
-          break;
-        if (Error E = readTensor(R, M, Scratch))
-          return E;
-      }
-      HasTensors = true;
-    } else if (Error E = R.skipValue()) {
-      return E;
     }
-  }
+    if (Key == "tensors") {
+      HasTensors = true;
+      return R.forEachElement([&] { return readTensor(R, M, ElementScratch); });
+    }
+    return R.skipValue();
+  });
+  if (E)
+    return E;
   if (Error E = R.expectEnd())
     return E;
   if (!HasTensors)

@@ -1,4 +1,5 @@
-//===- codec/TensorMatcher.h - Check decoded tensors -------------*- C++ -*-===//
+//===- codec/TensorMatcher.h - Check decoded tensors -------------*- C++
+//-*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //

@@ -43,9 +43,9 @@ Error ModelRunner::switchContext(std::string_view) {
 
 void ModelRunner::markBroken(const Error &Why) {
   if (!Broken)
-    Broken = Error(ErrorCode::Broken,
-                   "runner unusable after an earlier error (" +
-                       Why.toString() + ")");
+    Broken =
+        Error(ErrorCode::Broken, "runner unusable after an earlier error (" +
+                                     Why.toString() + ")");
 }
 
 Error ModelRunner::typeMismatch(const TensorSpec &Spec, DType Asked,

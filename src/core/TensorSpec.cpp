@@ -51,8 +51,8 @@ Expected<DType> parseDType(std::string_view Name) {
                    std::string(Name.substr(0, 64)), "'");
 }
 
-TensorSpec::TensorSpec(std::string Name, DType Type,
-                       std::vector<int64_t> Shape, int Port)
+TensorSpec::TensorSpec(std::string Name, DType Type, std::vector<int64_t> Shape,
+                       int Port)
     : Name(std::move(Name)), Type(Type), Shape(std::move(Shape)), Port(Port) {
   bool Ok;
   ElementCount = countElements(this->Shape, Ok);
@@ -97,73 +97,55 @@ std::string TensorSpec::toJSON() const {
 }
 
 Expected<TensorSpec> TensorSpec::fromJSON(std::string_view Text) {
+  constexpr size_t MaxDims = 64;
   json::Reader R(Text);
-  std::string Scratch, NameValue;
+  std::string Scratch, ValueScratch, NameValue;
   bool HasName = false, HasType = false, HasShape = false;
   DType Type = DType::Float;
-  std::vector<int64_t> Shape;
+  int64_t Dims[MaxDims];
+  size_t NumDims = 0;
   int64_t Port = 0;
-  if (Error E = R.expect('{'))
-    return E;
-  bool First = true;
-  std::string_view Key;
-  while (true) {
-    auto More = R.nextMember(First, Key, Scratch);
-    if (!More)
-      return More.takeError();
-    if (!*More)
-      break;
-    if (Key == "name") {
-      auto S = R.readString(Scratch);
+  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
+    if (Key == "name" || Key == "type") {
+      auto S = R.readString(ValueScratch);
       if (!S)
         return S.takeError();
-      NameValue.assign(*S);
-      HasName = true;
-    } else if (Key == "type") {
-      auto S = R.readString(Scratch);
-      if (!S)
-        return S.takeError();
+      if (Key == "name") {
+        NameValue.assign(*S);
+        HasName = true;
+        return Error::success();
+      }
       auto T = parseDType(*S);
       if (!T)
         return T.takeError();
       Type = *T;
       HasType = true;
-    } else if (Key == "port") {
+      return Error::success();
+    }
+    if (Key == "port") {
       auto P = R.readInt();
       if (!P)
         return P.takeError();
       if (*P < 0 || *P > (1 << 30))
         return R.fail("port out of range");
       Port = *P;
-    } else if (Key == "shape") {
-      if (Error E = R.expect('['))
-        return E;
-      bool FirstDim = true;
-      while (true) {
-        auto MoreDims = R.nextElement(FirstDim);
-        if (!MoreDims)
-          return MoreDims.takeError();
-        if (!*MoreDims)
-          break;
-        if (Shape.size() >= 64)
-          return R.fail("shape has too many dimensions");
-        auto D = R.readInt();
-        if (!D)
-          return D.takeError();
-        Shape.push_back(*D);
-      }
-      HasShape = true;
-    } else {
-      if (Error E = R.skipValue())
-        return E;
+      return Error::success();
     }
-  }
+    if (Key == "shape") {
+      HasShape = true;
+      return R.readIntArray(Dims, MaxDims, NumDims);
+    }
+    return R.skipValue();
+  });
+  if (E)
+    return E;
   if (Error E = R.expectEnd())
     return E;
   if (!HasName || !HasType || !HasShape)
     return makeError(ErrorCode::Protocol,
                      "tensor spec needs \"name\", \"type\" and \"shape\"");
-  return create(std::move(NameValue), Type, std::move(Shape), int(Port));
+  return create(std::move(NameValue), Type,
+                std::vector<int64_t>(Dims, Dims + NumDims), int(Port));
 }
 
 bool TensorSpec::operator==(const TensorSpec &Other) const {
@@ -171,8 +153,7 @@ bool TensorSpec::operator==(const TensorSpec &Other) const {
          Port == Other.Port;
 }
 
-Error checkUniqueNames(const std::vector<TensorSpec> &Specs,
-                       const char *What) {
+Error checkUniqueNames(const std::vector<TensorSpec> &Specs, const char *What) {
   std::unordered_set<std::string_view> Seen;
   for (const TensorSpec &S : Specs) {
     if (S.name().empty())

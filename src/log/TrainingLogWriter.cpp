@@ -35,11 +35,9 @@ std::string TrainingLogWriter::header(const std::vector<TensorSpec> &Features,
   return Out;
 }
 
-Expected<TrainingLogWriter>
-TrainingLogWriter::create(const std::string &Path,
-                          std::vector<TensorSpec> Features,
-                          std::optional<TensorSpec> Score,
-                          std::optional<TensorSpec> Advice) {
+Expected<TrainingLogWriter> TrainingLogWriter::create(
+    const std::string &Path, std::vector<TensorSpec> Features,
+    std::optional<TensorSpec> Score, std::optional<TensorSpec> Advice) {
   if (Error E = checkUniqueNames(Features, "training log features"))
     return E;
   TrainingLogWriter W;
@@ -57,8 +55,7 @@ TrainingLogWriter::create(const std::string &Path,
 }
 
 Error TrainingLogWriter::writeBuffer() {
-  if (std::fwrite(Buffer.data(), 1, Buffer.size(), File.get()) !=
-      Buffer.size())
+  if (std::fwrite(Buffer.data(), 1, Buffer.size(), File.get()) != Buffer.size())
     return makeError(ErrorCode::IO, "cannot write training log '", Path,
                      "': ", std::strerror(errno));
   return Error::success();
@@ -82,8 +79,7 @@ Error TrainingLogWriter::logObservation(const void *const *Data,
   json::appendUInt(Buffer, Observation);
   Buffer.append("}\n");
   for (size_t I = 0; I < Features.size(); ++I)
-    Buffer.append(static_cast<const char *>(Data[I]),
-                  Features[I].byteSize());
+    Buffer.append(static_cast<const char *>(Data[I]), Features[I].byteSize());
   Buffer.push_back('\n');
   if (Score) {
     Buffer.append("{\"outcome\":");

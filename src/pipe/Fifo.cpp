@@ -70,8 +70,7 @@ Error checkIsFifo(int FD, const std::string &Path) {
   if (fstat(FD, &St) != 0)
     return sysError("cannot stat", Path);
   if (!S_ISFIFO(St.st_mode))
-    return makeError(ErrorCode::InvalidArgument, "'", Path,
-                     "' is not a FIFO");
+    return makeError(ErrorCode::InvalidArgument, "'", Path, "' is not a FIFO");
   return Error::success();
 }
 
@@ -110,8 +109,7 @@ Expected<FileDescriptor> openForRead(const std::string &Path) {
   return Owned;
 }
 
-Expected<FileDescriptor> openForWrite(const std::string &Path,
-                                      Deadline Until) {
+Expected<FileDescriptor> openForWrite(const std::string &Path, Deadline Until) {
   auto Sleep = std::chrono::microseconds(200);
   while (true) {
     int FD = ::open(Path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -193,9 +191,9 @@ void Reader::compact(size_t Needed) {
 
 Error Reader::fill(Deadline Until, const char *What, size_t Wanted) {
   if (Wanted > MaxBuffer)
-    return makeError(ErrorCode::TooLarge, "message of ",
-                     std::to_string(Wanted), " bytes exceeds the limit of ",
-                     std::to_string(MaxBuffer), " while ", What);
+    return makeError(ErrorCode::TooLarge, "message of ", std::to_string(Wanted),
+                     " bytes exceeds the limit of ", std::to_string(MaxBuffer),
+                     " while ", What);
   if (Begin + Wanted > Buffer.size())
     compact(Wanted);
   while (End - Begin < Wanted) {

@@ -6,8 +6,8 @@
 
 #include "mlbridge/PipeModelRunner.h"
 
-#include "pipe/FrameHeader.h"
 #include "pipe/Fifo.h"
+#include "pipe/FrameHeader.h"
 #include "support/Json.h"
 
 #include <cstring>
@@ -104,8 +104,8 @@ Error PipeModelRunner::connect() {
     Header.push_back(']');
   }
   Header.append("}\n");
-  if (Error E = fifo::writeAll(Conn->Out.get(), Header, Until,
-                               "sending the header"))
+  if (Error E =
+          fifo::writeAll(Conn->Out.get(), Header, Until, "sending the header"))
     return fail(E);
   if (Options.Protocol == PipeProtocol::Extended) {
     if (Error E = handshake())
@@ -121,34 +121,29 @@ Error PipeModelRunner::handshake() {
   if (!Line)
     return Line.takeError();
   json::Reader R(*Line);
-  std::string Scratch, Refusal;
+  std::string Scratch, ValueScratch, Refusal;
   std::optional<int64_t> Version;
   bool Refused = false;
-  if (Error E = R.expect('{'))
-    return E.withContext("handshake reply");
-  bool First = true;
-  std::string_view Key;
-  while (true) {
-    auto More = R.nextMember(First, Key, Scratch);
-    if (!More)
-      return More.takeError().withContext("handshake reply");
-    if (!*More)
-      break;
+  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
     if (Key == "mlbridge") {
       auto V = R.readInt();
       if (!V)
-        return V.takeError().withContext("handshake reply");
+        return V.takeError();
       Version = *V;
-    } else if (Key == "error") {
-      auto S = R.readString(Scratch);
+      return Error::success();
+    }
+    if (Key == "error") {
+      auto S = R.readString(ValueScratch);
       if (!S)
-        return S.takeError().withContext("handshake reply");
+        return S.takeError();
       Refusal.assign(S->substr(0, 4096));
       Refused = true;
-    } else if (Error E = R.skipValue()) {
-      return E.withContext("handshake reply");
+      return Error::success();
     }
-  }
+    return R.skipValue();
+  });
+  if (E)
+    return E.withContext("handshake reply");
   if (!Version)
     return makeError(ErrorCode::Protocol,
                      "handshake reply lacks the \"mlbridge\" version");
@@ -156,8 +151,9 @@ Error PipeModelRunner::handshake() {
     return makeError(ErrorCode::ModelFailure,
                      "the model side refused the session: ", Refusal);
   if (*Version != ProtocolVersion)
-    return makeError(ErrorCode::Protocol, "the model side speaks mlbridge "
-                                          "protocol version ",
+    return makeError(ErrorCode::Protocol,
+                     "the model side speaks mlbridge "
+                     "protocol version ",
                      std::to_string(*Version), ", this library speaks ",
                      std::to_string(ProtocolVersion));
   return Error::success();
@@ -183,8 +179,8 @@ Error PipeModelRunner::switchContext(std::string_view Name) {
   FrameHeader::write(Header, uint32_t(Name.size()), FrameKind::Context);
   struct iovec Parts[2] = {{Header, sizeof(Header)},
                            {const_cast<char *>(Name.data()), Name.size()}};
-  if (Error E = fifo::writeAll(Conn->Out.get(), Parts, 2, Until,
-                               "sending a context"))
+  if (Error E =
+          fifo::writeAll(Conn->Out.get(), Parts, 2, Until, "sending a context"))
     return fail(E);
   return Error::success();
 }
@@ -217,11 +213,10 @@ Error PipeModelRunner::evaluateMlgo() {
     return fail(Reply.takeError());
   std::memcpy(Outputs.data(0), Reply->data(), N);
   if (size_t Extra = Conn->Reader.pending())
-    return fail(makeError(ErrorCode::Protocol, "the model side sent ",
-                          std::to_string(Extra),
-                          " bytes more than the advice '",
-                          Outputs.spec(0).name(), "' (",
-                          std::to_string(N), " bytes)"));
+    return fail(
+        makeError(ErrorCode::Protocol, "the model side sent ",
+                  std::to_string(Extra), " bytes more than the advice '",
+                  Outputs.spec(0).name(), "' (", std::to_string(N), " bytes)"));
   return Error::success();
 }
 

@@ -99,9 +99,8 @@ Error Reader::fail(const std::string &What) const {
 }
 
 void Reader::skipSpace() {
-  while (Pos < Text.size() &&
-         (Text[Pos] == ' ' || Text[Pos] == '\t' || Text[Pos] == '\n' ||
-          Text[Pos] == '\r'))
+  while (Pos < Text.size() && (Text[Pos] == ' ' || Text[Pos] == '\t' ||
+                               Text[Pos] == '\n' || Text[Pos] == '\r'))
     ++Pos;
 }
 
@@ -193,8 +192,8 @@ Expected<std::string_view> Reader::readString(std::string &Scratch) {
       auto ReadHex = [&](uint32_t &CP) -> bool {
         if (Pos + 4 > Text.size())
           return false;
-        auto Res = std::from_chars(Text.data() + Pos, Text.data() + Pos + 4,
-                                   CP, 16);
+        auto Res =
+            std::from_chars(Text.data() + Pos, Text.data() + Pos + 4, CP, 16);
         if (Res.ptr != Text.data() + Pos + 4)
           return false;
         Pos += 4;
@@ -274,28 +273,11 @@ Error Reader::skipValueAt(int Depth) {
     auto S = readString(Scratch);
     return S ? Error::success() : S.takeError();
   }
-  if (C == '{' || C == '[') {
-    ++Pos;
-    bool First = true;
-    while (true) {
-      if (C == '{') {
-        std::string_view Key;
-        auto More = nextMember(First, Key, Scratch);
-        if (!More)
-          return More.takeError();
-        if (!*More)
-          return Error::success();
-      } else {
-        auto More = nextElement(First);
-        if (!More)
-          return More.takeError();
-        if (!*More)
-          return Error::success();
-      }
-      if (Error E = skipValueAt(Depth + 1))
-        return E;
-    }
-  }
+  if (C == '{')
+    return forEachMember(
+        Scratch, [&](std::string_view) { return skipValueAt(Depth + 1); });
+  if (C == '[')
+    return forEachElement([&] { return skipValueAt(Depth + 1); });
   for (std::string_view Lit : {"true", "false", "null"}) {
     if (Text.substr(Pos, Lit.size()) == Lit) {
       Pos += Lit.size();
@@ -333,6 +315,20 @@ Expected<bool> Reader::nextElement(bool &First) {
   }
   First = false;
   return true;
+}
+
+Error Reader::readIntArray(int64_t *Out, size_t MaxCount, size_t &Count) {
+  Count = 0;
+  return forEachElement([&]() -> Error {
+    if (Count == MaxCount)
+      return fail("array has more than " + std::to_string(MaxCount) +
+                  " elements");
+    auto V = readInt();
+    if (!V)
+      return V.takeError();
+    Out[Count++] = *V;
+    return Error::success();
+  });
 }
 
 Error Reader::expectEnd() {

@@ -70,6 +70,45 @@ public:
   /// Iterates the elements of an array after expect('['): false at ']'.
   Expected<bool> nextElement(bool &First);
 
+  /// Reads an object, calling `Member(Key)` for each member; Member must
+  /// consume the value and return an Error.
+  template <typename Fn>
+  Error forEachMember(std::string &Scratch, Fn &&Member) {
+    if (Error E = expect('{'))
+      return E;
+    bool First = true;
+    std::string_view Key;
+    while (true) {
+      auto More = nextMember(First, Key, Scratch);
+      if (!More)
+        return More.takeError();
+      if (!*More)
+        return Error::success();
+      if (Error E = Member(Key))
+        return E;
+    }
+  }
+
+  /// Reads an array, calling `Element()` for each element; Element must
+  /// consume it and return an Error.
+  template <typename Fn> Error forEachElement(Fn &&Element) {
+    if (Error E = expect('['))
+      return E;
+    bool First = true;
+    while (true) {
+      auto More = nextElement(First);
+      if (!More)
+        return More.takeError();
+      if (!*More)
+        return Error::success();
+      if (Error E = Element())
+        return E;
+    }
+  }
+
+  /// Reads an array of at most \p MaxCount integers into \p Out.
+  Error readIntArray(int64_t *Out, size_t MaxCount, size_t &Count);
+
   /// Fails unless only whitespace remains.
   Error expectEnd();
   /// Current byte offset.

@@ -33,28 +33,35 @@ TEST(CodecMalformed, BitstreamWrongSize) {
 }
 
 TEST(CodecMalformed, JsonErrors) {
-  const std::string A = R"({"name":"a","type":"int64_t","shape":[2],"data":[1,2]})";
-  const std::string B = R"({"name":"b","type":"float","shape":[1],"data":[0.5]})";
+  const std::string A =
+      R"({"name":"a","type":"int64_t","shape":[2],"data":[1,2]})";
+  const std::string B =
+      R"({"name":"b","type":"float","shape":[1],"data":[0.5]})";
   expectError(Format::Json, "", ErrorCode::Protocol, "expected '{'");
   expectError(Format::Json, "{\"tensors\":[" + A + "]}", ErrorCode::Protocol,
               "lacks tensor 'b'");
   expectError(Format::Json, "{\"tensors\":[" + A + "," + B + "," + A + "]}",
               ErrorCode::Protocol, "appears twice");
-  expectError(Format::Json,
-              R"({"tensors":[{"name":"zz","type":"float","shape":[1],"data":[1]}]})",
-              ErrorCode::Protocol, "unexpected tensor 'zz'");
-  expectError(Format::Json,
-              R"({"tensors":[{"name":"a","type":"int32_t","shape":[2],"data":[1,2]}]})",
-              ErrorCode::TypeMismatch, "'a' is int32_t, expected int64_t");
-  expectError(Format::Json,
-              R"({"tensors":[{"name":"a","type":"int64_t","shape":[3],"data":[1,2,3]}]})",
-              ErrorCode::TypeMismatch, "3 elements, expected 2");
-  expectError(Format::Json,
-              R"({"tensors":[{"name":"a","type":"int64_t","shape":[2],"data":[1,2,3]}]})",
-              ErrorCode::TypeMismatch, "more than 2");
-  expectError(Format::Json,
-              R"({"tensors":[{"name":"a","type":"int64_t","shape":[2],"data":[1,2.5]}]})",
-              ErrorCode::Protocol, "tensor 'a'");
+  expectError(
+      Format::Json,
+      R"({"tensors":[{"name":"zz","type":"float","shape":[1],"data":[1]}]})",
+      ErrorCode::Protocol, "unexpected tensor 'zz'");
+  expectError(
+      Format::Json,
+      R"({"tensors":[{"name":"a","type":"int32_t","shape":[2],"data":[1,2]}]})",
+      ErrorCode::TypeMismatch, "'a' is int32_t, expected int64_t");
+  expectError(
+      Format::Json,
+      R"({"tensors":[{"name":"a","type":"int64_t","shape":[3],"data":[1,2,3]}]})",
+      ErrorCode::TypeMismatch, "3 elements, expected 2");
+  expectError(
+      Format::Json,
+      R"({"tensors":[{"name":"a","type":"int64_t","shape":[2],"data":[1,2,3]}]})",
+      ErrorCode::TypeMismatch, "more than 2");
+  expectError(
+      Format::Json,
+      R"({"tensors":[{"name":"a","type":"int64_t","shape":[2],"data":[1,2.5]}]})",
+      ErrorCode::Protocol, "tensor 'a'");
   expectError(Format::Json, "{\"tensors\":[" + A + "," + B, ErrorCode::Protocol,
               "malformed JSON");
   expectError(Format::Json, R"({"error":"policy exploded"})",
@@ -72,7 +79,10 @@ TEST(CodecMalformed, ProtobufErrors) {
   expectError(Format::Protobuf, std::string(11, '\xff'), ErrorCode::Protocol,
               "varint");
   // A tensor with dtype 99.
-  expectError(Format::Protobuf, std::string("\x12\x05\x0a\x01" "a\x10\x63", 7),
+  expectError(Format::Protobuf,
+              std::string("\x12\x05\x0a\x01"
+                          "a\x10\x63",
+                          7),
               ErrorCode::Protocol, "invalid dtype 99");
   // Group wire type.
   expectError(Format::Protobuf, std::string("\x0b", 1), ErrorCode::Protocol,
@@ -80,7 +90,9 @@ TEST(CodecMalformed, ProtobufErrors) {
   expectError(Format::Protobuf, std::string("\x1a\x0epolicy failed!", 16),
               ErrorCode::ModelFailure, "policy failed!");
   // 'a' (int64 [2]) with 15 bytes of data instead of 16.
-  std::string Short("\x12\x19\x0a\x01" "a\x10\x09\x1a\x01\x02\x22\x0f", 12);
+  std::string Short("\x12\x19\x0a\x01"
+                    "a\x10\x09\x1a\x01\x02\x22\x0f",
+                    12);
   Short.append(15, '\x01');
   expectError(Format::Protobuf, Short, ErrorCode::TypeMismatch,
               "15 bytes of data, expected 16");

@@ -24,8 +24,8 @@ TEST_P(CodecRoundTrip, AllDTypesAndShapes) {
     ASSERT_OK(C.encode(Seed * 1000, In, Bytes));
     std::optional<uint64_t> Obs;
     ASSERT_OK(C.decode(Bytes, Out, &Obs));
-    EXPECT_TRUE(sameBytes(In, Out)) << formatName(GetParam()) << " seed "
-                                    << Seed;
+    EXPECT_TRUE(sameBytes(In, Out))
+        << formatName(GetParam()) << " seed " << Seed;
     if (GetParam() != Format::Bitstream) {
       ASSERT_TRUE(Obs.has_value());
       EXPECT_EQ(*Obs, Seed * 1000);
@@ -83,10 +83,12 @@ TEST(Codec, JsonCanonicalForm) {
 
 TEST(Codec, JsonAcceptsReorderedKeysAndWhitespace) {
   TensorBuffers B = makeBuffers({TensorSpec::of<double>("x", {3})});
-  ASSERT_OK(getCodec(Format::Json).decode(
-      R"( { "extra": [1, {"a": null}], "tensors": [ { "data": [1, -2.5e3, NaN],)"
-      R"( "shape": [3], "type": "double", "name": "x" } ] } )",
-      B));
+  ASSERT_OK(
+      getCodec(Format::Json)
+          .decode(
+              R"( { "extra": [1, {"a": null}], "tensors": [ { "data": [1, -2.5e3, NaN],)"
+              R"( "shape": [3], "type": "double", "name": "x" } ] } )",
+              B));
   const double *D = static_cast<const double *>(B.data(0));
   EXPECT_EQ(D[0], 1.0);
   EXPECT_EQ(D[1], -2500.0);

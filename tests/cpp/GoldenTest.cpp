@@ -19,7 +19,8 @@ using namespace mlbridge;
 using namespace mlbridge::test;
 
 namespace {
-const std::string GoldenDir = std::string(MLBRIDGE_SOURCE_DIR) + "/tests/golden/";
+const std::string GoldenDir =
+    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/golden/";
 
 std::string fromHex(const std::string &Hex) {
   std::string Out;
@@ -118,9 +119,8 @@ TEST(Golden, TrainingLogWriterProducesTheGoldenLogs) {
       std::vector<const void *> Data;
       for (const std::string &R : G.Raw)
         Data.push_back(R.data());
-      ASSERT_OK(W->logObservation(Data.data(),
-                                  G.Reward.empty() ? nullptr
-                                                   : G.Reward.data()));
+      ASSERT_OK(W->logObservation(
+          Data.data(), G.Reward.empty() ? nullptr : G.Reward.data()));
     }
     EXPECT_EQ(readFile(Path), readFile(GoldenDir + G.Name + ".log.bin"));
     ::unlink(Path.c_str());

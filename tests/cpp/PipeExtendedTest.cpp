@@ -92,9 +92,9 @@ TEST_P(PipeExtended, AllDTypesBothWaysWithModelErrors) {
     }
     ASSERT_OK(E);
     for (size_t T = 0; T < In.size(); ++T)
-      EXPECT_EQ(std::memcmp((*R)->outputData(T), Expected.data(T),
-                            In[T].byteSize()),
-                0)
+      EXPECT_EQ(
+          std::memcmp((*R)->outputData(T), Expected.data(T), In[T].byteSize()),
+          0)
           << Out[T].name();
   }
   R->reset();
@@ -139,7 +139,8 @@ Error handshakeWith(const std::string &Reply) {
 } // namespace
 
 TEST(PipeExtendedHandshake, RefusalVersionAndGarbageAreErrors) {
-  Error Refused = handshakeWith("{\"mlbridge\":1,\"error\":\"unknown feature x\"}\n");
+  Error Refused =
+      handshakeWith("{\"mlbridge\":1,\"error\":\"unknown feature x\"}\n");
   EXPECT_EQ(Refused.code(), ErrorCode::ModelFailure);
   EXPECT_NE(Refused.message().find("unknown feature x"), std::string::npos);
   Error Version = handshakeWith("{\"mlbridge\":2}\n");

@@ -71,8 +71,7 @@ void expectFault(const FaultResult &F, ErrorCode Code,
                  const std::string &Mentions, double MaxSeconds) {
   ASSERT_TRUE(bool(F.E)) << "no error";
   EXPECT_EQ(F.E.code(), Code) << F.E.toString();
-  EXPECT_NE(F.E.message().find(Mentions), std::string::npos)
-      << F.E.toString();
+  EXPECT_NE(F.E.message().find(Mentions), std::string::npos) << F.E.toString();
   EXPECT_LT(F.Seconds, MaxSeconds) << F.E.toString();
 }
 } // namespace
@@ -80,9 +79,9 @@ void expectFault(const FaultResult &F, ErrorCode Code,
 TEST(PipeFault, PeerNeverOpens) {
   PipeOptions O;
   O.OpenTimeout = 300ms;
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
-                                             {TensorSpec::of<int64_t>("b")},
-                                             O));
+  ASSERT_EXPECTED(R,
+                  PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
+                                          {TensorSpec::of<int64_t>("b")}, O));
   auto Start = std::chrono::steady_clock::now();
   Error E = (*R)->evaluate<int64_t>().takeError();
   double Seconds = secondsSince(Start);
@@ -213,9 +212,9 @@ TEST(PipeFault, NotAFifo) {
   ::close(FD);
   PipeOptions O;
   O.ChannelBase = Base;
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
-                                             {TensorSpec::of<int64_t>("b")},
-                                             O));
+  ASSERT_EXPECTED(R,
+                  PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
+                                          {TensorSpec::of<int64_t>("b")}, O));
   Error E = (*R)->connect();
   EXPECT_EQ(E.code(), ErrorCode::InvalidArgument) << E.toString();
   ::unlink((Base + ".in").c_str());

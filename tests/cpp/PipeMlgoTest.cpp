@@ -70,10 +70,11 @@ TEST(PipeMlgo, SpeaksLLVMsInteractiveProtocol) {
   R->reset();
   Host.join();
   ASSERT_EQ(Lines.size(), 5u);
-  EXPECT_EQ(Lines[0],
-            R"({"features":[{"name":"callee_users","type":"int64_t","port":0,"shape":[1]},)"
-            R"({"name":"weights","type":"float","port":0,"shape":[1,2]}],)"
-            R"("advice":{"name":"inlining_decision","type":"int64_t","port":0,"shape":[1]}})");
+  EXPECT_EQ(
+      Lines[0],
+      R"({"features":[{"name":"callee_users","type":"int64_t","port":0,"shape":[1]},)"
+      R"({"name":"weights","type":"float","port":0,"shape":[1,2]}],)"
+      R"("advice":{"name":"inlining_decision","type":"int64_t","port":0,"shape":[1]}})");
   EXPECT_EQ(Lines[1], R"({"context":""})");
   EXPECT_EQ(Lines[2], R"({"observation":0})");
   EXPECT_EQ(Lines[4], R"({"observation":2})");
@@ -100,9 +101,9 @@ TEST(PipeMlgo, UsesAnExistingChannelAndFloatAdvice) {
   ASSERT_EXPECTED(Channel, FifoChannel::create());
   PipeOptions O = quickOptions();
   O.ChannelBase = Channel->base();
-  ASSERT_EXPECTED(R, PipeModelRunner::create(
-                         {TensorSpec::of<int64_t>("li_size")},
-                         {TensorSpec::of<float>("priority")}, O));
+  ASSERT_EXPECTED(
+      R, PipeModelRunner::create({TensorSpec::of<int64_t>("li_size")},
+                                 {TensorSpec::of<float>("priority")}, O));
   std::thread Host([&] {
     RawHost H;
     ASSERT_TRUE(H.open(Channel->base()));

@@ -62,16 +62,15 @@ bool havePython() { return ::access(Python.c_str(), X_OK) == 0; }
 
 std::vector<std::string> serveArgs(const std::string &Base,
                                    const std::string &Function) {
-  return {Python,   "-m",       "mlbridge", "serve", "--pipe", Base,
-          "--policy", PolicyFile + ":" + Function};
+  return {Python,   "-m", "mlbridge", "serve",
+          "--pipe", Base, "--policy", PolicyFile + ":" + Function};
 }
 
 /// Sum of every input byte: the Python "checksum" policy computes the same.
 int64_t byteChecksum(ModelRunner &R) {
   int64_t Sum = 0;
   for (size_t I = 0; I < R.numInputs(); ++I) {
-    const unsigned char *P =
-        static_cast<const unsigned char *>(R.inputData(I));
+    const unsigned char *P = static_cast<const unsigned char *>(R.inputData(I));
     for (size_t B = 0; B < R.inputSpec(I).byteSize(); ++B)
       Sum += P[B];
   }
@@ -85,9 +84,9 @@ TEST(PythonHost, MlgoModeAllDTypes) {
   PipeOptions O;
   O.OpenTimeout = 30s;
   O.IoTimeout = 30s;
-  ASSERT_EXPECTED(R, PipeModelRunner::create(
-                         allDTypeSpecs(), {TensorSpec::of<int64_t>("advice")},
-                         O));
+  ASSERT_EXPECTED(
+      R, PipeModelRunner::create(allDTypeSpecs(),
+                                 {TensorSpec::of<int64_t>("advice")}, O));
   Child Host(serveArgs((*R)->channelBase(), "checksum"));
   ASSERT_TRUE(Host.started());
   ASSERT_OK((*R)->switchContext("f"));
@@ -116,8 +115,8 @@ TEST_P(PythonHostExtended, AllDTypesRoundTripBothWays) {
   O.Serialization = GetParam();
   O.OpenTimeout = 30s;
   O.IoTimeout = 30s;
-  ASSERT_EXPECTED(R, PipeModelRunner::create(allDTypeSpecs(),
-                                             allDTypeSpecs("_out"), O));
+  ASSERT_EXPECTED(
+      R, PipeModelRunner::create(allDTypeSpecs(), allDTypeSpecs("_out"), O));
   Child Host(serveArgs((*R)->channelBase(), "echo"));
   ASSERT_TRUE(Host.started());
   for (uint32_t Seed = 0; Seed < 30; ++Seed) {
@@ -127,9 +126,8 @@ TEST_P(PythonHostExtended, AllDTypesRoundTripBothWays) {
       std::memcpy((*R)->inputData(I), V.data(I), V.spec(I).byteSize());
     ASSERT_OK((*R)->evaluate());
     for (size_t I = 0; I < V.size(); ++I)
-      ASSERT_EQ(std::memcmp((*R)->outputData(I), V.data(I),
-                            V.spec(I).byteSize()),
-                0)
+      ASSERT_EQ(
+          std::memcmp((*R)->outputData(I), V.data(I), V.spec(I).byteSize()), 0)
           << (*R)->outputSpec(I).name() << " seed " << Seed;
   }
   R->reset();
@@ -151,9 +149,9 @@ TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
   O.Serialization = Format::Json;
   O.OpenTimeout = 30s;
   O.IoTimeout = 30s;
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             O));
+  ASSERT_EXPECTED(R,
+                  PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                          {TensorSpec::of<int64_t>("y")}, O));
   Child Host(serveArgs((*R)->channelBase(), "fail_on_negative"));
   *(*R)->input<int64_t>(0) = -1;
   Error E = (*R)->evaluate();
@@ -173,9 +171,9 @@ TEST(PythonHost, HostKilledMidCallIsAnErrorWithinTheTimeout) {
   PipeOptions O;
   O.OpenTimeout = 30s;
   O.IoTimeout = 20s;
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             O));
+  ASSERT_EXPECTED(R,
+                  PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                          {TensorSpec::of<int64_t>("y")}, O));
   Child Host(serveArgs((*R)->channelBase(), "slow"));
   ASSERT_OK((*R)->connect());
   std::thread Killer([&] {

@@ -7,9 +7,9 @@
 using namespace mlbridge;
 
 TEST(TensorSpec, DTypeNamesAndSizesMatchLLVM) {
-  const char *Names[] = {"float",    "double",  "int8_t",   "uint8_t",
-                         "int16_t",  "uint16_t", "int32_t", "uint32_t",
-                         "int64_t",  "uint64_t"};
+  const char *Names[] = {"float",   "double",   "int8_t",  "uint8_t",
+                         "int16_t", "uint16_t", "int32_t", "uint32_t",
+                         "int64_t", "uint64_t"};
   size_t Sizes[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
   for (int I = 0; I < NumDTypes; ++I) {
     EXPECT_STREQ(dtypeName(DType(I)), Names[I]);

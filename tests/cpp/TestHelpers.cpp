@@ -6,6 +6,8 @@
 
 #include "TestHelpers.h"
 
+#include "codec/DTypeDispatch.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -14,8 +16,8 @@
 #include <limits>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <random>
+#include <signal.h>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -25,12 +27,11 @@ namespace test {
 
 std::vector<TensorSpec> allDTypeSpecs(const std::string &Suffix) {
   std::vector<TensorSpec> Specs;
-  std::vector<std::vector<int64_t>> Shapes = {{1}, {}, {7}, {2, 3}, {2, 3, 4},
-                                              {1, 33}, {5}, {3, 1}, {1}, {4}};
+  std::vector<std::vector<int64_t>> Shapes = {
+      {1}, {}, {7}, {2, 3}, {2, 3, 4}, {1, 33}, {5}, {3, 1}, {1}, {4}};
   for (int I = 0; I < NumDTypes; ++I) {
-    auto S = TensorSpec::create(std::string("t_") + dtypeName(DType(I)) +
-                                    Suffix,
-                                DType(I), Shapes[I]);
+    auto S = TensorSpec::create(
+        std::string("t_") + dtypeName(DType(I)) + Suffix, DType(I), Shapes[I]);
     Specs.push_back(*S);
   }
   return Specs;
@@ -61,44 +62,20 @@ template <typename T> void fillTyped(void *Data, size_t N, std::mt19937_64 &R) {
 }
 } // namespace
 
+namespace {
+struct Filler {
+  template <typename T>
+  void operator()(void *Data, size_t N, std::mt19937_64 &R) const {
+    fillTyped<T>(Data, N, R);
+  }
+};
+} // namespace
+
 void fillValues(TensorBuffers &B, uint32_t Seed) {
   std::mt19937_64 R(Seed);
-  for (size_t I = 0; I < B.size(); ++I) {
-    size_t N = B.spec(I).elementCount();
-    void *D = B.data(I);
-    switch (B.spec(I).type()) {
-    case DType::Float:
-      fillTyped<float>(D, N, R);
-      break;
-    case DType::Double:
-      fillTyped<double>(D, N, R);
-      break;
-    case DType::Int8:
-      fillTyped<int8_t>(D, N, R);
-      break;
-    case DType::UInt8:
-      fillTyped<uint8_t>(D, N, R);
-      break;
-    case DType::Int16:
-      fillTyped<int16_t>(D, N, R);
-      break;
-    case DType::UInt16:
-      fillTyped<uint16_t>(D, N, R);
-      break;
-    case DType::Int32:
-      fillTyped<int32_t>(D, N, R);
-      break;
-    case DType::UInt32:
-      fillTyped<uint32_t>(D, N, R);
-      break;
-    case DType::Int64:
-      fillTyped<int64_t>(D, N, R);
-      break;
-    case DType::UInt64:
-      fillTyped<uint64_t>(D, N, R);
-      break;
-    }
-  }
+  for (size_t I = 0; I < B.size(); ++I)
+    dispatchDType(B.spec(I).type(), Filler(), B.data(I),
+                  B.spec(I).elementCount(), R);
 }
 
 bool sameBytes(const TensorBuffers &A, const TensorBuffers &B) {
@@ -128,13 +105,11 @@ std::string readFile(const std::string &Path) {
 }
 
 double secondsSince(std::chrono::steady_clock::time_point Start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       Start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
       .count();
 }
 
-bool RawHost::open(const std::string &Base,
-                   std::chrono::milliseconds Timeout) {
+bool RawHost::open(const std::string &Base, std::chrono::milliseconds Timeout) {
   auto Until = std::chrono::steady_clock::now() + Timeout;
   // This thread must survive writing to a runner that went away.
   sigset_t Set;

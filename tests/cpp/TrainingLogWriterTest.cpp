@@ -15,9 +15,9 @@ TEST(TrainingLogWriter, WritesLLVMsFormat) {
   std::vector<TensorSpec> F = {TensorSpec::of<int64_t>("x"),
                                TensorSpec::of<uint8_t>("b", {2})};
   {
-    ASSERT_EXPECTED(W, TrainingLogWriter::create(
-                           Path, F, TensorSpec::of<float>("reward"),
-                           TensorSpec::of<int64_t>("decision")));
+    ASSERT_EXPECTED(
+        W, TrainingLogWriter::create(Path, F, TensorSpec::of<float>("reward"),
+                                     TensorSpec::of<int64_t>("decision")));
     ASSERT_OK(W->switchContext("f"));
     int64_t X = 10; // contains 0x0a: readers must not split on newlines
     uint8_t Bytes[2] = {'\n', 1};

@@ -1,0 +1,400 @@
+"""Serve a policy to a compiler over a pipe channel (both protocol modes).
+
+A *policy* is a callable taking the features of one decision, a
+``Dict[str, np.ndarray]`` (name -> array shaped per its spec), and returning
+the advice:
+
+- for a single output: anything :meth:`TensorSpec.check` accepts (a Python
+  or numpy scalar, a list, an array), or a one-entry dict;
+- for several outputs (extended mode): a dict name -> value.
+
+A policy that also wants the *context* (the function being compiled, for
+regalloc; ``""`` for LLVM's inliner) declares a ``context`` keyword parameter
+(or ``**kwargs``): ``def policy(features, context=""): ...``. A policy object
+may define ``begin(session: Session)``, called once per session after the
+handshake, e.g. to learn the output specs.
+
+The feature arrays are read-only views into a buffer the host reuses for the
+next decision: copy them (``arr.copy()``) to keep them past the call.
+
+The mode is detected from the compiler's first line: a ``"mlbridge"`` key
+means the extended mode (handshake reply, then frames), anything else with
+``"features"`` and ``"advice"`` is LLVM's mlgo mode (raw tensor bytes).
+In mlgo mode a failing policy cannot be reported to the compiler: :meth:`serve`
+raises :class:`PolicyFailed` and the caller must kill the compiler (LLVM 19
+spins forever if its input is merely closed). In extended mode the failure is
+sent as an ERROR frame and serving goes on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from mlbridge.channel import HostEnds, Watch, open_host_ends
+from mlbridge.codecs import FORMATS, get_codec
+from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
+from mlbridge.errors import EndOfStream, MlbridgeError
+from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
+from mlbridge.tensor_spec import SpecError, TensorSpec
+from mlbridge.training_log import TrainingLogWriter
+
+Policy = Callable[..., Any]
+#: A policy normalised to ``fn(features, context)``.
+DecisionFn = Callable[[Dict[str, np.ndarray], str], Any]
+
+_MAX_HEADER_LINE = 64 << 20
+_MAX_EVENT_LINE = 1 << 20
+_OBS_PREFIX = b'{"observation":'
+
+
+class ProtocolError(MlbridgeError):
+    """The compiler sent something the protocol does not allow."""
+
+
+class PolicyFailed(MlbridgeError):
+    """The policy raised (or returned an unusable value) in mlgo mode."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the compiler declared at the start of a session."""
+
+    mode: str                       #: "mlgo" or "extended"
+    features: Sequence[TensorSpec]
+    outputs: Sequence[TensorSpec]   #: the advice spec alone in mlgo mode
+    format: str = "bitstream"       #: extended mode's serialisation
+
+
+@dataclass
+class HostStats:
+    """Counters of one served session."""
+
+    mode: str = ""
+    decisions: int = 0
+    contexts: int = 0
+    errors_reported: int = 0        #: ERROR frames sent (extended mode)
+    host_seconds: float = 0.0       #: time from request read to reply written
+    outputs: List[str] = field(default_factory=list)
+
+    @property
+    def host_seconds_per_decision(self) -> float:
+        """Mean host time per decision (0 when there was none)."""
+        return self.host_seconds / self.decisions if self.decisions else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-friendly summary."""
+        return {"mode": self.mode, "decisions": self.decisions, "contexts": self.contexts,
+                "errors_reported": self.errors_reported, "host_seconds": self.host_seconds,
+                "host_seconds_per_decision": self.host_seconds_per_decision}
+
+
+def as_decision_fn(policy: Policy) -> DecisionFn:
+    """Normalise ``policy`` to ``fn(features, context)`` (see the module doc)."""
+    if not callable(policy):
+        raise TypeError(f"a policy must be callable, got {type(policy).__name__}")
+    try:
+        params = inspect.signature(policy).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        params = ()
+    if any(p.name == "context" and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD
+           for p in params):
+        return lambda features, context: policy(features, context=context)
+    return lambda features, context: policy(features)
+
+
+def _scalar_packer(spec: TensorSpec) -> Optional[Callable[[Any], Optional[bytes]]]:
+    """A fast path for one-element outputs given as Python/numpy scalars."""
+    if spec.element_count != 1:
+        return None
+    code = {"int64_t": "q", "int32_t": "i", "float": "f", "double": "d"}.get(spec.type_name)
+    if code is None:
+        return None
+    packer = struct.Struct("<" + code)
+    is_int = code in "qi"
+
+    def pack(value: Any) -> Optional[bytes]:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if type(value) is int or type(value) is bool:
+            if is_int:
+                try:
+                    return packer.pack(value)
+                except (struct.error, OverflowError):
+                    return None
+            return packer.pack(float(value)) if float(value) == value else None
+        if type(value) is float and not is_int:
+            try:
+                return packer.pack(value)  # rounds to float32 like output_bytes
+            except OverflowError:
+                return None
+        return None
+    return pack
+
+
+def output_array(spec: TensorSpec, value: Any) -> np.ndarray:
+    """``value`` as an array of tensor ``spec``, or SpecError.
+
+    Floating-point values are rounded to a floating-point output's precision
+    (a Python float 0.1 is a fine ``float`` output); every other conversion
+    must keep the values (:meth:`TensorSpec.check`).
+    """
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and spec.dtype.kind == "f" and arr.dtype != spec.dtype:
+        with np.errstate(over="ignore"):
+            rounded = arr.astype(spec.dtype)
+        if np.isinf(rounded).any() and not np.isinf(arr).any():
+            raise SpecError(f"tensor '{spec.name}': value out of the range of "
+                            f"{spec.type_name}")
+        arr = rounded
+    return spec.check(arr)
+
+
+def output_arrays(specs: Sequence[TensorSpec], value: Any) -> Dict[str, np.ndarray]:
+    """A policy's answer as one array per output spec, or SpecError/TypeError."""
+    if not isinstance(value, Mapping):
+        if len(specs) != 1:
+            raise TypeError(f"a policy serving {len(specs)} outputs must return a dict "
+                            f"name -> value, got {type(value).__name__}")
+        value = {specs[0].name: value}
+    names = [s.name for s in specs]
+    if set(value) != set(names):
+        raise SpecError(f"expected outputs {names}, got {sorted(value)}")
+    return {s.name: output_array(s, value[s.name]) for s in specs}
+
+
+def output_bytes(spec: TensorSpec, value: Any) -> bytes:
+    """The raw bytes of a single-output answer (see :func:`output_array`)."""
+    return output_arrays([spec], value)[spec.name].tobytes()
+
+
+class PipeHost:
+    """Serves one policy over pipe channels, one session per :meth:`serve`.
+
+    ``io_timeout`` bounds each wait for the compiler's next message (None: wait
+    as long as ``watch()`` says the compiler lives); ``open_timeout`` bounds
+    the wait for the compiler to open the channel. ``log``, a binary stream,
+    receives an LLVM training log of the features with the decision appended
+    as the last feature(s). ``max_requests`` stops serving after that many
+    decisions. ``max_bytes`` bounds every message read.
+    """
+
+    def __init__(self, policy: Policy, *, open_timeout: Optional[float] = None,
+                 io_timeout: Optional[float] = None, log: Optional[BinaryIO] = None,
+                 max_requests: Optional[int] = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.policy = policy
+        self._decide = as_decision_fn(policy)
+        self.open_timeout = open_timeout
+        self.io_timeout = io_timeout
+        self.log = log
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+
+    def serve(self, base: str, watch: Watch = None) -> HostStats:
+        """Open the channel at ``base`` (protocol order), serve until EOF, close.
+
+        ``watch()`` returning False (e.g. the compiler exited) aborts the open
+        with :class:`mlbridge.channel.PeerGone`.
+        """
+        with open_host_ends(base, self.open_timeout, self.io_timeout, watch) as ends:
+            return self.serve_ends(ends)
+
+    def serve_ends(self, ends: HostEnds) -> HostStats:
+        """Serve a session on already-open ends until the compiler closes them.
+
+        The ends are not closed: on an error the caller decides (kill the
+        compiler first, then close, to avoid LLVM 19's busy loop).
+        """
+        stats = HostStats()
+        first = ends.reader.readline(_MAX_HEADER_LINE)
+        if not first:
+            return stats  # opened and closed without a word
+        header = _parse_line(first, "header")
+        if "mlbridge" in header:
+            stats.mode = "extended"
+            self._serve_extended(ends, header, stats)
+        elif "features" in header and "advice" in header:
+            stats.mode = "mlgo"
+            self._serve_mlgo(ends, header, stats)
+        else:
+            raise ProtocolError(f"unrecognised header line {first[:100]!r}: expected "
+                                f"a \"mlbridge\" handshake or LLVM's "
+                                f"{{\"features\":...,\"advice\":...}}")
+        return stats
+
+    # -- shared helpers --------------------------------------------------
+
+    def _begin(self, session: Session) -> Optional[TrainingLogWriter]:
+        begin = getattr(self.policy, "begin", None)
+        if callable(begin):
+            begin(session)
+        if self.log is None:
+            return None
+        return TrainingLogWriter(self.log, list(session.features) + list(session.outputs))
+
+    def _done(self, stats: HostStats) -> bool:
+        return self.max_requests is not None and stats.decisions >= self.max_requests
+
+    # -- LLVM's mlgo mode -------------------------------------------------
+
+    def _serve_mlgo(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
+        try:
+            features = [TensorSpec.from_json(s) for s in header["features"]]
+            advice = TensorSpec.from_json(header["advice"])
+        except (SpecError, TypeError) as err:
+            raise ProtocolError(f"bad mlgo header: {err}") from None
+        names = [s.name for s in features]
+        if len(set(names)) != len(names):
+            raise ProtocolError("mlgo header names a feature twice")
+        stats.outputs = [advice.name]
+        total = sum(s.nbytes for s in features)
+        if total + 1 > self.max_bytes:
+            raise ProtocolError(f"observations of {total} bytes exceed the maximum "
+                                f"of {self.max_bytes}")
+        buf = bytearray(total + 1)
+        target = memoryview(buf)
+        views: Dict[str, np.ndarray] = {}
+        offset = 0
+        for spec in features:
+            arr = np.frombuffer(buf, spec.dtype, spec.element_count, offset).reshape(spec.shape)
+            arr.flags.writeable = False
+            views[spec.name] = arr
+            offset += spec.nbytes
+        logger = self._begin(Session("mlgo", features, [advice]))
+        fast = _scalar_packer(advice)
+        reader, writer, decide = ends.reader, ends.writer, self._decide
+        context = ""
+        while not self._done(stats):
+            line = reader.readline(_MAX_EVENT_LINE)
+            if not line:
+                return
+            if not line.endswith(b"\n"):
+                raise ProtocolError(f"truncated line from the compiler: {line[:100]!r}")
+            number = _observation_number(line)
+            if number is None:
+                event = _parse_line(line, "event")
+                if "context" not in event or not isinstance(event["context"], str):
+                    raise ProtocolError(f"expected a context or observation line, got "
+                                        f"{line[:100]!r}")
+                context = event["context"]
+                stats.contexts += 1
+                if logger is not None:
+                    logger.context(context)
+                continue
+            got = reader.readinto(target)
+            if got != len(buf):
+                raise ProtocolError(f"observation {number}: the compiler closed after "
+                                    f"{got} of {len(buf)} bytes")
+            if buf[-1] != 0x0A:
+                raise ProtocolError(f"observation {number}: the {total} feature bytes are "
+                                    f"not followed by a newline")
+            start = time.perf_counter()
+            try:
+                value = decide(views, context)
+                reply = fast(value) if fast is not None else None
+                if reply is None:
+                    reply = output_bytes(advice, value)
+            except Exception as err:
+                raise PolicyFailed(f"policy failed on observation {number} of context "
+                                   f"{context!r}: {type(err).__name__}: {err}") from err
+            writer.write(reply)
+            if logger is not None:
+                logger.observation(bytes(target[:total]) + reply)
+            stats.host_seconds += time.perf_counter() - start
+            stats.decisions += 1
+
+    # -- extended mode ----------------------------------------------------
+
+    def _serve_extended(self, ends: HostEnds, header: Dict[str, Any],
+                        stats: HostStats) -> None:
+        writer = ends.writer
+        try:
+            session = _extended_session(header)
+        except ProtocolError as err:
+            reply = {"mlbridge": 1, "error": str(err)}
+            writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+            raise
+        writer.write(b'{"mlbridge":1}\n')
+        codec = get_codec(session.format, self.max_bytes)
+        outputs = list(session.outputs)
+        stats.outputs = [s.name for s in outputs]
+        logger = self._begin(session)
+        context = ""
+        while not self._done(stats):
+            try:
+                kind, payload = read_frame(ends.reader, self.max_bytes)
+            except EndOfStream:
+                return
+            if kind == CONTEXT:
+                context = payload.decode("utf-8", "replace")
+                stats.contexts += 1
+                if logger is not None:
+                    logger.context(context)
+                continue
+            if kind != OBSERVATION:
+                raise ProtocolError(f"unexpected {kind.name} frame from the compiler")
+            start = time.perf_counter()
+            _, features = codec.decode_request(payload, session.features)
+            try:
+                answer = output_arrays(outputs, self._decide(features, context))
+                result = codec.encode_reply(outputs, answer)
+            except Exception as err:  # reported to the compiler; serving goes on
+                message = f"{type(err).__name__}: {err}"
+                write_frame(writer, ERROR, message.encode("utf-8", "replace"))
+                stats.errors_reported += 1
+                stats.host_seconds += time.perf_counter() - start
+                continue
+            write_frame(writer, RESULT, result)
+            if logger is not None:
+                logger.observation({**features, **answer})
+            stats.host_seconds += time.perf_counter() - start
+            stats.decisions += 1
+
+
+def _parse_line(line: bytes, what: str) -> Dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except ValueError as err:
+        raise ProtocolError(f"bad {what} line {line[:100]!r}: {err}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"bad {what} line {line[:100]!r}: not a JSON object")
+    return obj
+
+
+def _observation_number(line: bytes) -> Optional[int]:
+    """n of a canonical ``{"observation":n}\\n`` line (fast path), else None."""
+    if not line.startswith(_OBS_PREFIX):
+        return None
+    try:
+        return int(line[len(_OBS_PREFIX):line.rindex(b"}")])
+    except ValueError:
+        return None
+
+
+def _extended_session(header: Mapping[str, Any]) -> Session:
+    version = header.get("mlbridge")
+    if version != 1:
+        raise ProtocolError(f"unsupported mlbridge protocol version {version!r} "
+                            f"(this host speaks 1)")
+    fmt = header.get("format")
+    if fmt not in FORMATS:
+        raise ProtocolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    try:
+        features = [TensorSpec.from_json(s) for s in header["features"]]
+        outputs = [TensorSpec.from_json(s) for s in header["outputs"]]
+    except (KeyError, TypeError, SpecError) as err:
+        raise ProtocolError(f"bad handshake: {err}") from None
+    if not outputs:
+        raise ProtocolError("bad handshake: no outputs declared")
+    return Session("extended", features, outputs, fmt)
+
+
+__all__ = ["DecisionFn", "HostStats", "PipeHost", "Policy", "PolicyFailed", "ProtocolError",
+           "Session", "as_decision_fn", "output_array", "output_arrays", "output_bytes"]

@@ -1,0 +1,218 @@
+"""Built-in policies and :func:`load_policy` (policy specs given on the command line).
+
+Policy specs:
+
+``default``
+    inline: echo LLVM's own decision (needs ``-inliner-interactive-include-default``;
+    :mod:`mlbridge.llvm` adds it and exposes the decision as the feature
+    ``inlining_default``, working around LLVM 19's bug).
+    evict / priority: LLVM sends no default for register allocation, so these
+    are *heuristic stand-ins* (documented on :class:`EvictDefault` and
+    :class:`PriorityDefault`) that always give legal answers; they do not
+    reproduce LLVM's own choices.
+``always`` / ``never``
+    inline only: always / never inline.
+``zeros``
+    any advisor or session: every output zero (useful for tests and benchmarks).
+``path/to/file.py:NAME`` or ``package.module:NAME``
+    a callable (or a class, instantiated without arguments) from a file or
+    an importable module; ``NAME`` defaults to ``policy``.
+``*.onnx``
+    not supported yet (a clear error).
+
+A policy may carry ``wants_default = True`` to ask the LLVM driver to send
+LLVM's own inlining decision (it then corrupts ``callee_basic_block_count``,
+see docs; the driver restores ``inlining_default``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.pipe_host import Policy, Session
+
+ADVISORS = ("inline", "evict", "priority")
+
+#: float32 represents every integer up to 2**24 exactly.
+_EXACT_FLOAT32 = float(1 << 24)
+
+
+class PolicyError(MlbridgeError):
+    """A policy spec cannot be loaded."""
+
+
+class InlineDefault:
+    """Echo LLVM's own inlining decision (feature ``inlining_default``)."""
+
+    wants_default = True
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> int:
+        try:
+            return int(features["inlining_default"][0])
+        except KeyError:
+            raise PolicyError("the compiler sent no 'inlining_default' feature: run it "
+                              "with -inliner-interactive-include-default") from None
+
+
+class Constant:
+    """Always answer ``value`` (e.g. always / never inline)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> int:
+        return self.value
+
+
+class EvictDefault:
+    """A legal, cheap eviction heuristic (a stand-in: LLVM sends no default).
+
+    Among the legal columns (``mask == 1``) of the 32 candidates, take a free
+    register if there is one, else the candidate with the lowest cost:
+    urgent ranges and broken hints first, then ``weighed_read_writes_by_max``
+    as the spill weight. Answer 32 ("evict nobody") when it is legal and the
+    live range asking is cheaper than every candidate, or nothing else is legal.
+    """
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> int:
+        mask = features["mask"].reshape(-1)
+        legal = np.flatnonzero(mask[:-1])
+        asker = mask.size - 1
+        if legal.size == 0:
+            if mask[asker]:
+                return int(asker)
+            raise PolicyError("no legal eviction candidate (mask is all zero)")
+        free = features.get("is_free")
+        if free is not None:
+            free_legal = legal[free.reshape(-1)[legal] != 0]
+            if free_legal.size:
+                return int(free_legal[0])
+        cost = self._cost(features)
+        best = legal[np.argmin(cost[legal])]
+        if mask[asker] and cost[asker] < cost[best]:
+            return int(asker)
+        return int(best)
+
+    @staticmethod
+    def _cost(features: Dict[str, np.ndarray]) -> np.ndarray:
+        size = features["mask"].size
+        cost = np.zeros(size, dtype=np.float64)
+        for name, scale in (("nr_urgent", 1e6), ("nr_broken_hints", 1e3),
+                            ("weighed_read_writes_by_max", 1.0)):
+            if name in features:
+                cost += scale * np.nan_to_num(features[name].reshape(-1).astype(np.float64))
+        return cost
+
+
+class PriorityDefault:
+    """A legal priority heuristic (a stand-in: LLVM sends no default).
+
+    Roughly LLVM's default shape: larger live ranges first (``li_size``,
+    capped at 2**23), and ranges not yet split (stage < 2, RS_New/RS_Assign)
+    before split ones (+2**23). The result is a non-negative float32 integer.
+    """
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> np.float32:
+        size = float(features["li_size"].reshape(-1)[0])
+        stage = int(features["stage"].reshape(-1)[0]) if "stage" in features else 0
+        prio = min(max(size, 0.0), _EXACT_FLOAT32 / 2 - 1)
+        if stage < 2:
+            prio += _EXACT_FLOAT32 / 2
+        return np.float32(prio)
+
+
+class Zeros:
+    """Every output zero, for any session (learns the outputs in :meth:`begin`)."""
+
+    def __init__(self) -> None:
+        self._answer: Optional[Dict[str, np.ndarray]] = None
+
+    def begin(self, session: Session) -> None:
+        self._answer = {s.name: np.zeros(s.shape, s.dtype) for s in session.outputs}
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
+        if self._answer is None:
+            return 0
+        return self._answer
+
+
+def _builtin(name: str, advisor: Optional[str]) -> Optional[Policy]:
+    if name == "zeros":
+        return Zeros()
+    table = {
+        ("default", "inline"): InlineDefault,
+        ("always", "inline"): lambda: Constant(1),
+        ("never", "inline"): lambda: Constant(0),
+        ("default", "evict"): EvictDefault,
+        ("default", "priority"): PriorityDefault,
+    }
+    if name not in ("default", "always", "never"):
+        return None
+    if advisor not in ADVISORS:
+        raise PolicyError(f"policy '{name}' needs an advisor ({', '.join(ADVISORS)})")
+    factory = table.get((name, advisor))
+    if factory is None:
+        raise PolicyError(f"policy '{name}' has no meaning for the {advisor} advisor")
+    return factory()
+
+
+def _load_object(spec: str) -> Any:
+    target, _, attr = spec.rpartition(":") if ":" in spec else (spec, "", "policy")
+    attr = attr or "policy"
+    if target.endswith(".py") or os.sep in target:
+        path = os.path.abspath(target)
+        if not os.path.isfile(path):
+            raise PolicyError(f"policy file {target} does not exist")
+        mod_name = f"mlbridge_policy_{abs(hash(path)):x}"
+        mod_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if mod_spec is None or mod_spec.loader is None:
+            raise PolicyError(f"cannot load policy file {target}")
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[mod_name] = module  # dataclasses and pickling want it there
+        try:
+            mod_spec.loader.exec_module(module)
+        except Exception as err:
+            del sys.modules[mod_name]
+            raise PolicyError(f"policy file {target} failed to load: "
+                              f"{type(err).__name__}: {err}") from err
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as err:
+            raise PolicyError(f"cannot import policy module {target}: {err}") from err
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise PolicyError(f"{target} defines no '{attr}'") from None
+
+
+def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
+    """The policy named by ``spec`` for ``advisor`` (inline, evict, priority or None).
+
+    See the module documentation for the accepted specs.
+    """
+    if advisor is not None and advisor not in ADVISORS:
+        raise PolicyError(f"unknown advisor '{advisor}'; expected one of {', '.join(ADVISORS)}")
+    builtin = _builtin(spec, advisor)
+    if builtin is not None:
+        return builtin
+    if spec.lower().endswith(".onnx") or ".onnx:" in spec.lower():
+        raise PolicyError(f"{spec}: ONNX models are not supported yet; wrap the model in "
+                          f"a Python policy (file.py:function) for now")
+    obj = _load_object(spec)
+    if isinstance(obj, type):
+        obj = obj()
+    if not callable(obj):
+        raise PolicyError(f"{spec} is not callable")
+    return obj
+
+
+__all__ = ["ADVISORS", "Constant", "EvictDefault", "InlineDefault", "PolicyError",
+           "PriorityDefault", "Zeros", "load_policy"]
