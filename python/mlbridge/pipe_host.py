@@ -206,13 +206,16 @@ class PipeHost:
         with open_host_ends(base, self.open_timeout, self.io_timeout, watch) as ends:
             return self.serve_ends(ends)
 
-    def serve_ends(self, ends: HostEnds) -> HostStats:
+    def serve_ends(self, ends: HostEnds, stats: Optional[HostStats] = None) -> HostStats:
         """Serve a session on already-open ends until the compiler closes them.
 
-        The ends are not closed: on an error the caller decides (kill the
-        compiler first, then close, to avoid LLVM 19's busy loop).
+        ``stats`` (a fresh one by default) is updated as decisions are made,
+        so it stays meaningful when an error is raised. The ends are not
+        closed: on an error the caller decides (kill the compiler first, then
+        close, to avoid LLVM 19's busy loop).
         """
-        stats = HostStats()
+        if stats is None:
+            stats = HostStats()
         first = ends.reader.readline(_MAX_HEADER_LINE)
         if not first:
             return stats  # opened and closed without a word

@@ -1,0 +1,152 @@
+"""Stock LLVM 19's three ML advisors: their flags and the answer checks they need.
+
+Pitfalls of LLVM 19 handled here (see docs):
+
+- #1: ``-inliner-interactive-include-default`` writes LLVM's decision into
+  feature 25 (``callee_basic_block_count``) and leaves ``inlining_default``
+  at 0: the inline guard copies feature 25 into ``inlining_default``.
+- #4: an eviction answer whose mask column is 0 makes llc fail, one out of
+  range crashes it: the evict guard rejects both before anything is sent.
+- #5: the priority is cast to an unsigned 32-bit integer: the priority guard
+  clamps to [0, 2**32) and maps NaN to 0.
+- #7: ``-ml-advisor-size-increase-threshold`` (default 2.0): once the module
+  grew by that factor the ML inliner is no longer asked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.pipe_host import Policy, Session, as_decision_fn
+
+#: Largest float32 below 2**32 (the largest priority LLVM can cast safely).
+MAX_PRIORITY = float(np.nextafter(np.float32(2.0 ** 32), np.float32(0)))
+
+#: Index of the feature carrying LLVM's decision under include-default (pitfall #1).
+DEFAULT_DECISION_FEATURE = 25
+DEFAULT_DECISION_NAME = "callee_basic_block_count"
+
+
+class AdvisorError(MlbridgeError):
+    """A policy's answer would break the compiler (rejected, never sent)."""
+
+
+class _Guard:
+    """Wraps a policy: fix the features, check the answer; forwards ``begin``."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._decide = as_decision_fn(policy)
+
+    def begin(self, session: Session) -> None:
+        begin = getattr(self.policy, "begin", None)
+        if callable(begin):
+            begin(session)
+
+    def __call__(self, features: Dict[str, np.ndarray], context: str = "") -> Any:
+        return self._decide(features, context)
+
+
+class _InlineGuard(_Guard):
+    def __init__(self, policy: Policy, include_default: bool) -> None:
+        super().__init__(policy)
+        self.include_default = include_default
+
+    def __call__(self, features: Dict[str, np.ndarray], context: str = "") -> Any:
+        if self.include_default:
+            features = dict(features)
+            features["inlining_default"] = features[DEFAULT_DECISION_NAME]
+        return self._decide(features, context)
+
+
+def _single(value: Any, what: str) -> Any:
+    if isinstance(value, dict):
+        if len(value) != 1:
+            raise AdvisorError(f"{what}: expected one output, got {sorted(value)}")
+        value = next(iter(value.values()))
+    arr = np.asarray(value)
+    if arr.size != 1:
+        raise AdvisorError(f"{what}: expected a single value, got {arr.size} values")
+    return arr.reshape(-1)[0].item()
+
+
+class _EvictGuard(_Guard):
+    def __call__(self, features: Dict[str, np.ndarray], context: str = "") -> int:
+        value = _single(self._decide(features, context), "eviction answer")
+        mask = features["mask"].reshape(-1)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise AdvisorError(f"eviction answer must be an integer index, got {value!r}")
+        if not 0 <= value < mask.size:
+            raise AdvisorError(f"eviction answer {value} is out of range 0..{mask.size - 1}")
+        if not mask[value]:
+            raise AdvisorError(f"eviction answer {value} is not a legal candidate "
+                               f"(mask[{value}] == 0; legal: "
+                               f"{np.flatnonzero(mask).tolist()})")
+        return value
+
+
+class _PriorityGuard(_Guard):
+    def __call__(self, features: Dict[str, np.ndarray], context: str = "") -> np.float32:
+        value = _single(self._decide(features, context), "priority")
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise AdvisorError(f"priority must be a number, got {value!r}") from None
+        if math.isnan(value):
+            value = 0.0
+        return np.float32(min(max(value, 0.0), MAX_PRIORITY))
+
+
+@dataclass(frozen=True)
+class Advisor:
+    """One of LLVM 19's ML advisors."""
+
+    name: str           #: "inline", "evict" or "priority"
+    output: str         #: name of the advice tensor LLVM declares
+
+    def flags(self, base: str, include_default: bool = False,
+              size_increase_threshold: Optional[float] = None) -> List[str]:
+        """The LLVM options (without ``-mllvm``) serving this advisor on ``base``."""
+        if self.name == "inline":
+            flags = ["-enable-ml-inliner=release", f"-inliner-interactive-channel-base={base}"]
+            if include_default:
+                flags.append("-inliner-interactive-include-default")
+            if size_increase_threshold is not None:
+                flags.append(f"-ml-advisor-size-increase-threshold={size_increase_threshold:g}")
+            return flags
+        if self.name == "evict":
+            return ["-regalloc-enable-advisor=release",
+                    f"-regalloc-evict-interactive-channel-base={base}"]
+        return ["-regalloc-enable-priority-advisor=release",
+                f"-regalloc-priority-interactive-channel-base={base}"]
+
+    def guard(self, policy: Policy, include_default: bool = False) -> Policy:
+        """``policy`` wrapped with this advisor's feature fix-ups and answer checks."""
+        if self.name == "inline":
+            return _InlineGuard(policy, include_default)
+        if self.name == "evict":
+            return _EvictGuard(policy)
+        return _PriorityGuard(policy)
+
+
+ADVISORS: Dict[str, Advisor] = {
+    "inline": Advisor("inline", "inlining_decision"),
+    "evict": Advisor("evict", "index_to_evict"),
+    "priority": Advisor("priority", "priority"),
+}
+
+
+def get_advisor(name: str) -> Advisor:
+    """The advisor called ``name`` (inline, evict, priority)."""
+    try:
+        return ADVISORS[name]
+    except KeyError:
+        raise AdvisorError(f"unknown advisor '{name}'; expected one of "
+                           f"{', '.join(ADVISORS)}") from None
