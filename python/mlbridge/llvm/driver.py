@@ -1,0 +1,230 @@
+"""Run a stock LLVM 19 compiler whose ML advisors are served by Python policies.
+
+:func:`run_compiler` adds the channel flags to a command (behind ``-mllvm``
+for clang), makes one private channel per advisor, starts the compiler
+(stdin closed, own process group) and serves every advisor from its own thread
+at the same time (pitfall #8: ``llc`` may use the eviction and priority
+advisors together). It handles the other LLVM 19 pitfalls:
+
+- #3: on any host-side error (policy failure, bad answer, protocol error,
+  timeout) the compiler's process group is killed *before* the pipes are
+  closed: LLVM 19 busy-loops forever on a closed input.
+- #6: a compiler that never opens a channel (``llc -O0``, nothing to
+  allocate) is not waited for: opening gives up as soon as it exits.
+- #1/#4/#5/#7: see :mod:`mlbridge.llvm.advisors`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, TextIO
+
+from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
+from mlbridge.llvm.advisors import get_advisor
+from mlbridge.llvm.command import with_llvm_options
+from mlbridge.pipe_host import HostStats, PipeHost, Policy
+
+
+@dataclass
+class AdvisorRun:
+    """What happened on one advisor's channel."""
+
+    advisor: str
+    stats: HostStats = field(default_factory=HostStats)
+    opened: bool = False            #: False: the compiler never opened the channel
+    error: Optional[str] = None     #: host-side error (the compiler was then killed)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
+
+
+@dataclass
+class RunResult:
+    """Outcome of one served compilation."""
+
+    command: List[str]
+    returncode: int
+    stderr: str
+    advisors: Dict[str, AdvisorRun]
+    timed_out: bool = False
+    wall_seconds: float = 0.0
+
+    @property
+    def error(self) -> Optional[str]:
+        """A timeout or the first host-side error; None when serving went well."""
+        if self.timed_out:
+            return "the compilation timed out and was killed"
+        for run in self.advisors.values():
+            if run.error:
+                return f"{run.advisor}: {run.error}"
+        return None
+
+    @property
+    def ok(self) -> bool:
+        """No host-side error and the compiler succeeded."""
+        return self.error is None and self.returncode == 0
+
+    @property
+    def decisions(self) -> int:
+        return sum(run.stats.decisions for run in self.advisors.values())
+
+    @property
+    def host_seconds_per_decision(self) -> float:
+        total = sum(run.stats.host_seconds for run in self.advisors.values())
+        return total / self.decisions if self.decisions else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The summary written by ``mlbridge llvm --stats-json``."""
+        return {"decisions": self.decisions,
+                "host_seconds_per_decision": self.host_seconds_per_decision,
+                "compiler_returncode": self.returncode, "error": self.error,
+                "timed_out": self.timed_out, "wall_seconds": self.wall_seconds,
+                "advisors": {name: run.to_dict() for name, run in self.advisors.items()},
+                "command": self.command}
+
+
+class _Compiler:
+    """The child process: alive flag for watchers, group kill."""
+
+    def __init__(self, command: Sequence[str], stdout: Any, env: Optional[Mapping[str, str]]):
+        self.proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=stdout,
+                                     stderr=subprocess.PIPE, env=env,
+                                     start_new_session=True)
+        self.exited = threading.Event()
+        self._lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return not self.exited.is_set()
+
+    def kill(self) -> None:
+        """SIGKILL the compiler's process group (clang's cc1 child included)."""
+        with self._lock:
+            if self.exited.is_set():
+                return
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _serve_one(compiler: _Compiler, channel: Channel, host: PipeHost, run: AdvisorRun,
+               open_timeout: Optional[float]) -> None:
+    try:
+        ends = open_host_ends(channel.base, open_timeout, host.io_timeout, compiler.alive)
+    except PeerGone:
+        return  # pitfall #6: the compiler finished without asking anything
+    except Exception as err:  # noqa: BLE001 - any failure must stop the compiler
+        run.error = f"{type(err).__name__}: {err}"
+        compiler.kill()
+        return
+    run.opened = True
+    try:
+        host.serve_ends(ends, run.stats)
+    except Exception as err:  # noqa: BLE001
+        run.error = f"{type(err).__name__}: {err}"
+        compiler.kill()  # before closing: LLVM 19 spins on a closed pipe
+    finally:
+        ends.close()
+
+
+def _collect(stream: Any, sink: List[str], echo: Optional[TextIO]) -> None:
+    for line in iter(stream.readline, ""):
+        sink.append(line)
+        if echo is not None:
+            echo.write(line)
+            echo.flush()
+    stream.close()
+
+
+def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
+                 timeout: Optional[float] = None, open_timeout: Optional[float] = None,
+                 io_timeout: Optional[float] = None,
+                 logs: Optional[Mapping[str, BinaryIO]] = None,
+                 include_default: Optional[bool] = None,
+                 size_increase_threshold: Optional[float] = None,
+                 stdout: Any = None, echo_stderr: Optional[TextIO] = None,
+                 channel_dir: Optional[str] = None,
+                 env: Optional[Mapping[str, str]] = None) -> RunResult:
+    """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
+
+    - ``timeout``: wall-clock limit of the whole compilation (then it is killed);
+      ``open_timeout`` / ``io_timeout``: limits on the compiler opening a
+      channel / sending its next message (None: as long as it runs).
+    - ``logs``: advisor name -> binary stream for an LLVM training log.
+    - ``include_default``: send LLVM's own inlining decision as the feature
+      ``inlining_default``; by default when the inline policy has
+      ``wants_default = True``. (It replaces ``callee_basic_block_count``.)
+    - ``size_increase_threshold``: LLVM's ``-ml-advisor-size-increase-threshold``
+      (default 2.0): the inliner stops asking once the module grew that much.
+    - ``stdout``: the compiler's stdout (inherited by default); its stderr is
+      captured in the result and also copied to ``echo_stderr`` if given.
+    """
+    if not policies:
+        raise ValueError("no advisor to serve")
+    logs = logs or {}
+    channels: Dict[str, Channel] = {}
+    options: List[str] = []
+    guarded: Dict[str, Policy] = {}
+    try:
+        for name, policy in policies.items():
+            advisor = get_advisor(name)
+            wants = (bool(getattr(policy, "wants_default", False))
+                     if include_default is None else include_default)
+            wants = wants and name == "inline"
+            channels[name] = create_channel(channel_dir, name)
+            options += advisor.flags(channels[name].base, wants, size_increase_threshold
+                                     if name == "inline" else None)
+            guarded[name] = advisor.guard(policy, wants)
+        full = with_llvm_options(command, options)
+        return _run(full, guarded, channels, timeout, open_timeout, io_timeout, logs,
+                    stdout, echo_stderr, env)
+    finally:
+        for channel in channels.values():
+            channel.close()
+
+
+def _run(command: List[str], policies: Mapping[str, Policy], channels: Mapping[str, Channel],
+         timeout: Optional[float], open_timeout: Optional[float],
+         io_timeout: Optional[float], logs: Mapping[str, BinaryIO], stdout: Any,
+         echo_stderr: Optional[TextIO], env: Optional[Mapping[str, str]]) -> RunResult:
+    start = time.monotonic()
+    compiler = _Compiler(command, stdout, env)
+    err_lines: List[str] = []
+    threads = [threading.Thread(target=_collect, daemon=True,
+                                args=(_text(compiler.proc.stderr), err_lines, echo_stderr))]
+    runs = {name: AdvisorRun(name) for name in policies}
+    for name, policy in policies.items():
+        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name))
+        threads.append(threading.Thread(target=_serve_one, daemon=True, name=f"serve-{name}",
+                                        args=(compiler, channels[name], host, runs[name],
+                                              open_timeout)))
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        try:
+            compiler.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            compiler.kill()
+            compiler.proc.wait()
+    except BaseException:  # e.g. KeyboardInterrupt: never leave the compiler behind
+        compiler.kill()
+        compiler.proc.wait()
+        raise
+    finally:
+        compiler.exited.set()
+        for thread in threads:
+            thread.join()
+    return RunResult(command, compiler.proc.returncode, "".join(err_lines), runs,
+                     timed_out, time.monotonic() - start)
+
+
+def _text(stream: Any) -> io.TextIOWrapper:
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace")

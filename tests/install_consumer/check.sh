@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the build tree $1 into a temporary prefix, then builds and runs a
+# consumer with find_package(mlbridge) and with pkg-config.
+set -euo pipefail
+BUILD="$1"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
+FLAGS=""
+if grep -q '^MLBRIDGE_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+  FLAGS="-fsanitize=address,undefined"
+fi
+cmake -S "$HERE" -B "$TMP/build" -G Ninja -DCMAKE_PREFIX_PATH="$TMP/prefix" \
+  -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
+cmake --build "$TMP/build" >/dev/null
+"$TMP/build/consumer" | grep -q '"name":"x"'
+PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" c++ $FLAGS "$HERE/main.cpp" -o "$TMP/pc-consumer" \
+  $(PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs mlbridge) \
+  -Wl,-rpath,"$TMP/prefix/lib"
+"$TMP/pc-consumer" | grep -q '"name":"x"'
+echo "install consumer: find_package and pkg-config OK"
