@@ -185,24 +185,32 @@ class FdReader:
         self.eof = False
 
     def _fill(self) -> bool:
-        """Read more bytes into the buffer; False on end of file."""
+        """Read more bytes into the buffer; False on end of file.
+
+        Always waits in poll() before reading: before the writer connects,
+        read() returning 0 does not mean end of file (poll, on Linux, reports
+        a hang-up only after a writer came and went), and the compiler is
+        usually still busy anyway.
+        """
         if self.eof:
             return False
         if self._pos:
             del self._buf[:self._pos]
             self._pos = 0
         deadline = None
+        ready = False
         while True:
-            try:
-                chunk = os.read(self.fd, _READ_CHUNK)
-            except BlockingIOError:
-                chunk = None
-            if chunk is not None:
-                if not chunk:
-                    self.eof = True
-                    return False
-                self._buf += chunk
-                return True
+            if ready:
+                try:
+                    chunk = os.read(self.fd, _READ_CHUNK)
+                except BlockingIOError:
+                    chunk = None
+                if chunk is not None:
+                    if not chunk:
+                        self.eof = True
+                        return False
+                    self._buf += chunk
+                    return True
             if deadline is None and self.timeout is not None:
                 deadline = time.monotonic() + self.timeout
             wait = self._interval_ms if self.watch is not None else -1
@@ -210,16 +218,9 @@ class FdReader:
                 left = max(0, int((deadline - time.monotonic()) * 1000) + 1)
                 wait = left if wait < 0 else min(wait, left)
             if self._poll.poll(wait):
+                ready = True
                 continue
             if self.watch is not None and not self.watch():
-                # The peer is gone; drain what may still be there, then stop.
-                try:
-                    chunk = os.read(self.fd, _READ_CHUNK)
-                except BlockingIOError:
-                    chunk = b""
-                if chunk:
-                    self._buf += chunk
-                    return True
                 raise PeerGone("the compiler exited while the model side waited for data")
             if deadline is not None and time.monotonic() >= deadline:
                 raise ChannelTimeout(f"no data from the compiler within {self.timeout:g} s")
@@ -273,9 +274,11 @@ class FdWriter:
         self._poll = select.poll()
         self._poll.register(fd, select.POLLOUT)
 
-    def write(self, data: bytes) -> None:
-        """Write every byte of ``data``; raise on timeout or a closed reader."""
+    def write(self, data: bytes) -> int:
+        """Write every byte of ``data`` (returns its length); raise on timeout
+        or a closed reader."""
         view = memoryview(data)
+        size = len(view)
         while view:
             try:
                 done = os.write(self.fd, view)
@@ -288,6 +291,7 @@ class FdWriter:
             except BrokenPipeError:
                 raise PeerGone("the compiler closed its reading end") from None
             view = view[done:]
+        return size
 
     def flush(self) -> None:
         """Nothing is buffered; present for file-like use."""

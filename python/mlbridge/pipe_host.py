@@ -80,19 +80,30 @@ class HostStats:
     decisions: int = 0
     contexts: int = 0
     errors_reported: int = 0        #: ERROR frames sent (extended mode)
-    host_seconds: float = 0.0       #: time from request read to reply written
+    #: CPU time the serving thread spent on the session (reading, decoding,
+    #: the policy, encoding, writing, logging); waits for the compiler excluded.
+    host_seconds: float = 0.0
+    #: wall time from "request fully read" to "reply written", summed: the
+    #: compiler's wait on the host (includes time the OS ran other processes).
+    reply_seconds: float = 0.0
     outputs: List[str] = field(default_factory=list)
 
     @property
     def host_seconds_per_decision(self) -> float:
-        """Mean host time per decision (0 when there was none)."""
+        """Mean host CPU time per decision (0 when there was none)."""
         return self.host_seconds / self.decisions if self.decisions else 0.0
+
+    @property
+    def reply_seconds_per_decision(self) -> float:
+        """Mean wall time from request read to reply written."""
+        return self.reply_seconds / self.decisions if self.decisions else 0.0
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-friendly summary."""
         return {"mode": self.mode, "decisions": self.decisions, "contexts": self.contexts,
                 "errors_reported": self.errors_reported, "host_seconds": self.host_seconds,
-                "host_seconds_per_decision": self.host_seconds_per_decision}
+                "host_seconds_per_decision": self.host_seconds_per_decision,
+                "reply_seconds_per_decision": self.reply_seconds_per_decision}
 
 
 def as_decision_fn(policy: Policy) -> DecisionFn:
@@ -183,12 +194,18 @@ class PipeHost:
     receives an LLVM training log of the features with the decision appended
     as the last feature(s). ``max_requests`` stops serving after that many
     decisions. ``max_bytes`` bounds every message read.
+
+    ``patch`` (mlgo mode only) is called with *writable* views of every
+    observation's features as soon as they are read, before the policy sees
+    them and before they are logged: it may repair what a compiler sends
+    (see :mod:`mlbridge.llvm.advisors`, LLVM 19's include-default bug).
     """
 
     def __init__(self, policy: Policy, *, open_timeout: Optional[float] = None,
                  io_timeout: Optional[float] = None, log: Optional[BinaryIO] = None,
                  max_requests: Optional[int] = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_BYTES,
+                 patch: Optional[Callable[[Dict[str, np.ndarray]], None]] = None) -> None:
         self.policy = policy
         self._decide = as_decision_fn(policy)
         self.open_timeout = open_timeout
@@ -196,6 +213,7 @@ class PipeHost:
         self.log = log
         self.max_requests = max_requests
         self.max_bytes = max_bytes
+        self.patch = patch
 
     def serve(self, base: str, watch: Watch = None) -> HostStats:
         """Open the channel at ``base`` (protocol order), serve until EOF, close.
@@ -216,21 +234,25 @@ class PipeHost:
         """
         if stats is None:
             stats = HostStats()
-        first = ends.reader.readline(_MAX_HEADER_LINE)
-        if not first:
-            return stats  # opened and closed without a word
-        header = _parse_line(first, "header")
-        if "mlbridge" in header:
-            stats.mode = "extended"
-            self._serve_extended(ends, header, stats)
-        elif "features" in header and "advice" in header:
-            stats.mode = "mlgo"
-            self._serve_mlgo(ends, header, stats)
-        else:
-            raise ProtocolError(f"unrecognised header line {first[:100]!r}: expected "
-                                f"a \"mlbridge\" handshake or LLVM's "
-                                f"{{\"features\":...,\"advice\":...}}")
-        return stats
+        cpu_start = time.thread_time()
+        try:
+            first = ends.reader.readline(_MAX_HEADER_LINE)
+            if not first:
+                return stats  # opened and closed without a word
+            header = _parse_line(first, "header")
+            if "mlbridge" in header:
+                stats.mode = "extended"
+                self._serve_extended(ends, header, stats)
+            elif "features" in header and "advice" in header:
+                stats.mode = "mlgo"
+                self._serve_mlgo(ends, header, stats)
+            else:
+                raise ProtocolError(f"unrecognised header line {first[:100]!r}: expected "
+                                    f"a \"mlbridge\" handshake or LLVM's "
+                                    f"{{\"features\":...,\"advice\":...}}")
+            return stats
+        finally:
+            stats.host_seconds += time.thread_time() - cpu_start
 
     # -- shared helpers --------------------------------------------------
 
@@ -264,12 +286,15 @@ class PipeHost:
         buf = bytearray(total + 1)
         target = memoryview(buf)
         views: Dict[str, np.ndarray] = {}
+        writable: Dict[str, np.ndarray] = {}
         offset = 0
         for spec in features:
             arr = np.frombuffer(buf, spec.dtype, spec.element_count, offset).reshape(spec.shape)
-            arr.flags.writeable = False
-            views[spec.name] = arr
+            writable[spec.name] = arr
+            views[spec.name] = arr.view()
+            views[spec.name].flags.writeable = False
             offset += spec.nbytes
+        patch = self.patch
         logger = self._begin(Session("mlgo", features, [advice]))
         fast = _scalar_packer(advice)
         reader, writer, decide = ends.reader, ends.writer, self._decide
@@ -299,6 +324,8 @@ class PipeHost:
                 raise ProtocolError(f"observation {number}: the {total} feature bytes are "
                                     f"not followed by a newline")
             start = time.perf_counter()
+            if patch is not None:
+                patch(writable)
             try:
                 value = decide(views, context)
                 reply = fast(value) if fast is not None else None
@@ -310,7 +337,7 @@ class PipeHost:
             writer.write(reply)
             if logger is not None:
                 logger.observation(bytes(target[:total]) + reply)
-            stats.host_seconds += time.perf_counter() - start
+            stats.reply_seconds += time.perf_counter() - start
             stats.decisions += 1
 
     # -- extended mode ----------------------------------------------------
@@ -352,12 +379,12 @@ class PipeHost:
                 message = f"{type(err).__name__}: {err}"
                 write_frame(writer, ERROR, message.encode("utf-8", "replace"))
                 stats.errors_reported += 1
-                stats.host_seconds += time.perf_counter() - start
+                stats.reply_seconds += time.perf_counter() - start
                 continue
             write_frame(writer, RESULT, result)
             if logger is not None:
                 logger.observation({**features, **answer})
-            stats.host_seconds += time.perf_counter() - start
+            stats.reply_seconds += time.perf_counter() - start
             stats.decisions += 1
 
 

@@ -22,7 +22,7 @@ Policy specs:
 
 A policy may carry ``wants_default = True`` to ask the LLVM driver to send
 LLVM's own inlining decision (it then corrupts ``callee_basic_block_count``,
-see docs; the driver restores ``inlining_default``).
+the driver restores ``inlining_default`` and reports that feature as -1).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class TensorSpec:
 
     def to_json_str(self) -> str:
         """LLVM's JSON form, canonical text (no whitespace)."""
-        return json.dumps(self.to_json(), separators=(",", ":"))
+        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "TensorSpec":

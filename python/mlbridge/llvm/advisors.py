@@ -4,7 +4,7 @@ Pitfalls of LLVM 19 handled here (see docs):
 
 - #1: ``-inliner-interactive-include-default`` writes LLVM's decision into
   feature 25 (``callee_basic_block_count``) and leaves ``inlining_default``
-  at 0: the inline guard copies feature 25 into ``inlining_default``.
+  at 0: :func:`restore_inlining_default` moves it where it belongs.
 - #4: an eviction answer whose mask column is 0 makes llc fail, one out of
   range crashes it: the evict guard rejects both before anything is sent.
 - #5: the priority is cast to an unsigned 32-bit integer: the priority guard
@@ -52,16 +52,17 @@ class _Guard:
         return self._decide(features, context)
 
 
-class _InlineGuard(_Guard):
-    def __init__(self, policy: Policy, include_default: bool) -> None:
-        super().__init__(policy)
-        self.include_default = include_default
+def restore_inlining_default(features: Dict[str, np.ndarray]) -> None:
+    """Pitfall #1: move LLVM's decision from feature 25 to ``inlining_default``.
 
-    def __call__(self, features: Dict[str, np.ndarray], context: str = "") -> Any:
-        if self.include_default:
-            features = dict(features)
-            features["inlining_default"] = features[DEFAULT_DECISION_NAME]
-        return self._decide(features, context)
+    For :class:`mlbridge.pipe_host.PipeHost`'s ``patch`` (writable views), so
+    the policy and the training log both see the right ``inlining_default``.
+    The true ``callee_basic_block_count`` is lost (LLVM overwrote it): it is
+    set to -1 so that no policy or training mistakes it for a block count.
+    """
+    if "inlining_default" in features and DEFAULT_DECISION_NAME in features:
+        features["inlining_default"][...] = features[DEFAULT_DECISION_NAME]
+        features[DEFAULT_DECISION_NAME][...] = -1
 
 
 def _single(value: Any, what: str) -> Any:
@@ -127,10 +128,11 @@ class Advisor:
         return ["-regalloc-enable-priority-advisor=release",
                 f"-regalloc-priority-interactive-channel-base={base}"]
 
-    def guard(self, policy: Policy, include_default: bool = False) -> Policy:
-        """``policy`` wrapped with this advisor's feature fix-ups and answer checks."""
+    def guard(self, policy: Policy) -> Policy:
+        """``policy`` wrapped with this advisor's answer checks (the inliner's
+        answers need none: any non-zero value means "inline")."""
         if self.name == "inline":
-            return _InlineGuard(policy, include_default)
+            return policy
         if self.name == "evict":
             return _EvictGuard(policy)
         return _PriorityGuard(policy)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
-from mlbridge.llvm.advisors import get_advisor
+from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
 from mlbridge.pipe_host import HostStats, PipeHost, Policy
 
@@ -159,7 +159,8 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
     - ``logs``: advisor name -> binary stream for an LLVM training log.
     - ``include_default``: send LLVM's own inlining decision as the feature
       ``inlining_default``; by default when the inline policy has
-      ``wants_default = True``. (It replaces ``callee_basic_block_count``.)
+      ``wants_default = True``. LLVM 19 then loses ``callee_basic_block_count``
+      (reported as -1, see :func:`restore_inlining_default`).
     - ``size_increase_threshold``: LLVM's ``-ml-advisor-size-increase-threshold``
       (default 2.0): the inliner stops asking once the module grew that much.
     - ``stdout``: the compiler's stdout (inherited by default); its stderr is
@@ -171,6 +172,7 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
     channels: Dict[str, Channel] = {}
     options: List[str] = []
     guarded: Dict[str, Policy] = {}
+    patches: Dict[str, Any] = {}
     try:
         for name, policy in policies.items():
             advisor = get_advisor(name)
@@ -180,16 +182,18 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
             channels[name] = create_channel(channel_dir, name)
             options += advisor.flags(channels[name].base, wants, size_increase_threshold
                                      if name == "inline" else None)
-            guarded[name] = advisor.guard(policy, wants)
+            guarded[name] = advisor.guard(policy)
+            patches[name] = restore_inlining_default if wants else None
         full = with_llvm_options(command, options)
-        return _run(full, guarded, channels, timeout, open_timeout, io_timeout, logs,
-                    stdout, echo_stderr, env)
+        return _run(full, guarded, patches, channels, timeout, open_timeout, io_timeout,
+                    logs, stdout, echo_stderr, env)
     finally:
         for channel in channels.values():
             channel.close()
 
 
-def _run(command: List[str], policies: Mapping[str, Policy], channels: Mapping[str, Channel],
+def _run(command: List[str], policies: Mapping[str, Policy], patches: Mapping[str, Any],
+         channels: Mapping[str, Channel],
          timeout: Optional[float], open_timeout: Optional[float],
          io_timeout: Optional[float], logs: Mapping[str, BinaryIO], stdout: Any,
          echo_stderr: Optional[TextIO], env: Optional[Mapping[str, str]]) -> RunResult:
@@ -200,7 +204,8 @@ def _run(command: List[str], policies: Mapping[str, Policy], channels: Mapping[s
                                 args=(_text(compiler.proc.stderr), err_lines, echo_stderr))]
     runs = {name: AdvisorRun(name) for name in policies}
     for name, policy in policies.items():
-        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name))
+        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name),
+                        patch=patches[name])
         threads.append(threading.Thread(target=_serve_one, daemon=True, name=f"serve-{name}",
                                         args=(compiler, channels[name], host, runs[name],
                                               open_timeout)))

@@ -1,0 +1,185 @@
+"""The ``mlbridge`` command.
+
+::
+
+    mlbridge llvm --advisor inline --policy default [--log FILE] [--stats-json FILE]
+                  [--timeout S] -- clang-19 -Oz -c f.c
+    mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
+    mlbridge log dump FILE
+    mlbridge demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import ExitStack
+from typing import Dict, List, Optional, Sequence
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.policies import ADVISORS, load_policy
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlbridge", description=__doc__.split("::")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    llvm = sub.add_parser("llvm", help="run an LLVM 19 compiler whose ML advisor(s) "
+                          "a policy serves")
+    llvm.add_argument("--advisor", action="append", choices=ADVISORS, required=True,
+                      help="advisor to serve; repeat to serve evict and priority at once")
+    llvm.add_argument("--policy", action="append", required=True,
+                      help="default | always | never | zeros | file.py:NAME | module:NAME; "
+                      "once for every advisor or once per --advisor")
+    llvm.add_argument("--log", help="write an LLVM training log (features + decision); "
+                      "with several advisors, FILE.ADVISOR")
+    llvm.add_argument("--stats-json", help="write decisions, host cost, return code here")
+    llvm.add_argument("--timeout", type=_positive,
+                      help="kill the compilation after S seconds (default: no limit)")
+    llvm.add_argument("--io-timeout", type=_positive,
+                      help="fail when the compiler is silent for S seconds mid-session")
+    llvm.add_argument("--include-default", action=argparse.BooleanOptionalAction,
+                      default=None, help="send LLVM's own inlining decision as feature "
+                      "'inlining_default' (default: when the policy wants it)")
+    llvm.add_argument("--size-increase-threshold", type=_positive,
+                      help="LLVM's -ml-advisor-size-increase-threshold (default 2.0): the "
+                      "inliner stops asking once the module grew by this factor")
+    llvm.add_argument("compiler", nargs=argparse.REMAINDER,
+                      help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)")
+
+    serve = sub.add_parser("serve", help="serve a policy on an existing pipe channel")
+    serve.add_argument("--pipe", required=True, help="channel base: BASE.in and BASE.out")
+    serve.add_argument("--policy", required=True)
+    serve.add_argument("--advisor", choices=ADVISORS,
+                       help="advisor, for the built-in policies default/always/never")
+    serve.add_argument("--create", action="store_true",
+                       help="create the FIFOs (mode 0600) first and remove them at exit")
+    serve.add_argument("--max-requests", type=int,
+                       help="stop after this many decisions in a session")
+    serve.add_argument("--sessions", type=int, default=1,
+                       help="sessions to serve one after the other (0: until killed)")
+    serve.add_argument("--timeout", type=_positive,
+                       help="give up when the compiler does not open or write for S seconds")
+    serve.add_argument("--log", help="write an LLVM training log of the decisions")
+    serve.add_argument("--stats-json", help="write the statistics of the sessions here")
+
+    log = sub.add_parser("log", help="training logs")
+    log_sub = log.add_subparsers(dest="log_command", required=True)
+    dump = log_sub.add_parser("dump", help="print a training log as text")
+    dump.add_argument("file")
+
+    demo = sub.add_parser("demo", help="compile bundled C programs with clang-19 -Oz "
+                          "whose inlining a bundled Python policy decides")
+    demo.add_argument("--keep", help="keep the build files in this directory")
+    return parser
+
+
+def _policies(args: argparse.Namespace) -> Dict[str, object]:
+    if len(args.policy) not in (1, len(args.advisor)):
+        raise MlbridgeError(f"give one --policy, or one per --advisor "
+                            f"({len(args.advisor)}), not {len(args.policy)}")
+    specs = args.policy * len(args.advisor) if len(args.policy) == 1 else args.policy
+    if len(set(args.advisor)) != len(args.advisor):
+        raise MlbridgeError("an advisor is given twice")
+    return {adv: load_policy(spec, adv) for adv, spec in zip(args.advisor, specs)}
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _cmd_llvm(args: argparse.Namespace) -> int:
+    from mlbridge.llvm import run_compiler
+
+    command = args.compiler[1:] if args.compiler[:1] == ["--"] else args.compiler
+    if not command:
+        raise MlbridgeError("no compiler command given (mlbridge llvm ... -- COMMAND...)")
+    policies = _policies(args)
+    with ExitStack() as stack:
+        logs = {}
+        if args.log:
+            for adv in policies:
+                path = args.log if len(policies) == 1 else f"{args.log}.{adv}"
+                logs[adv] = stack.enter_context(open(path, "wb"))
+        result = run_compiler(command, policies, timeout=args.timeout,
+                              io_timeout=args.io_timeout, logs=logs,
+                              include_default=args.include_default,
+                              size_increase_threshold=args.size_increase_threshold,
+                              echo_stderr=sys.stderr)
+    if args.stats_json:
+        with open(args.stats_json, "w") as out:
+            json.dump(result.to_dict(), out, indent=2)
+            out.write("\n")
+    if result.error:
+        print(f"mlbridge: error: {result.error}", file=sys.stderr)
+        return _exit_code(result.returncode) or 1
+    return _exit_code(result.returncode)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from mlbridge.channel import make_fifos
+    from mlbridge.pipe_host import PipeHost
+
+    policy = load_policy(args.policy, args.advisor)
+    all_stats: List[dict] = []
+    with ExitStack() as stack:
+        if args.create:
+            stack.enter_context(make_fifos(args.pipe))
+        log = stack.enter_context(open(args.log, "wb")) if args.log else None
+        host = PipeHost(policy, open_timeout=args.timeout, io_timeout=args.timeout, log=log,
+                        max_requests=args.max_requests)
+        served = 0
+        try:
+            while args.sessions == 0 or served < args.sessions:
+                all_stats.append(host.serve(args.pipe).to_dict())
+                served += 1
+        finally:
+            if args.stats_json:
+                with open(args.stats_json, "w") as out:
+                    json.dump({"sessions": all_stats}, out, indent=2)
+                    out.write("\n")
+    return 0
+
+
+def _cmd_log(args: argparse.Namespace) -> int:
+    from mlbridge.training_log import dump
+
+    dump(args.file, sys.stdout)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from mlbridge.demo.run import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``mlbridge`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "log": _cmd_log,
+               "demo": _cmd_demo}[args.command]
+    try:
+        return handler(args)
+    except BrokenPipeError:  # e.g. `mlbridge log dump f | head`: quietly stop
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (MlbridgeError, OSError) as err:
+        print(f"mlbridge: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Run the demo: each bundled program compiled twice with clang-19 -Oz, once
+with LLVM's own inliner and once with the demo policy served over pipes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import List, Optional, TextIO
+
+from mlbridge.demo.policy import CountingPolicy
+from mlbridge.errors import MlbridgeError
+from mlbridge.llvm import run_compiler, text_size
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+CLANG = "clang-19"
+FLAGS = ("-Oz", "-c")
+
+
+@dataclass
+class DemoRow:
+    """Results for one program."""
+
+    program: str
+    decisions: int
+    inlined: int
+    host_us_per_decision: float
+    text_policy: int
+    text_default: int
+
+
+def sources() -> List[str]:
+    """The bundled C programs."""
+    return sorted(os.path.join(DATA, f) for f in os.listdir(DATA) if f.endswith(".c"))
+
+
+def _progress(out: TextIO, text: str) -> None:
+    if out.isatty():
+        out.write("\r\033[K" + text)
+    else:
+        out.write(text + "\n")
+    out.flush()
+
+
+def demo_program(source: str, workdir: str) -> DemoRow:
+    """Compile ``source`` with LLVM's inliner and with the demo policy."""
+    name = os.path.basename(source)
+    plain = os.path.join(workdir, name + ".default.o")
+    served = os.path.join(workdir, name + ".policy.o")
+    done = subprocess.run([CLANG, *FLAGS, source, "-o", plain], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise MlbridgeError(f"{CLANG} failed on {name}: {done.stderr.strip()}")
+    policy = CountingPolicy()
+    result = run_compiler([CLANG, *FLAGS, source, "-o", served], {"inline": policy},
+                          timeout=300)
+    if not result.ok:
+        raise MlbridgeError(f"{name}: {result.error or 'compiler failed'}\n{result.stderr}")
+    return DemoRow(name, result.decisions, policy.inlined,
+                   result.host_seconds_per_decision * 1e6, text_size(served),
+                   text_size(plain))
+
+
+def format_table(rows: List[DemoRow]) -> str:
+    """The demo's result table."""
+    lines = [f"{'program':<14}{'decisions':>10}{'inlined':>9}{'host us/dec':>13}"
+             f"{'.text policy':>14}{'.text -Oz':>11}{'change':>9}"]
+    for r in rows:
+        change = (r.text_policy - r.text_default) / r.text_default * 100 if r.text_default else 0
+        lines.append(f"{r.program:<14}{r.decisions:>10}{r.inlined:>9}"
+                     f"{r.host_us_per_decision:>13.1f}{r.text_policy:>14}"
+                     f"{r.text_default:>11}{change:>+8.1f}%")
+    return "\n".join(lines)
+
+
+def run_demo(keep: Optional[str] = None, out: TextIO = sys.stdout,
+             progress: TextIO = sys.stderr) -> int:
+    """Run the demo, print the table; 0 on success."""
+    if shutil.which(CLANG) is None:
+        raise MlbridgeError(f"{CLANG} is not on PATH (Debian: apt-get install clang-19)")
+    workdir = keep or tempfile.mkdtemp(prefix="mlbridge-demo-")
+    os.makedirs(workdir, exist_ok=True)
+    try:
+        rows = []
+        programs = sources()
+        for i, source in enumerate(programs, 1):
+            _progress(progress, f"[{i}/{len(programs)}] {os.path.basename(source)}: "
+                      f"compiling with LLVM's inliner and with the demo policy...")
+            rows.append(demo_program(source, workdir))
+        _progress(progress, f"compiled {len(programs)} programs")
+        if progress.isatty():
+            progress.write("\n")
+        out.write(format_table(rows) + "\n")
+        out.write("Inlining decisions by mlbridge/demo/policy.py over LLVM 19's "
+                  "interactive pipes; '.text -Oz' is plain clang-19 -Oz.\n")
+        return 0
+    finally:
+        if keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,170 @@
+"""Stock LLVM 19 driven by mlbridge policies (skipped when LLVM 19 is missing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from mlbridge.cli import main
+from mlbridge.llvm import (call_count, make_inliner_ir, run_compiler, spill_counts, text_size)
+from mlbridge.policies import EvictDefault, load_policy
+from mlbridge.training_log import read_training_log
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cgen  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in ("opt-19", "llc-19", "clang-19", "llvm-size-19")),
+    reason="LLVM 19 (opt-19, llc-19, clang-19, llvm-size-19) is not installed")
+
+INLINER = "-passes=scc-oz-module-inliner"
+DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "python", "mlbridge", "demo", "data")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A generated ~3300-line C program as inliner IR (pitfall #2) and as -O2 IR."""
+    d = tmp_path_factory.mktemp("llvm")
+    source = d / "gen.c"
+    source.write_text(cgen.generate())
+    assert source.read_text().count("\n") > 3000
+    make_inliner_ir(str(source), str(d / "gen.ll"))
+    subprocess.run(["clang-19", "-O2", "-emit-llvm", "-S", str(source), "-o", str(d / "o2.ll")],
+                   check=True)
+    subprocess.run(["opt-19", INLINER, str(d / "gen.ll"), "-S", "-o", str(d / "ref.ll")],
+                   check=True)
+    return d
+
+
+def _opt(work, policy, extra=()):
+    out = work / f"out-{policy}.ll"
+    rc = main(["llvm", "--advisor", "inline", "--policy", policy, *extra, "--",
+               "opt-19", INLINER, str(work / "gen.ll"), "-S", "-o", str(out)])
+    assert rc == 0
+    return out.read_text()
+
+
+def test_default_policy_is_byte_identical(work, tmp_path):
+    stats = tmp_path / "stats.json"
+    out = _opt(work, "default", ["--stats-json", str(stats), "--log", str(tmp_path / "log")])
+    assert out == (work / "ref.ll").read_text()
+    import json
+    summary = json.loads(stats.read_text())
+    assert summary["decisions"] > 500 and summary["compiler_returncode"] == 0
+    assert 0 < summary["host_seconds_per_decision"] < 0.01
+    with open(tmp_path / "log", "rb") as f:
+        records = list(read_training_log(f))
+    assert len(records) == summary["decisions"]
+    first = records[0].tensors
+    assert list(first)[-1] == "inlining_decision"
+    # pitfall #1 repaired: inlining_default carries LLVM's decision, which was echoed
+    assert all(int(r.tensors["inlining_default"][0]) == int(r.tensors["inlining_decision"][0])
+               for r in records)
+    assert {int(r.tensors["inlining_default"][0]) for r in records} == {0, 1}
+
+
+def _calls(ir):
+    """Calls, leaving out those to the recursive walkN functions (inlining a
+    recursive function into itself multiplies its recursive calls)."""
+    return call_count("\n".join(line for line in ir.splitlines() if "@walk" not in line))
+
+
+def test_never_and_always_change_call_counts(work):
+    default_calls = _calls((work / "ref.ll").read_text())
+    never_calls = _calls(_opt(work, "never"))
+    # pitfall #7: without a higher threshold "always" stops being asked early
+    always_calls = _calls(_opt(work, "always", ["--size-increase-threshold", "50"]))
+    assert never_calls > default_calls > always_calls
+
+
+def test_eviction_default_gives_legal_answers(work):
+    answers = []
+    inner = EvictDefault()
+
+    def recording(features):
+        choice = inner(features)
+        answers.append((choice, features["mask"].reshape(-1).copy()))
+        return choice
+
+    out = work / "evict.s"
+    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(out)],
+                          {"evict": recording}, timeout=120)
+    assert result.ok, result.error or result.stderr
+    assert result.decisions == len(answers) > 100
+    assert all(mask[choice] == 1 for choice, mask in answers)
+    assert sum(spill_counts(out.read_text())) > 0
+
+
+def test_priority_and_both_advisors_at_once(work):
+    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "p.s")],
+                          {"priority": load_policy("default", "priority")}, timeout=120)
+    assert result.ok and result.decisions > 100
+    both = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "b.s")],
+                        {"evict": load_policy("default", "evict"),
+                         "priority": load_policy("default", "priority")}, timeout=120)
+    assert both.ok, both.error
+    assert all(run.stats.decisions > 0 for run in both.advisors.values())
+    assert both.advisors["evict"].stats.contexts > 10  # one context per machine function
+
+
+def test_clang_mllvm_path(tmp_path):
+    source = os.path.join(DEMO, "kernels.c")
+    plain, served = tmp_path / "plain.o", tmp_path / "served.o"
+    subprocess.run(["clang-19", "-Oz", "-c", source, "-o", str(plain)], check=True)
+    rc = main(["llvm", "--advisor", "inline", "--policy", "default", "--",
+               "clang-19", "-Oz", "-c", source, "-o", str(served)])
+    assert rc == 0
+    assert text_size(str(served)) == text_size(str(plain)) > 0
+
+
+def test_compiler_that_never_opens_does_not_hang(work):
+    start = time.monotonic()
+    result = run_compiler(["llc-19", "-O0", str(work / "o2.ll"), "-o", str(work / "o0.s")],
+                          {"evict": load_policy("default", "evict")}, timeout=60)
+    assert result.ok and result.decisions == 0
+    assert not result.advisors["evict"].opened
+    assert time.monotonic() - start < 30
+
+
+def test_exit_code_passthrough(tmp_path):
+    fake = tmp_path / "fakecc"
+    fake.write_text("#!/bin/sh\nexit 7\n")
+    fake.chmod(0o755)
+    assert main(["llvm", "--advisor", "inline", "--policy", "never", "--", str(fake)]) == 7
+    rc = subprocess.run([sys.executable, "-m", "mlbridge", "llvm", "--advisor", "inline",
+                         "--policy", "never", "--", "opt-19", str(tmp_path / "missing.ll")],
+                        capture_output=True).returncode
+    assert rc == 1
+
+
+def test_policy_failure_kills_the_compiler(work):
+    calls = []
+
+    def failing(features):
+        calls.append(1)
+        if len(calls) == 5:
+            raise RuntimeError("model crashed")
+        return 0
+
+    start = time.monotonic()
+    result = run_compiler(["opt-19", INLINER, str(work / "gen.ll"), "-S", "-o",
+                           str(work / "fail.ll")], {"inline": failing}, timeout=60)
+    assert "model crashed" in result.error
+    assert result.returncode < 0 and not result.timed_out  # killed (pitfall #3)
+    assert time.monotonic() - start < 30
+
+
+def test_illegal_eviction_answer_is_never_sent(work):
+    def illegal(features):
+        return int(np.flatnonzero(features["mask"].reshape(-1) == 0)[0])
+
+    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "x.s")],
+                          {"evict": illegal}, timeout=60)
+    assert "not a legal candidate" in result.error
+    assert result.returncode < 0
