@@ -9,7 +9,9 @@
 // ping-pong carrying the same bytes to a raw Python peer, measured in the same
 // run, rep by rep. Also counts heap allocations per call on the C++ side.
 //
-//   mlbridge-bench-pipe [--calls N] [--reps R] [--no-pin]
+//   mlbridge-bench-pipe [--calls N] [--reps R] [--no-pin] [--only TEXT]
+//
+// --only keeps the contenders whose name contains TEXT (plus the baseline).
 //
 // By default this process and its Python peers are pinned to CPU 0 (the
 // one-vCPU regime of shared/notes/benchmarking.md); --no-pin lets the
@@ -68,11 +70,18 @@ public:
     if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
       Pid = -1;
   }
+  /// Gives the child up to 2 s to exit by itself (its peer closed the
+  /// channel), then kills it.
   ~Child() {
-    if (Pid > 0) {
-      ::kill(Pid, SIGKILL);
-      waitpid(Pid, nullptr, 0);
+    if (Pid <= 0)
+      return;
+    for (int I = 0; I < 200; ++I) {
+      if (waitpid(Pid, nullptr, WNOHANG) == Pid)
+        return;
+      usleep(10000);
     }
+    ::kill(Pid, SIGKILL);
+    waitpid(Pid, nullptr, 0);
   }
 
 private:
@@ -107,6 +116,7 @@ struct RawPingPong {
       ::close(In);
     if (Out >= 0)
       ::close(Out);
+    Peer.reset();
   }
   bool start(size_t RequestBytes) {
     Request.assign(RequestBytes, 'x');
@@ -133,8 +143,10 @@ struct RawPingPong {
 };
 
 struct RunnerUnderTest {
-  std::unique_ptr<PipeModelRunner> Runner;
+  // Destroyed in reverse order: the runner closes the channel, then the host
+  // exits on EOF.
   std::unique_ptr<Child> Host;
+  std::unique_ptr<PipeModelRunner> Runner;
   bool start(PipeProtocol P, Format F) {
     PipeOptions O;
     O.Protocol = P;
@@ -197,16 +209,19 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls,
 int main(int argc, char **argv) {
   int Calls = 5000, Reps = 7;
   bool Pin = true;
+  std::string Only;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
-    if (A == "--calls" && I + 1 < argc)
+    if (A == "--only" && I + 1 < argc)
+      Only = argv[++I];
+    else if (A == "--calls" && I + 1 < argc)
       Calls = std::atoi(argv[++I]);
     else if (A == "--reps" && I + 1 < argc)
       Reps = std::atoi(argv[++I]);
     else if (A == "--no-pin")
       Pin = false;
     else {
-      std::fprintf(stderr, "usage: %s [--calls N] [--reps R] [--no-pin]\n",
+      std::fprintf(stderr, "usage: %s [--calls N] [--reps R] [--no-pin] [--only TEXT]\n",
                    argv[0]);
       return 2;
     }
@@ -249,6 +264,8 @@ int main(int argc, char **argv) {
   Contenders.push_back(
       {"raw FIFO ping-pong", [&](int) { return Raw->call(); }, {}, {}, 0});
   for (const Setup &S : Setups) {
+    if (!Only.empty() && std::string(S.Name).find(Only) == std::string::npos)
+      continue;
     auto R = std::make_unique<RunnerUnderTest>();
     if (!R->start(S.P, S.F))
       return 1;

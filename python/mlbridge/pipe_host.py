@@ -40,6 +40,7 @@ import numpy as np
 from mlbridge.channel import HostEnds, Watch, open_host_ends
 from mlbridge.codecs import FORMATS, get_codec
 from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
+from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import EndOfStream, MlbridgeError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
 from mlbridge.tensor_spec import SpecError, TensorSpec
@@ -106,16 +107,21 @@ class HostStats:
                 "reply_seconds_per_decision": self.reply_seconds_per_decision}
 
 
-def as_decision_fn(policy: Policy) -> DecisionFn:
-    """Normalise ``policy`` to ``fn(features, context)`` (see the module doc)."""
+def takes_context(policy: Policy) -> bool:
+    """True when ``policy`` accepts a ``context`` keyword (or ``**kwargs``)."""
     if not callable(policy):
         raise TypeError(f"a policy must be callable, got {type(policy).__name__}")
     try:
         params = inspect.signature(policy).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature
         params = ()
-    if any(p.name == "context" and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD
-           for p in params):
+    return any(p.name == "context" and p.kind != p.POSITIONAL_ONLY
+               or p.kind == p.VAR_KEYWORD for p in params)
+
+
+def as_decision_fn(policy: Policy) -> DecisionFn:
+    """Normalise ``policy`` to ``fn(features, context)`` (see the module doc)."""
+    if takes_context(policy):
         return lambda features, context: policy(features, context=context)
     return lambda features, context: policy(features)
 
@@ -283,62 +289,70 @@ class PipeHost:
         if total + 1 > self.max_bytes:
             raise ProtocolError(f"observations of {total} bytes exceed the maximum "
                                 f"of {self.max_bytes}")
-        buf = bytearray(total + 1)
-        target = memoryview(buf)
-        views: Dict[str, np.ndarray] = {}
-        writable: Dict[str, np.ndarray] = {}
-        offset = 0
-        for spec in features:
-            arr = np.frombuffer(buf, spec.dtype, spec.element_count, offset).reshape(spec.shape)
-            writable[spec.name] = arr
-            views[spec.name] = arr.view()
-            views[spec.name].flags.writeable = False
-            offset += spec.nbytes
+        tensors = TensorBuffer(features, trailing=1)  # the record ends with "\n"
+        buf, target = tensors.buffer, tensors.memory
+        views, writable = tensors.views, tensors.writable
         patch = self.patch
         logger = self._begin(Session("mlgo", features, [advice]))
         fast = _scalar_packer(advice)
-        reader, writer, decide = ends.reader, ends.writer, self._decide
-        context = ""
-        while not self._done(stats):
-            line = reader.readline(_MAX_EVENT_LINE)
-            if not line:
-                return
-            if not line.endswith(b"\n"):
+        read_record = ends.reader.read_record
+        readline, readinto, write = ends.reader.readline, ends.reader.readinto, ends.writer.write
+        policy, with_context = self.policy, takes_context(self.policy)
+        perf_counter, max_requests = time.perf_counter, self.max_requests
+        size, context = len(buf), ""
+        while max_requests is None or stats.decisions < max_requests:
+            line = read_record(_OBS_PREFIX, target)  # whole record already here
+            if line is None:  # the general path: any line, then its bytes
+                line = readline(_MAX_EVENT_LINE)
+                if not line:
+                    return
+                if not (line.startswith(_OBS_PREFIX) and line.endswith(b"}\n")):
+                    context = self._mlgo_context(line, stats, logger)
+                    continue
+                got = readinto(target)
+            else:
+                got = size
+            if got != size or buf[-1] != 0x0A or not line.endswith(b"}\n"):
+                number = _observation_number(line)
+                if got != size:
+                    raise ProtocolError(f"observation {number}: the compiler closed after "
+                                        f"{got} of {size} bytes")
+                if buf[-1] != 0x0A:
+                    raise ProtocolError(f"observation {number}: the {total} feature bytes "
+                                        f"are not followed by a newline")
                 raise ProtocolError(f"truncated line from the compiler: {line[:100]!r}")
-            number = _observation_number(line)
-            if number is None:
-                event = _parse_line(line, "event")
-                if "context" not in event or not isinstance(event["context"], str):
-                    raise ProtocolError(f"expected a context or observation line, got "
-                                        f"{line[:100]!r}")
-                context = event["context"]
-                stats.contexts += 1
-                if logger is not None:
-                    logger.context(context)
-                continue
-            got = reader.readinto(target)
-            if got != len(buf):
-                raise ProtocolError(f"observation {number}: the compiler closed after "
-                                    f"{got} of {len(buf)} bytes")
-            if buf[-1] != 0x0A:
-                raise ProtocolError(f"observation {number}: the {total} feature bytes are "
-                                    f"not followed by a newline")
-            start = time.perf_counter()
+            start = perf_counter()
             if patch is not None:
                 patch(writable)
             try:
-                value = decide(views, context)
+                value = policy(views, context=context) if with_context else policy(views)
                 reply = fast(value) if fast is not None else None
                 if reply is None:
                     reply = output_bytes(advice, value)
             except Exception as err:
-                raise PolicyFailed(f"policy failed on observation {number} of context "
-                                   f"{context!r}: {type(err).__name__}: {err}") from err
-            writer.write(reply)
+                raise PolicyFailed(f"policy failed on observation {_observation_number(line)} "
+                                   f"of context {context!r}: {type(err).__name__}: "
+                                   f"{err}") from err
+            write(reply)
             if logger is not None:
                 logger.observation(bytes(target[:total]) + reply)
-            stats.reply_seconds += time.perf_counter() - start
+            stats.reply_seconds += perf_counter() - start
             stats.decisions += 1
+
+    @staticmethod
+    def _mlgo_context(line: bytes, stats: HostStats,
+                      logger: Optional[TrainingLogWriter]) -> str:
+        """Handle a non-observation line of mlgo mode: it must be a context."""
+        if not line.endswith(b"\n"):
+            raise ProtocolError(f"truncated line from the compiler: {line[:100]!r}")
+        event = _parse_line(line, "event")
+        if "context" not in event or not isinstance(event["context"], str):
+            raise ProtocolError(f"expected a context or observation line, got "
+                                f"{line[:100]!r}")
+        stats.contexts += 1
+        if logger is not None:
+            logger.context(event["context"])
+        return event["context"]
 
     # -- extended mode ----------------------------------------------------
 
@@ -356,6 +370,7 @@ class PipeHost:
         outputs = list(session.outputs)
         stats.outputs = [s.name for s in outputs]
         logger = self._begin(session)
+        requests = TensorBuffer(session.features)
         context = ""
         while not self._done(stats):
             try:
@@ -371,7 +386,7 @@ class PipeHost:
             if kind != OBSERVATION:
                 raise ProtocolError(f"unexpected {kind.name} frame from the compiler")
             start = time.perf_counter()
-            _, features = codec.decode_request(payload, session.features)
+            _, features = codec.decode_request(payload, session.features, into=requests)
             try:
                 answer = output_arrays(outputs, self._decide(features, context))
                 result = codec.encode_reply(outputs, answer)

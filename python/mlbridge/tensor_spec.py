@@ -70,6 +70,9 @@ class TensorSpec:
         if count > MAX_ELEMENTS:
             raise SpecError(f"tensor '{self.name}': shape {list(shape)} is too large")
         object.__setattr__(self, "shape", shape)
+        # Cached: asked for on every decode.
+        object.__setattr__(self, "_count", count)
+        object.__setattr__(self, "_nbytes", count * DTYPES[self.type_name].itemsize)
 
     @classmethod
     def of(cls, name: str, dtype: Any, shape: Sequence[int] = (1,), port: int = 0) -> "TensorSpec":
@@ -89,15 +92,12 @@ class TensorSpec:
     @property
     def element_count(self) -> int:
         """Number of elements (1 for a scalar)."""
-        count = 1
-        for d in self.shape:
-            count *= d
-        return count
+        return self._count  # type: ignore[attr-defined]
 
     @property
     def nbytes(self) -> int:
         """Size of the packed tensor in bytes."""
-        return self.element_count * self.dtype.itemsize
+        return self._nbytes  # type: ignore[attr-defined]
 
     def to_json(self) -> Dict[str, Any]:
         """LLVM's JSON form as a dict (key order name, type, port, shape)."""

@@ -33,21 +33,20 @@ Error timeoutError(const char *What) {
 
 /// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
 /// raised meanwhile, so writing to a closed FIFO yields EPIPE, not death.
+/// If the thread already blocked SIGPIPE itself, nothing is changed or
+/// consumed (a SIGPIPE can only be pending if it was blocked before).
 class SigpipeGuard {
 public:
   SigpipeGuard() {
     sigemptyset(&Set);
     sigaddset(&Set, SIGPIPE);
-    sigset_t Pending;
-    sigemptyset(&Pending);
-    sigpending(&Pending);
-    WasPending = sigismember(&Pending, SIGPIPE) == 1;
-    Blocked = pthread_sigmask(SIG_BLOCK, &Set, &Old) == 0;
+    Blocked = pthread_sigmask(SIG_BLOCK, &Set, &Old) == 0 &&
+              sigismember(&Old, SIGPIPE) != 1;
   }
   ~SigpipeGuard() {
     if (!Blocked)
       return;
-    if (GotEpipe && !WasPending) {
+    if (GotEpipe) {
       struct timespec Zero = {0, 0};
       while (sigtimedwait(&Set, nullptr, &Zero) < 0 && errno == EINTR) {
       }
@@ -62,7 +61,7 @@ public:
 
 private:
   sigset_t Set, Old;
-  bool WasPending = false, Blocked = false, GotEpipe = false;
+  bool Blocked = false, GotEpipe = false;
 };
 
 Error checkIsFifo(int FD, const std::string &Path) {

@@ -97,6 +97,10 @@ class SchemaMatcher:
                              f"(shape {list(spec.shape)})")
         return spec
 
+    def add_bytes(self, spec: TensorSpec, data: bytes) -> None:
+        """Record the raw little-endian bytes of ``spec`` (size checked)."""
+        self.add(spec, array_from_bytes(spec, data, self.what))
+
     def add(self, spec: TensorSpec, values: np.ndarray) -> None:
         """Record the decoded values of ``spec`` (reshaped to the declared shape)."""
         self._seen[spec.name] = values.reshape(spec.shape)

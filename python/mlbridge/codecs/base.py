@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,6 +11,9 @@ from numpy.typing import ArrayLike
 from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.errors import CodecError
 from mlbridge.tensor_spec import TensorSpec
+
+if TYPE_CHECKING:
+    from mlbridge.codecs.tensor_buffer import TensorBuffer
 
 #: Tensors to encode: name -> array (or anything TensorSpec.check accepts).
 Tensors = Mapping[str, ArrayLike]
@@ -38,9 +41,15 @@ class Codec(abc.ABC):
         """Encode the request of ``observation`` (features in ``specs``)."""
 
     @abc.abstractmethod
-    def decode_request(self, payload: bytes,
-                       specs: Sequence[TensorSpec]) -> Tuple[int, Dict[str, np.ndarray]]:
-        """Decode a request: (observation or -1 if not carried, tensors)."""
+    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
+                       into: Optional["TensorBuffer"] = None
+                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+        """Decode a request: (observation or -1 if not carried, tensors).
+
+        With ``into`` (a TensorBuffer of ``specs``) the values land in its
+        buffer and its read-only views are returned: nothing is allocated per
+        tensor, and the views change with the next decode.
+        """
 
     @abc.abstractmethod
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:

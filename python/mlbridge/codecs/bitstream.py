@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mlbridge.codecs._validate import arrays_for, check_payload_size
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
 from mlbridge.tensor_spec import TensorSpec
 
@@ -24,8 +25,12 @@ class BitstreamCodec(Codec):
                        tensors: Tensors) -> bytes:
         return self._encode(specs, tensors, "bitstream request")
 
-    def decode_request(self, payload: bytes,
-                       specs: Sequence[TensorSpec]) -> Tuple[int, Dict[str, np.ndarray]]:
+    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
+                       into: Optional[TensorBuffer] = None
+                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+        if into is not None:
+            check_payload_size(payload, self.max_bytes, "bitstream request")
+            return -1, into.fill(payload, "bitstream request")
         return -1, self._decode(payload, specs, "bitstream request")
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:

@@ -6,12 +6,13 @@ import json
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mlbridge.codecs._validate import SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, ModelError
 from mlbridge.jsontext import format_array, quote_string
 from mlbridge.tensor_spec import TensorSpec
@@ -46,15 +47,18 @@ class JsonCodec(Codec):
         body = _tensors_text(specs, arrays_for(specs, tensors, "json request"))
         return f'{{"observation":{int(observation)},"tensors":[{body}]}}'.encode()
 
-    def decode_request(self, payload: bytes,
-                       specs: Sequence[TensorSpec]) -> Tuple[int, Dict[str, np.ndarray]]:
-        obj = self._load(payload, "json request")
+    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
+                       into: Optional[TensorBuffer] = None
+                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+        what = "json request"
+        obj = self._load(payload, what)
         observation = obj.get("observation")
         if (not isinstance(observation, int) or isinstance(observation, bool)
                 or not 0 <= observation < _UINT64_LIMIT):
             raise CodecError(f"json request: 'observation' must be an integer in "
                              f"[0, 2^64), got {observation!r}")
-        return int(observation), _decode_tensors(payload, obj, specs, "json request")
+        matcher = into.matcher(what) if into is not None else SchemaMatcher(specs, what)
+        return int(observation), _decode_tensors(payload, obj, matcher, what)
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
         body = _tensors_text(specs, arrays_for(specs, tensors, "json reply"))
@@ -69,7 +73,7 @@ class JsonCodec(Codec):
                 raise CodecError(f"json reply: 'error' must be a string, got {error!r}")
             if error:
                 raise ModelError(error)
-        return _decode_tensors(payload, obj, specs, "json reply")
+        return _decode_tensors(payload, obj, SchemaMatcher(specs, "json reply"), "json reply")
 
     def encode_error(self, message: str) -> bytes:
         """``{"error":"<message>"}``: a reply reporting a model-side failure."""
@@ -98,12 +102,11 @@ def _tensors_text(specs: Sequence[TensorSpec], arrays: List[np.ndarray]) -> str:
         for spec, arr in zip(specs, arrays))
 
 
-def _decode_tensors(payload: bytes, obj: Mapping[str, Any], specs: Sequence[TensorSpec],
+def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatcher,
                     what: str) -> Dict[str, np.ndarray]:
     items = obj.get("tensors")
     if not isinstance(items, list):
         raise CodecError(f"{what}: 'tensors' must be a list, got {type(items).__name__}")
-    matcher = SchemaMatcher(specs, what)
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise CodecError(f"{what}: tensors[{index}] must be an object")

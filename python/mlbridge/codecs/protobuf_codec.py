@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs._validate import (DEFAULT_MAX_BYTES, SchemaMatcher, array_from_bytes,
-                                       arrays_for, check_payload_size)
+from mlbridge.codecs._validate import (DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for,
+                                       check_payload_size)
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError, ModelError
 from mlbridge.tensor_spec import PROTO_DTYPES, TensorSpec
 
@@ -49,10 +50,13 @@ class ProtobufCodec(Codec):
                              f"[0, 2^64), got {observation!r}")
         return self._encode(int(observation), specs, tensors, "protobuf request")
 
-    def decode_request(self, payload: bytes,
-                       specs: Sequence[TensorSpec]) -> Tuple[int, Dict[str, np.ndarray]]:
-        message = self._parse(payload, "protobuf request")
-        return message.observation, self._tensors(message, specs, "protobuf request")
+    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
+                       into: Optional[TensorBuffer] = None
+                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+        what = "protobuf request"
+        message = self._parse(payload, what)
+        matcher = into.matcher(what) if into is not None else SchemaMatcher(specs, what)
+        return message.observation, self._tensors(message, matcher, what)
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
         return self._encode(0, specs, tensors, "protobuf reply")
@@ -62,7 +66,7 @@ class ProtobufCodec(Codec):
         message = self._parse(payload, "protobuf reply")
         if message.error:
             raise ModelError(message.error)
-        return self._tensors(message, specs, "protobuf reply")
+        return self._tensors(message, SchemaMatcher(specs, "protobuf reply"), "protobuf reply")
 
     def encode_error(self, message: str) -> bytes:
         """A TensorMessage with only ``error`` set."""
@@ -87,10 +91,9 @@ class ProtobufCodec(Codec):
         return message
 
     @staticmethod
-    def _tensors(message, specs: Sequence[TensorSpec], what: str) -> Dict[str, np.ndarray]:
-        matcher = SchemaMatcher(specs, what)
+    def _tensors(message, matcher: SchemaMatcher, what: str) -> Dict[str, np.ndarray]:
         for tensor in message.tensors:
             type_name = _TYPE_NAMES.get(tensor.dtype, f"<unknown dtype {tensor.dtype}>")
             spec = matcher.spec_for(tensor.name, type_name, list(tensor.shape))
-            matcher.add(spec, array_from_bytes(spec, tensor.data, what))
+            matcher.add_bytes(spec, tensor.data)
         return matcher.finish()
