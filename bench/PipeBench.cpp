@@ -221,8 +221,9 @@ int main(int argc, char **argv) {
     else if (A == "--no-pin")
       Pin = false;
     else {
-      std::fprintf(stderr, "usage: %s [--calls N] [--reps R] [--no-pin] [--only TEXT]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr, "usage: %s [--calls N] [--reps R] [--no-pin] [--only TEXT]\n",
+          argv[0]);
       return 2;
     }
   }

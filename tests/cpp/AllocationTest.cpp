@@ -77,8 +77,7 @@ TEST_P(SteadyState, EvaluateAllocatesNothing) {
         ASSERT_TRUE(H.readExact(64 * 4 + 1, Bytes));
       } else {
         ASSERT_TRUE(H.readExact(FrameHeader::Size, Bytes));
-        ASSERT_TRUE(
-            H.readExact(FrameHeader::read(Bytes.data()).Length, Bytes));
+        ASSERT_TRUE(H.readExact(FrameHeader::read(Bytes.data()).Length, Bytes));
       }
       ASSERT_TRUE(H.write(ReplyBytes));
     }

@@ -1,7 +1,9 @@
 //===- PipeFaultTest.cpp - Dead, stalled and lying peers ------------------===//
 //
-// Each fault must give a clear error within the configured timeout: no hang,
-// no crash, no SIGPIPE death, no leak (LeakSanitizer checks the last).
+// Each fault must give a clear error of the right kind: no hang (ctest's
+// per-test timeout would catch one; the error kind shows whether the runner
+// waited for its deadline or noticed the fault at once), no crash, no SIGPIPE
+// death, no leak (LeakSanitizer checks the last). No wall-time assertions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +24,6 @@ using namespace std::chrono_literals;
 namespace {
 struct FaultResult {
   Error E;
-  double Seconds;
   Error Next; // a second call after the fault
 };
 
@@ -45,13 +46,11 @@ FaultResult runAgainst(PipeProtocol P,
     if (H.open(Base))
       HostScript(H);
   });
-  auto Start = std::chrono::steady_clock::now();
   Error E = (*R)->evaluate();
-  double Seconds = secondsSince(Start);
   Error Next = (*R)->evaluate();
   R->reset(); // closes our ends: the host thread sees EOF
   Host.join();
-  return {E, Seconds, Next};
+  return {E, Next};
 }
 
 void readHeaderAndObservation(RawHost &H, PipeProtocol P) {
@@ -68,11 +67,10 @@ void readHeaderAndObservation(RawHost &H, PipeProtocol P) {
 }
 
 void expectFault(const FaultResult &F, ErrorCode Code,
-                 const std::string &Mentions, double MaxSeconds) {
+                 const std::string &Mentions) {
   ASSERT_TRUE(bool(F.E)) << "no error";
   EXPECT_EQ(F.E.code(), Code) << F.E.toString();
   EXPECT_NE(F.E.message().find(Mentions), std::string::npos) << F.E.toString();
-  EXPECT_LT(F.Seconds, MaxSeconds) << F.E.toString();
 }
 } // namespace
 
@@ -82,20 +80,14 @@ TEST(PipeFault, PeerNeverOpens) {
   ASSERT_EXPECTED(R,
                   PipeModelRunner::create({TensorSpec::of<int64_t>("a")},
                                           {TensorSpec::of<int64_t>("b")}, O));
-  auto Start = std::chrono::steady_clock::now();
   Error E = (*R)->evaluate<int64_t>().takeError();
-  double Seconds = secondsSince(Start);
   ASSERT_TRUE(bool(E));
   EXPECT_EQ(E.code(), ErrorCode::Timeout) << E.toString();
   EXPECT_NE(E.message().find("did not open"), std::string::npos);
-  EXPECT_GE(Seconds, 0.25);
-  EXPECT_LT(Seconds, 5.0);
-  // Later calls fail fast with the original cause.
-  Start = std::chrono::steady_clock::now();
+  // Later calls fail with the original cause and do not retry the open.
   Error Again = (*R)->evaluate();
   EXPECT_EQ(Again.code(), ErrorCode::Broken);
   EXPECT_NE(Again.message().find("did not open"), std::string::npos);
-  EXPECT_LT(secondsSince(Start), 0.1);
 }
 
 TEST(PipeFault, PeerDiesMidCall) {
@@ -104,7 +96,7 @@ TEST(PipeFault, PeerDiesMidCall) {
       readHeaderAndObservation(H, P);
       H.close(); // the model process died before answering
     });
-    expectFault(F, ErrorCode::PeerClosed, "EOF", 1.9);
+    expectFault(F, ErrorCode::PeerClosed, "EOF");
     EXPECT_EQ(F.Next.code(), ErrorCode::Broken);
   }
 }
@@ -126,7 +118,7 @@ TEST(PipeFault, TruncatedReplyThenDeath) {
     H.write(std::string(4, '\0'));
     H.close();
   });
-  expectFault(F, ErrorCode::PeerClosed, "got 4 of 8 bytes", 1.9);
+  expectFault(F, ErrorCode::PeerClosed, "got 4 of 8 bytes");
 }
 
 TEST(PipeFault, StalledPeerTimesOut) {
@@ -140,8 +132,7 @@ TEST(PipeFault, StalledPeerTimesOut) {
           H.readLine(Line); // stall until the runner goes away
         },
         300ms);
-    expectFault(F, ErrorCode::Timeout, "timed out", 2.0);
-    EXPECT_GE(F.Seconds, 0.25);
+    expectFault(F, ErrorCode::Timeout, "timed out");
   }
 }
 
@@ -152,7 +143,7 @@ TEST(PipeFault, WrongReplySizeInMlgoMode) {
     std::string Line;
     H.readLine(Line);
   });
-  expectFault(F, ErrorCode::Protocol, "8 bytes more than the advice", 1.9);
+  expectFault(F, ErrorCode::Protocol, "8 bytes more than the advice");
 }
 
 TEST(PipeFault, OversizedLengthIsRejectedWithoutAllocating) {
@@ -164,7 +155,7 @@ TEST(PipeFault, OversizedLengthIsRejectedWithoutAllocating) {
     std::string Line;
     H.readLine(Line);
   });
-  expectFault(F, ErrorCode::TooLarge, "exceeds the limit", 1.9);
+  expectFault(F, ErrorCode::TooLarge, "exceeds the limit");
 }
 
 TEST(PipeFault, GarbageBytesAreAProtocolError) {
@@ -174,7 +165,7 @@ TEST(PipeFault, GarbageBytesAreAProtocolError) {
     std::string Line;
     H.readLine(Line);
   });
-  expectFault(F, ErrorCode::Protocol, "unexpected frame kind", 1.9);
+  expectFault(F, ErrorCode::Protocol, "unexpected frame kind");
 }
 
 TEST(PipeFault, MalformedReplyPayloadFailsOnlyThatCall) {
@@ -200,7 +191,7 @@ TEST(PipeFault, MalformedReplyPayloadFailsOnlyThatCall) {
     std::string Line;
     H.readLine(Line);
   });
-  expectFault(F, ErrorCode::Protocol, "malformed protobuf", 1.9);
+  expectFault(F, ErrorCode::Protocol, "malformed protobuf");
   EXPECT_FALSE(F.Next) << F.Next.toString();
   EXPECT_EQ(Calls, 2);
 }

@@ -165,7 +165,7 @@ TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
   EXPECT_EQ(*Y, 21);
 }
 
-TEST(PythonHost, HostKilledMidCallIsAnErrorWithinTheTimeout) {
+TEST(PythonHost, HostKilledMidCallIsPeerClosed) {
   if (!havePython())
     GTEST_SKIP() << "no Python at " << Python;
   PipeOptions O;
@@ -180,11 +180,10 @@ TEST(PythonHost, HostKilledMidCallIsAnErrorWithinTheTimeout) {
     std::this_thread::sleep_for(500ms);
     Host.kill(SIGKILL);
   });
-  auto Start = std::chrono::steady_clock::now();
   Error E = (*R)->evaluate();
-  double Seconds = secondsSince(Start);
   Killer.join();
   ASSERT_TRUE(bool(E));
+  // PeerClosed, not Timeout: the death is noticed at once, not at the
+  // 20 s deadline.
   EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
-  EXPECT_LT(Seconds, 10.0);
 }

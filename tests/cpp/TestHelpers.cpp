@@ -104,11 +104,6 @@ std::string readFile(const std::string &Path) {
   return S.str();
 }
 
-double secondsSince(std::chrono::steady_clock::time_point Start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
-      .count();
-}
-
 bool RawHost::open(const std::string &Base, std::chrono::milliseconds Timeout) {
   auto Until = std::chrono::steady_clock::now() + Timeout;
   // This thread must survive writing to a runner that went away.

@@ -70,9 +70,6 @@ private:
   std::string Pending;
 };
 
-/// Microseconds elapsed since \p Start.
-double secondsSince(std::chrono::steady_clock::time_point Start);
-
 } // namespace test
 } // namespace mlbridge
 

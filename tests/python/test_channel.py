@@ -59,10 +59,8 @@ def test_open_order_and_exact_reads():
 
 def test_open_times_out_when_nobody_opens():
     with create_channel() as channel:
-        start = time.monotonic()
         with pytest.raises(ChannelTimeout):
             open_writer(channel.in_path, timeout=0.2)
-        assert time.monotonic() - start < 2
 
 
 def test_open_gives_up_when_the_watched_peer_is_gone():
