@@ -9,13 +9,14 @@
 // ping-pong carrying the same bytes to a raw Python peer, measured in the same
 // run, rep by rep. Also counts heap allocations per call on the C++ side.
 //
-//   mlbridge-bench-pipe [--calls N] [--reps R] [--no-pin] [--only TEXT]
+//   mlbridge-bench-pipe [--calls N] [--reps R] [--no-pin|--split] [--only TEXT]
 //
 // --only keeps the contenders whose name contains TEXT (plus the baseline).
 //
 // By default this process and its Python peers are pinned to CPU 0 (the
-// one-vCPU regime of shared/notes/benchmarking.md); --no-pin lets the
-// scheduler spread them (the cross-vCPU regime, ~50 us per wake-up).
+// one-vCPU regime of shared/notes/benchmarking.md); --split puts this process
+// on CPU 0 and the peers on CPU 1 (the cross-vCPU regime, ~50 us per
+// wake-up); --no-pin leaves placement to the scheduler.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,7 +70,15 @@ public:
     Argv.push_back(nullptr);
     if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
       Pid = -1;
+    if (Pid > 0 && PeerCpu >= 0) {
+      cpu_set_t Set;
+      CPU_ZERO(&Set);
+      CPU_SET(PeerCpu, &Set);
+      sched_setaffinity(Pid, sizeof(Set), &Set);
+    }
   }
+  /// When >= 0, children are moved to this CPU.
+  static int PeerCpu;
   /// Gives the child up to 2 s to exit by itself (its peer closed the
   /// channel), then kills it.
   ~Child() {
@@ -87,6 +96,8 @@ public:
 private:
   pid_t Pid = -1;
 };
+
+int Child::PeerCpu = -1;
 
 std::vector<TensorSpec> featureSpecs() {
   std::vector<TensorSpec> Specs;
@@ -208,7 +219,7 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls,
 
 int main(int argc, char **argv) {
   int Calls = 5000, Reps = 7;
-  bool Pin = true;
+  enum { Same, Split, Free } Placement = Same;
   std::string Only;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
@@ -219,20 +230,25 @@ int main(int argc, char **argv) {
     else if (A == "--reps" && I + 1 < argc)
       Reps = std::atoi(argv[++I]);
     else if (A == "--no-pin")
-      Pin = false;
+      Placement = Free;
+    else if (A == "--split")
+      Placement = Split;
     else {
       std::fprintf(
-          stderr, "usage: %s [--calls N] [--reps R] [--no-pin] [--only TEXT]\n",
+          stderr,
+          "usage: %s [--calls N] [--reps R] [--no-pin|--split] [--only TEXT]\n",
           argv[0]);
       return 2;
     }
   }
-  if (Pin) { // children inherit the affinity
+  if (Placement != Free) { // children inherit the affinity
     cpu_set_t Set;
     CPU_ZERO(&Set);
     CPU_SET(0, &Set);
     sched_setaffinity(0, sizeof(Set), &Set);
   }
+  if (Placement == Split)
+    Child::PeerCpu = 1;
 
   // The request the mlgo runner sends per call, byte for byte in size.
   std::string Sample = "{\"observation\":1000}\n";
@@ -306,7 +322,10 @@ int main(int argc, char **argv) {
   std::printf("%d reps x %d calls, %s; raw ping-pong carries %zu request "
               "bytes + 8 reply bytes\n\n",
               Reps, Calls,
-              Pin ? "all processes pinned to CPU 0" : "processes unpinned",
+              Placement == Same ? "all processes pinned to CPU 0"
+              : Placement == Split
+                  ? "compiler side on CPU 0, Python peers on CPU 1"
+                  : "processes unpinned",
               RequestBytes);
   std::printf("%-34s %26s %28s %12s\n", "", "us/call median [min..max]",
               "x raw, median [min..max]", "allocs/call");
