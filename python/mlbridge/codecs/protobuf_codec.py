@@ -15,6 +15,7 @@ import numpy as np
 from mlbridge.codecs._validate import (DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for,
                                        check_payload_size)
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.protobuf_layout import CanonicalLayout
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError, ModelError
 from mlbridge.tensor_spec import PROTO_DTYPES, TensorSpec
@@ -54,6 +55,14 @@ class ProtobufCodec(Codec):
                        into: Optional[TensorBuffer] = None
                        ) -> Tuple[int, Dict[str, np.ndarray]]:
         what = "protobuf request"
+        if into is not None:
+            check_payload_size(payload, self.max_bytes, what)
+            layout = into.layouts.get(self.name)
+            if layout is None:
+                layout = into.layouts[self.name] = CanonicalLayout(self._pb2, into.specs)
+            observation = layout.decode_into(payload, into.data_bytes)
+            if observation is not None:
+                return observation, into.views
         message = self._parse(payload, what)
         matcher = into.matcher(what) if into is not None else SchemaMatcher(specs, what)
         return message.observation, self._tensors(message, matcher, what)

@@ -7,7 +7,7 @@ Pass it as ``decode_request(payload, specs, into=buffer)``.
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Any, Dict, Sequence
 
 import numpy as np
 
@@ -33,6 +33,10 @@ class TensorBuffer:
         self.memory = memoryview(self.buffer)
         self.views: Dict[str, np.ndarray] = {}
         self.spans: Dict[str, memoryview] = {}
+        #: Every tensor's bytes, in order, as one writable uint8 array.
+        self.data_bytes = np.frombuffer(self.buffer, np.uint8, self.nbytes)
+        #: Per-codec decoding state cached for this schema (e.g. layouts).
+        self.layouts: Dict[str, Any] = {}
         self.writable: Dict[str, np.ndarray] = {}
         offset = 0
         for spec in self.specs:
