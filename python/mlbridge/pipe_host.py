@@ -371,6 +371,10 @@ class PipeHost:
         stats.outputs = [s.name for s in outputs]
         logger = self._begin(session)
         requests = TensorBuffer(session.features)
+        # Raw replies need no serialiser: a scalar answer is packed directly.
+        fast = (_scalar_packer(outputs[0])
+                if codec.name == "bitstream" and len(outputs) == 1 and logger is None
+                else None)
         context = ""
         while not self._done(stats):
             try:
@@ -388,8 +392,11 @@ class PipeHost:
             start = time.perf_counter()
             _, features = codec.decode_request(payload, session.features, into=requests)
             try:
-                answer = output_arrays(outputs, self._decide(features, context))
-                result = codec.encode_reply(outputs, answer)
+                value = self._decide(features, context)
+                result = fast(value) if fast is not None else None
+                if result is None:
+                    answer = output_arrays(outputs, value)
+                    result = codec.encode_reply(outputs, answer)
             except Exception as err:  # reported to the compiler; serving goes on
                 message = f"{type(err).__name__}: {err}"
                 write_frame(writer, ERROR, message.encode("utf-8", "replace"))
