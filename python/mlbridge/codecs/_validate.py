@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Set
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class SchemaMatcher:
         self._specs = {spec.name: spec for spec in specs}
         self._order = specs
         self._seen: Dict[str, np.ndarray] = {}
+        self._claimed: Set[str] = set()
         self.what = what
 
     def spec_for(self, name: Any, type_name: str, shape: Sequence[Any]) -> TensorSpec:
@@ -85,7 +86,7 @@ class SchemaMatcher:
         spec = self._specs.get(name)
         if spec is None:
             raise CodecError(f"{self.what}: tensor '{name}' is not declared")
-        if name in self._seen:
+        if name in self._claimed:
             raise CodecError(f"{self.what}: tensor '{name}' appears twice")
         if type_name != spec.type_name:
             raise CodecError(f"{self.what}: tensor '{name}' has type {type_name}, "
@@ -95,6 +96,7 @@ class SchemaMatcher:
             raise CodecError(f"{self.what}: tensor '{name}' has {count} elements "
                              f"(shape {list(shape)}), declared {spec.element_count} "
                              f"(shape {list(spec.shape)})")
+        self._claimed.add(name)
         return spec
 
     def add_bytes(self, spec: TensorSpec, data: bytes) -> None:

@@ -107,6 +107,7 @@ def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatch
     items = obj.get("tensors")
     if not isinstance(items, list):
         raise CodecError(f"{what}: 'tensors' must be a list, got {type(items).__name__}")
+    groups: Dict[str, List[_Member]] = {}
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise CodecError(f"{what}: tensors[{index}] must be an object")
@@ -123,11 +124,43 @@ def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatch
             got = f"{len(data)} values" if isinstance(data, list) else type(data).__name__
             raise CodecError(f"{what}: tensor '{name}': 'data' must be a flat list of "
                              f"{spec.element_count} values, got {got}")
+        groups.setdefault(spec.type_name, []).append((spec, data, index))
+    # Convert each element type in one go: numpy calls cost per call, and
+    # messages often hold many small tensors of one type.
+    for members in groups.values():
+        for spec, values in _convert_group(payload, members, what):
+            matcher.add(spec, values)
+    return matcher.finish()
+
+
+_Member = Tuple[TensorSpec, List[Any], int]
+
+
+def _convert_group(payload: bytes, members: List[_Member],
+                   what: str) -> List[Tuple[TensorSpec, np.ndarray]]:
+    """The values of tensors of one element type, converted together."""
+    if len(members) > 1:
+        combined = [x for _, data, _ in members for x in data]
+        try:
+            values = _values(members[0][0], combined, what)
+        except CodecError:
+            values = None  # redo one by one so that the error names the tensor
+        if values is not None:
+            if members[0][0].type_name == "float":
+                values = _to_float32(values, lambda: [
+                    x for _, _, index in members for x in _reparse_data(payload, index)])
+            out, offset = [], 0
+            for spec, data, _ in members:
+                out.append((spec, values[offset:offset + len(data)]))
+                offset += len(data)
+            return out
+    out = []
+    for spec, data, index in members:
         values = _values(spec, data, what)
         if spec.type_name == "float":
             values = _to_float32(values, lambda: _reparse_data(payload, index))
-        matcher.add(spec, values)
-    return matcher.finish()
+        out.append((spec, values))
+    return out
 
 
 def _values(spec: TensorSpec, data: List[Any], what: str) -> np.ndarray:
