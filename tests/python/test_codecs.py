@@ -99,7 +99,7 @@ def test_json_error_reply_text():
 
 
 def test_missing_generated_module_says_how_to_make_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "mlbridge.proto.tensor_pb2", None)
+    monkeypatch.setitem(sys.modules, "mlbridge.v1.tensor_pb2", None)
     with pytest.raises(MlbridgeError, match="run 'python tools/gen_proto.py'"):
         get_codec("protobuf")
     get_codec("json")  # the other formats do not need it
@@ -108,7 +108,7 @@ def test_missing_generated_module_says_how_to_make_it(monkeypatch):
 def test_gen_proto_is_idempotent():
     pytest.importorskip("grpc_tools")
     root = Path(__file__).resolve().parents[2]
-    target = root / "python" / "mlbridge" / "proto" / "tensor_pb2.py"
+    target = root / "python" / "mlbridge" / "v1" / "tensor_pb2.py"
     before = target.read_bytes()
     result = subprocess.run([sys.executable, str(root / "tools" / "gen_proto.py")],
                             capture_output=True, text=True)

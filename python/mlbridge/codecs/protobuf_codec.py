@@ -24,12 +24,12 @@ _TYPE_NAMES = {value: name for name, value in PROTO_DTYPES.items()}
 
 
 def load_tensor_pb2() -> ModuleType:
-    """Import ``mlbridge.proto.tensor_pb2``, or explain how to generate it."""
+    """Import ``mlbridge.v1.tensor_pb2``, or explain how to generate it."""
     try:
-        return importlib.import_module("mlbridge.proto.tensor_pb2")
+        return importlib.import_module("mlbridge.v1.tensor_pb2")
     except Exception as err:  # ImportError, or a protobuf runtime version mismatch
         raise MlbridgeError(
-            "the protobuf codec needs the generated module mlbridge.proto.tensor_pb2, "
+            "the protobuf codec needs the generated module mlbridge.v1.tensor_pb2, "
             f"which cannot be imported ({err}); run 'python tools/gen_proto.py' "
             "from the mlbridge checkout (scripts/setup does it)") from None
 

@@ -1,1 +1,0 @@
-"""Generated protobuf modules (made by tools/gen_proto.py at setup; not committed)."""
