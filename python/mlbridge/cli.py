@@ -57,8 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     llvm.add_argument("compiler", nargs=argparse.REMAINDER,
                       help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)")
 
-    serve = sub.add_parser("serve", help="serve a policy on an existing pipe channel")
-    serve.add_argument("--pipe", required=True, help="channel base: BASE.in and BASE.out")
+    serve = sub.add_parser("serve", help="serve a policy on a pipe channel or over gRPC")
+    where = serve.add_mutually_exclusive_group(required=True)
+    where.add_argument("--pipe", help="channel base: BASE.in and BASE.out")
+    where.add_argument("--grpc", metavar="ADDRESS",
+                       help="serve mlbridge.v1.ModelService at unix:PATH or HOST:PORT")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="with --grpc: allow binding a non-loopback address")
     serve.add_argument("--policy", required=True)
     serve.add_argument("--advisor", choices=ADVISORS,
                        help="advisor, for the built-in policies default/always/never")
@@ -131,6 +136,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from mlbridge.pipe_host import PipeHost
 
     policy = load_policy(args.policy, args.advisor)
+    if args.grpc:
+        return _serve_grpc(args, policy)
     all_stats: List[dict] = []
     with ExitStack() as stack:
         if args.create:
@@ -148,6 +155,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 with open(args.stats_json, "w") as out:
                     json.dump({"sessions": all_stats}, out, indent=2)
                     out.write("\n")
+    return 0
+
+
+def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
+    from mlbridge.grpc_server import AddressError, start_server
+
+    try:
+        running = start_server(policy, args.grpc, allow_remote=args.allow_remote)
+    except AddressError as err:
+        print(f"mlbridge serve: {err}", file=sys.stderr)
+        return 2
+    print(f"mlbridge serve: serving {args.policy} at {running.target}", file=sys.stderr)
+    try:
+        running.wait()
+    except KeyboardInterrupt:
+        running.stop()
     return 0
 
 
