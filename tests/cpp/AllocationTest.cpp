@@ -1,8 +1,10 @@
 //===- AllocationTest.cpp - Steady-state evaluate() allocates nothing -----===//
 //
-// Replaces the global operator new for the test binary with one that counts
-// allocations per thread, then checks that, after warm-up, evaluate() on a
-// pipe runner makes no heap allocation in any protocol or format.
+// Replaces the global operator new/delete family (all of it, so that code
+// mixing the variants, like gRPC, stays consistent) for the test binary with
+// one that counts allocations per thread, then checks that, after warm-up,
+// evaluate() on a pipe runner makes no heap allocation in any protocol or
+// format.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,8 +27,22 @@ void *operator new(size_t N) {
     return P;
   throw std::bad_alloc();
 }
+void *operator new[](size_t N) { return operator new(N); }
+void *operator new(size_t N, const std::nothrow_t &) noexcept {
+  ++ThreadAllocations;
+  return std::malloc(N ? N : 1);
+}
+void *operator new[](size_t N, const std::nothrow_t &T) noexcept {
+  return operator new(N, T);
+}
 void operator delete(void *P) noexcept { std::free(P); }
 void operator delete(void *P, size_t) noexcept { std::free(P); }
+void operator delete[](void *P) noexcept { std::free(P); }
+void operator delete[](void *P, size_t) noexcept { std::free(P); }
+void operator delete(void *P, const std::nothrow_t &) noexcept { std::free(P); }
+void operator delete[](void *P, const std::nothrow_t &) noexcept {
+  std::free(P);
+}
 
 using namespace mlbridge;
 using namespace mlbridge::test;

@@ -11,59 +11,22 @@
 
 #include <csignal>
 #include <cstring>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
-
-extern char **environ;
 
 using namespace mlbridge;
 using namespace mlbridge::test;
 using namespace std::chrono_literals;
 
 namespace {
-const std::string Python = MLBRIDGE_TEST_PYTHON;
 const std::string PolicyFile =
     std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
 
-/// A child process, killed and reaped on destruction.
-class Child {
-public:
-  explicit Child(const std::vector<std::string> &Args) {
-    std::vector<char *> Argv;
-    for (const std::string &A : Args)
-      Argv.push_back(const_cast<char *>(A.c_str()));
-    Argv.push_back(nullptr);
-    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
-      Pid = -1;
-  }
-  ~Child() { kill(SIGKILL); }
-  void kill(int Sig) {
-    if (Pid > 0) {
-      ::kill(Pid, Sig);
-      wait();
-    }
-  }
-  int wait() {
-    int Status = 0;
-    if (Pid > 0)
-      waitpid(Pid, &Status, 0);
-    Pid = -1;
-    return Status;
-  }
-  bool started() const { return Pid > 0; }
-
-private:
-  pid_t Pid = -1;
-};
-
-bool havePython() { return ::access(Python.c_str(), X_OK) == 0; }
-
 std::vector<std::string> serveArgs(const std::string &Base,
                                    const std::string &Function) {
-  return {Python,   "-m", "mlbridge", "serve",
-          "--pipe", Base, "--policy", PolicyFile + ":" + Function};
+  return {testPython(), "-m", "mlbridge", "serve",
+          "--pipe",     Base, "--policy", PolicyFile + ":" + Function};
 }
 
 /// Sum of every input byte: the Python "checksum" policy computes the same.
@@ -80,14 +43,14 @@ int64_t byteChecksum(ModelRunner &R) {
 
 TEST(PythonHost, MlgoModeAllDTypes) {
   if (!havePython())
-    GTEST_SKIP() << "no Python at " << Python;
+    GTEST_SKIP() << "no Python at " << testPython();
   PipeOptions O;
   O.OpenTimeout = 30s;
   O.IoTimeout = 30s;
   ASSERT_EXPECTED(
       R, PipeModelRunner::create(allDTypeSpecs(),
                                  {TensorSpec::of<int64_t>("advice")}, O));
-  Child Host(serveArgs((*R)->channelBase(), "checksum"));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "checksum"));
   ASSERT_TRUE(Host.started());
   ASSERT_OK((*R)->switchContext("f"));
   for (uint32_t Seed = 0; Seed < 50; ++Seed) {
@@ -109,7 +72,7 @@ class PythonHostExtended : public ::testing::TestWithParam<Format> {};
 
 TEST_P(PythonHostExtended, AllDTypesRoundTripBothWays) {
   if (!havePython())
-    GTEST_SKIP() << "no Python at " << Python;
+    GTEST_SKIP() << "no Python at " << testPython();
   PipeOptions O;
   O.Protocol = PipeProtocol::Extended;
   O.Serialization = GetParam();
@@ -117,7 +80,7 @@ TEST_P(PythonHostExtended, AllDTypesRoundTripBothWays) {
   O.IoTimeout = 30s;
   ASSERT_EXPECTED(
       R, PipeModelRunner::create(allDTypeSpecs(), allDTypeSpecs("_out"), O));
-  Child Host(serveArgs((*R)->channelBase(), "echo"));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "echo"));
   ASSERT_TRUE(Host.started());
   for (uint32_t Seed = 0; Seed < 30; ++Seed) {
     TensorBuffers V = makeBuffers(allDTypeSpecs());
@@ -143,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, PythonHostExtended,
 
 TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
   if (!havePython())
-    GTEST_SKIP() << "no Python at " << Python;
+    GTEST_SKIP() << "no Python at " << testPython();
   PipeOptions O;
   O.Protocol = PipeProtocol::Extended;
   O.Serialization = Format::Json;
@@ -152,7 +115,7 @@ TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
   ASSERT_EXPECTED(R,
                   PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
                                           {TensorSpec::of<int64_t>("y")}, O));
-  Child Host(serveArgs((*R)->channelBase(), "fail_on_negative"));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "fail_on_negative"));
   *(*R)->input<int64_t>(0) = -1;
   Error E = (*R)->evaluate();
   ASSERT_TRUE(bool(E));
@@ -167,14 +130,14 @@ TEST(PythonHost, PolicyExceptionBecomesModelFailure) {
 
 TEST(PythonHost, HostKilledMidCallIsPeerClosed) {
   if (!havePython())
-    GTEST_SKIP() << "no Python at " << Python;
+    GTEST_SKIP() << "no Python at " << testPython();
   PipeOptions O;
   O.OpenTimeout = 30s;
   O.IoTimeout = 20s;
   ASSERT_EXPECTED(R,
                   PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
                                           {TensorSpec::of<int64_t>("y")}, O));
-  Child Host(serveArgs((*R)->channelBase(), "slow"));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "slow"));
   ASSERT_OK((*R)->connect());
   std::thread Killer([&] {
     std::this_thread::sleep_for(500ms);

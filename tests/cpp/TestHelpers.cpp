@@ -18,9 +18,13 @@
 #include <pthread.h>
 #include <random>
 #include <signal.h>
+#include <spawn.h>
 #include <sstream>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace mlbridge {
 namespace test {
@@ -102,6 +106,38 @@ std::string readFile(const std::string &Path) {
   std::stringstream S;
   S << F.rdbuf();
   return S.str();
+}
+
+const std::string &testPython() {
+  static const std::string Path = MLBRIDGE_TEST_PYTHON;
+  return Path;
+}
+
+bool havePython() { return ::access(testPython().c_str(), X_OK) == 0; }
+
+ChildProcess::ChildProcess(const std::vector<std::string> &Args) {
+  std::vector<char *> Argv;
+  for (const std::string &A : Args)
+    Argv.push_back(const_cast<char *>(A.c_str()));
+  Argv.push_back(nullptr);
+  pid_t P;
+  if (posix_spawn(&P, Argv[0], nullptr, nullptr, Argv.data(), environ) == 0)
+    Pid = P;
+}
+
+void ChildProcess::kill(int Sig) {
+  if (Pid > 0) {
+    ::kill(Pid, Sig);
+    wait();
+  }
+}
+
+int ChildProcess::wait() {
+  int Status = 0;
+  if (Pid > 0)
+    waitpid(Pid, &Status, 0);
+  Pid = -1;
+  return Status;
 }
 
 bool RawHost::open(const std::string &Base, std::chrono::milliseconds Timeout) {

@@ -46,6 +46,31 @@ TensorBuffers makeBuffers(std::vector<TensorSpec> Specs);
 /// Reads a whole file as bytes.
 std::string readFile(const std::string &Path);
 
+/// The Python interpreter with the mlbridge package (MLBRIDGE_TEST_PYTHON).
+const std::string &testPython();
+/// True when testPython() is executable.
+bool havePython();
+
+/// A child process started with posix_spawn; killed and reaped on
+/// destruction.
+class ChildProcess {
+public:
+  /// Starts Args[0] (a path) with the arguments.
+  explicit ChildProcess(const std::vector<std::string> &Args);
+  ~ChildProcess() { kill(9); }
+  ChildProcess(const ChildProcess &) = delete;
+  ChildProcess &operator=(const ChildProcess &) = delete;
+  /// Sends \p Sig and reaps the child.
+  void kill(int Sig);
+  /// Waits for the child; returns its wait status.
+  int wait();
+  /// True when the child was started and not reaped.
+  bool started() const { return Pid > 0; }
+
+private:
+  int Pid = -1;
+};
+
 /// A minimal, independent implementation of the model side of a pipe
 /// channel, with raw syscalls and its own deadlines, running on a thread.
 class RawHost {

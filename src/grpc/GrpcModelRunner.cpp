@@ -1,0 +1,318 @@
+//===- grpc/GrpcModelRunner.cpp - Runner over gRPC ------------------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/GrpcModelRunner.h"
+
+#include "mlbridge/v1/model_service.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+namespace mlbridge {
+
+namespace {
+namespace pb = ::mlbridge::v1;
+using Clock = std::chrono::system_clock;
+constexpr uint32_t ProtocolVersion = 1;
+
+/// Maps a failed gRPC status to an mlbridge Error.
+Error statusError(const grpc::Status &S, const char *What) {
+  ErrorCode Code = ErrorCode::Protocol;
+  switch (S.error_code()) {
+  case grpc::StatusCode::DEADLINE_EXCEEDED:
+    Code = ErrorCode::Timeout;
+    break;
+  case grpc::StatusCode::UNAVAILABLE:
+  case grpc::StatusCode::CANCELLED:
+    Code = ErrorCode::PeerClosed;
+    break;
+  case grpc::StatusCode::INVALID_ARGUMENT:
+  case grpc::StatusCode::NOT_FOUND:
+  case grpc::StatusCode::FAILED_PRECONDITION:
+    Code = ErrorCode::InvalidArgument;
+    break;
+  case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    Code = ErrorCode::TooLarge;
+    break;
+  default:
+    break;
+  }
+  return makeError(Code, What, ": gRPC status ",
+                   std::to_string(int(S.error_code())), ": ",
+                   S.error_message());
+}
+
+/// Fills a Schema message from specs.
+void fillSpecs(const TensorBuffers &B,
+               google::protobuf::RepeatedPtrField<pb::TensorSpec> *Out) {
+  for (size_t I = 0; I < B.size(); ++I) {
+    const TensorSpec &S = B.spec(I);
+    pb::TensorSpec *M = Out->Add();
+    M->set_name(S.name());
+    M->set_dtype(pb::DType(int(S.type()) + 1));
+    for (int64_t D : S.shape())
+      M->add_shape(D);
+    M->set_port(S.port());
+  }
+}
+
+bool isTransportFailure(const Error &E) {
+  return E.code() == ErrorCode::Timeout || E.code() == ErrorCode::PeerClosed ||
+         E.code() == ErrorCode::Protocol;
+}
+} // namespace
+
+struct GrpcModelRunner::Impl {
+  std::shared_ptr<grpc::Channel> Channel;
+  std::unique_ptr<pb::ModelService::Stub> Stub;
+  uint64_t SessionId = 0;
+  bool Open = false;
+  uint64_t Observation = 0;
+  std::string PendingContext;
+  bool ContextPending = false;
+  // Reused messages: their strings keep their capacity across calls.
+  pb::EvaluateRequest Request;
+  pb::EvaluateReply Reply;
+  pb::StreamRequest StreamMessage;
+  // Streaming state.
+  std::unique_ptr<grpc::ClientContext> StreamContext;
+  grpc::CompletionQueue Queue;
+  std::unique_ptr<
+      grpc::ClientAsyncReaderWriter<pb::StreamRequest, pb::EvaluateReply>>
+      Stream;
+
+  /// Waits for the completion of the operation tagged \p Tag.
+  Error await(void *Tag, Clock::time_point Deadline, const char *What) {
+    void *Got = nullptr;
+    bool Ok = false;
+    switch (Queue.AsyncNext(&Got, &Ok, Deadline)) {
+    case grpc::CompletionQueue::TIMEOUT:
+      StreamContext->TryCancel();
+      return makeError(ErrorCode::Timeout, "timed out ", What);
+    case grpc::CompletionQueue::SHUTDOWN:
+      return makeError(ErrorCode::PeerClosed, "stream shut down while ", What);
+    case grpc::CompletionQueue::GOT_EVENT:
+      break;
+    }
+    if (Got != Tag)
+      return makeError(ErrorCode::Protocol, "unexpected completion while ",
+                       What);
+    if (!Ok)
+      return streamFailure(What);
+    return Error::success();
+  }
+
+  /// The stream's final status, as an error.
+  Error streamFailure(const char *What) {
+    grpc::Status S;
+    void *Got = nullptr;
+    bool Ok = false;
+    Stream->Finish(&S, reinterpret_cast<void *>(4));
+    if (Queue.AsyncNext(&Got, &Ok, Clock::now() + std::chrono::seconds(1)) ==
+            grpc::CompletionQueue::GOT_EVENT &&
+        !S.ok())
+      return statusError(S, What);
+    return makeError(ErrorCode::PeerClosed,
+                     "the model server ended the stream "
+                     "while ",
+                     What);
+  }
+
+  ~Impl() {
+    if (Stream) {
+      StreamContext->TryCancel();
+      Queue.Shutdown();
+      void *Tag;
+      bool Ok;
+      while (Queue.Next(&Tag, &Ok)) {
+      }
+    }
+  }
+};
+
+GrpcModelRunner::GrpcModelRunner(GrpcOptions Options)
+    : Options(std::move(Options)), P(std::make_unique<Impl>()) {}
+
+GrpcModelRunner::~GrpcModelRunner() {
+  if (P && P->Open && Options.Mode == GrpcMode::Unary) {
+    grpc::ClientContext Ctx;
+    Ctx.set_deadline(Clock::now() + std::chrono::milliseconds(500));
+    pb::CloseSessionRequest Req;
+    Req.set_session_id(P->SessionId);
+    pb::CloseSessionReply Rep;
+    (void)P->Stub->CloseSession(&Ctx, Req, &Rep);
+  }
+  if (P && P->Stream && P->Open && !brokenBy()) {
+    // Half-close so the server ends its handler, then let ~Impl cancel.
+    P->Stream->WritesDone(reinterpret_cast<void *>(5));
+    (void)P->await(reinterpret_cast<void *>(5),
+                   Clock::now() + std::chrono::milliseconds(500),
+                   "closing the stream");
+  }
+}
+
+Expected<std::unique_ptr<GrpcModelRunner>>
+GrpcModelRunner::create(std::vector<TensorSpec> Inputs,
+                        std::vector<TensorSpec> Outputs, GrpcOptions Options) {
+  if (Options.Target.empty())
+    return makeError(ErrorCode::InvalidArgument, "gRPC target is empty");
+  if (Outputs.empty())
+    return makeError(ErrorCode::InvalidArgument, "a model needs an output");
+  if (Options.MaxAttempts < 1)
+    Options.MaxAttempts = 1;
+  std::unique_ptr<GrpcModelRunner> R(new GrpcModelRunner(std::move(Options)));
+  if (Error E = R->initBuffers(std::move(Inputs), std::move(Outputs)))
+    return E;
+  grpc::ChannelArguments Args;
+  Args.SetMaxReceiveMessageSize(int(std::min<size_t>(
+      R->Options.MaxMessageBytes, size_t(std::numeric_limits<int>::max()))));
+  Args.SetMaxSendMessageSize(int(std::min<size_t>(
+      R->Options.MaxMessageBytes, size_t(std::numeric_limits<int>::max()))));
+  R->P->Channel = grpc::CreateCustomChannel(
+      R->Options.Target, grpc::InsecureChannelCredentials(), Args);
+  R->P->Stub = pb::ModelService::NewStub(R->P->Channel);
+  for (size_t I = 0; I < R->Inputs.size(); ++I)
+    R->P->Request.add_inputs()->resize(R->Inputs.spec(I).byteSize());
+  return R;
+}
+
+Error GrpcModelRunner::fail(Error E) {
+  markBroken(E);
+  return E;
+}
+
+Error GrpcModelRunner::connect() {
+  if (brokenBy())
+    return brokenBy();
+  if (P->Open)
+    return Error::success();
+  auto Deadline = Clock::now() + Options.ConnectTimeout;
+  pb::OpenSessionRequest Open;
+  Open.set_version(ProtocolVersion);
+  fillSpecs(Inputs, Open.mutable_schema()->mutable_inputs());
+  fillSpecs(Outputs, Open.mutable_schema()->mutable_outputs());
+  if (Options.Mode == GrpcMode::Unary) {
+    grpc::ClientContext Ctx;
+    Ctx.set_deadline(Deadline);
+    Ctx.set_wait_for_ready(true); // the server may still be starting
+    pb::OpenSessionReply Reply;
+    grpc::Status S = P->Stub->OpenSession(&Ctx, Open, &Reply);
+    if (!S.ok())
+      return fail(statusError(S, "opening the session"));
+    if (Reply.version() != ProtocolVersion)
+      return fail(makeError(ErrorCode::Protocol,
+                            "the model server speaks "
+                            "protocol version ",
+                            std::to_string(Reply.version())));
+    P->SessionId = Reply.session_id();
+    P->Request.set_session_id(P->SessionId);
+    P->Open = true;
+    return Error::success();
+  }
+  P->StreamContext = std::make_unique<grpc::ClientContext>();
+  P->StreamContext->set_wait_for_ready(true);
+  P->Stream =
+      P->Stub->PrepareAsyncEvaluateStream(P->StreamContext.get(), &P->Queue);
+  P->Stream->StartCall(reinterpret_cast<void *>(1));
+  if (Error E = P->await(reinterpret_cast<void *>(1), Deadline,
+                         "starting the stream"))
+    return fail(E);
+  *P->StreamMessage.mutable_open() = Open;
+  P->Stream->Write(P->StreamMessage, reinterpret_cast<void *>(2));
+  if (Error E =
+          P->await(reinterpret_cast<void *>(2), Deadline, "sending the schema"))
+    return fail(E);
+  P->Open = true;
+  return Error::success();
+}
+
+Error GrpcModelRunner::switchContext(std::string_view Name) {
+  if (brokenBy())
+    return brokenBy();
+  P->PendingContext.assign(Name.data(), Name.size());
+  P->ContextPending = true;
+  P->Observation = 0;
+  return Error::success();
+}
+
+Error GrpcModelRunner::evaluateImpl() {
+  if (Error E = connect())
+    return E;
+  auto Deadline = Clock::now() + Options.CallTimeout;
+  pb::EvaluateRequest &Req = Options.Mode == GrpcMode::Unary
+                                 ? P->Request
+                                 : *P->StreamMessage.mutable_evaluate();
+  if (&Req != &P->Request && Req.inputs_size() != int(Inputs.size())) {
+    Req.clear_inputs();
+    for (size_t I = 0; I < Inputs.size(); ++I)
+      Req.add_inputs();
+  }
+  Req.set_observation(P->Observation++);
+  if (P->ContextPending) {
+    Req.set_context(P->PendingContext);
+    P->ContextPending = false;
+  } else {
+    Req.clear_context();
+  }
+  for (size_t I = 0; I < Inputs.size(); ++I)
+    Req.mutable_inputs(int(I))->assign(
+        static_cast<const char *>(Inputs.data(I)), Inputs.spec(I).byteSize());
+
+  pb::EvaluateReply &Reply = P->Reply;
+  if (Options.Mode == GrpcMode::Unary) {
+    grpc::Status S;
+    auto Backoff = std::chrono::milliseconds(10);
+    for (int Attempt = 1;; ++Attempt) {
+      grpc::ClientContext Ctx;
+      Ctx.set_deadline(Deadline);
+      S = P->Stub->Evaluate(&Ctx, Req, &Reply);
+      if (S.ok() || S.error_code() != grpc::StatusCode::UNAVAILABLE ||
+          Attempt >= Options.MaxAttempts || Clock::now() + Backoff >= Deadline)
+        break;
+      std::this_thread::sleep_for(Backoff); // bounded: within the deadline
+      Backoff *= 2;
+    }
+    if (!S.ok()) {
+      Error E = statusError(S, "evaluating");
+      return isTransportFailure(E) ? fail(E) : E;
+    }
+  } else {
+    P->Stream->Write(P->StreamMessage, reinterpret_cast<void *>(2));
+    if (Error E = P->await(reinterpret_cast<void *>(2), Deadline,
+                           "sending a request"))
+      return fail(E);
+    P->Stream->Read(&Reply, reinterpret_cast<void *>(3));
+    if (Error E = P->await(reinterpret_cast<void *>(3), Deadline,
+                           "waiting for a reply"))
+      return fail(E);
+  }
+  if (!Reply.error().empty())
+    return makeError(ErrorCode::ModelFailure,
+                     "model side reported: ", Reply.error().substr(0, 4096));
+  if (Reply.outputs_size() != int(Outputs.size()))
+    return makeError(ErrorCode::Protocol, "reply carries ",
+                     std::to_string(Reply.outputs_size()),
+                     " outputs, expected ", std::to_string(Outputs.size()));
+  for (size_t I = 0; I < Outputs.size(); ++I) {
+    const std::string &Data = Reply.outputs(int(I));
+    if (Data.size() != Outputs.spec(I).byteSize())
+      return makeError(ErrorCode::TypeMismatch, "output '",
+                       Outputs.spec(I).name(), "' has ",
+                       std::to_string(Data.size()), " bytes, expected ",
+                       std::to_string(Outputs.spec(I).byteSize()));
+  }
+  for (size_t I = 0; I < Outputs.size(); ++I)
+    std::memcpy(Outputs.data(I), Reply.outputs(int(I)).data(),
+                Outputs.spec(I).byteSize());
+  ++Evaluations;
+  return Error::success();
+}
+
+} // namespace mlbridge

@@ -1,0 +1,137 @@
+//===- GrpcRunnerTest.cpp - C++ gRPC runner against the Python server -----===//
+//
+// Starts `python -m mlbridge serve --grpc unix:...` and runs GrpcModelRunner
+// against it, unary and streaming; then the faults: policy errors, a server
+// that never starts, a server killed mid-session.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/GrpcModelRunner.h"
+
+#include "TestHelpers.h"
+
+#include <csignal>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+
+using namespace mlbridge;
+using namespace mlbridge::test;
+using namespace std::chrono_literals;
+
+namespace {
+const std::string PolicyFile =
+    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
+
+/// A Python model server on a private unix socket.
+struct PythonServer {
+  std::string Dir, Address;
+  std::unique_ptr<ChildProcess> Process;
+  explicit PythonServer(const std::string &Function) {
+    char Template[] = "/tmp/mlbridge-grpc-XXXXXX";
+    Dir = ::mkdtemp(Template);
+    Address = "unix:" + Dir + "/model.sock";
+    Process = std::make_unique<ChildProcess>(std::vector<std::string>{
+        testPython(), "-m", "mlbridge", "serve", "--grpc", Address, "--policy",
+        PolicyFile + ":" + Function});
+  }
+  ~PythonServer() {
+    Process.reset();
+    ::unlink((Dir + "/model.sock").c_str());
+    ::rmdir(Dir.c_str());
+  }
+};
+
+GrpcOptions options(const std::string &Target, GrpcMode Mode) {
+  GrpcOptions O;
+  O.Target = Target;
+  O.Mode = Mode;
+  O.ConnectTimeout = 60s; // the Python server may take a while to start
+  O.CallTimeout = 20s;
+  return O;
+}
+
+class GrpcRunner : public ::testing::TestWithParam<GrpcMode> {};
+} // namespace
+
+TEST_P(GrpcRunner, AllDTypesRoundTripBothWays) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  PythonServer Server("echo");
+  ASSERT_EXPECTED(
+      R, GrpcModelRunner::create(allDTypeSpecs(), allDTypeSpecs("_out"),
+                                 options(Server.Address, GetParam())));
+  ASSERT_OK((*R)->switchContext("f"));
+  for (uint32_t Seed = 0; Seed < 30; ++Seed) {
+    TensorBuffers V = makeBuffers(allDTypeSpecs());
+    fillValues(V, Seed);
+    for (size_t I = 0; I < V.size(); ++I)
+      std::memcpy((*R)->inputData(I), V.data(I), V.spec(I).byteSize());
+    ASSERT_OK((*R)->evaluate());
+    for (size_t I = 0; I < V.size(); ++I)
+      ASSERT_EQ(
+          std::memcmp((*R)->outputData(I), V.data(I), V.spec(I).byteSize()), 0)
+          << (*R)->outputSpec(I).name() << " seed " << Seed;
+  }
+  EXPECT_EQ((*R)->evaluations(), 30u);
+}
+
+TEST_P(GrpcRunner, PolicyErrorFailsOnlyThatCall) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  PythonServer Server("fail_on_negative");
+  ASSERT_EXPECTED(R,
+                  GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                          {TensorSpec::of<int64_t>("y")},
+                                          options(Server.Address, GetParam())));
+  *(*R)->input<int64_t>(0) = -1;
+  Error E = (*R)->evaluate();
+  EXPECT_EQ(E.code(), ErrorCode::ModelFailure) << E.toString();
+  EXPECT_NE(E.message().find("negative input"), std::string::npos);
+  *(*R)->input<int64_t>(0) = 41;
+  auto Y = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 42);
+}
+
+TEST_P(GrpcRunner, ServerNeverStartedIsATimeout) {
+  GrpcOptions O =
+      options("unix:/tmp/mlbridge-no-such-dir/none.sock", GetParam());
+  O.ConnectTimeout = 300ms;
+  ASSERT_EXPECTED(R,
+                  GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                          {TensorSpec::of<int64_t>("y")}, O));
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::Timeout) << E.toString();
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+}
+
+TEST_P(GrpcRunner, ServerKilledMidSessionIsAnErrorThenBroken) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  PythonServer Server("echo");
+  GrpcOptions O = options(Server.Address, GetParam());
+  O.CallTimeout = 5s;
+  ASSERT_EXPECTED(R, GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("x_out")},
+                                             O));
+  *(*R)->input<int64_t>(0) = 7;
+  auto First = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(First)) << First.error().toString();
+  Server.Process->kill(SIGKILL);
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(bool(E));
+  // Noticed as a closed peer (or, at worst, at the call deadline); never a
+  // hang or a crash, and the runner then fails fast.
+  EXPECT_TRUE(E.code() == ErrorCode::PeerClosed ||
+              E.code() == ErrorCode::Timeout)
+      << E.toString();
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, GrpcRunner, ::testing::Values(GrpcMode::Unary, GrpcMode::Streaming),
+    [](const auto &Info) {
+      return std::string(Info.param == GrpcMode::Unary ? "unary" : "streaming");
+    });
