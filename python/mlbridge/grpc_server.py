@@ -18,14 +18,14 @@ import socket
 import threading
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import grpc
 
 from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import MlbridgeError
-from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays
+from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays, scalar_packer
 from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
@@ -66,6 +66,9 @@ class _Session:
     inputs: List[TensorSpec]
     outputs: List[TensorSpec]
     buffer: TensorBuffer
+    sizes: List[int] = field(default_factory=list)
+    #: Packs a scalar answer straight to bytes (single scalar output only).
+    pack: Optional[Callable[[Any], Optional[bytes]]] = None
     context: str = ""
     decisions: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,7 +94,8 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
         outputs = specs_from_proto(request.schema.outputs, "schema outputs")
         if not outputs:
             raise _Invalid("schema declares no outputs")
-        return _Session(inputs, outputs, TensorBuffer(inputs))
+        return _Session(inputs, outputs, TensorBuffer(inputs), [s.nbytes for s in inputs],
+                        scalar_packer(outputs[0]) if len(outputs) == 1 else None)
 
     def _answer(self, session: _Session, request: Any) -> Any:
         """One decision; an EvaluateReply (policy errors go in its error)."""
@@ -101,18 +105,23 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
         if len(inputs) != len(session.inputs):
             raise _Invalid(f"request carries {len(inputs)} inputs, the schema declares "
                            f"{len(session.inputs)}")
-        spans = session.buffer.spans
-        for spec, data in zip(session.inputs, inputs):
-            if len(data) != spec.nbytes:
-                raise _Invalid(f"input '{spec.name}' carries {len(data)} bytes, expected "
-                               f"{spec.nbytes} ({spec.element_count} x {spec.type_name})")
-            spans[spec.name][:] = data
+        if list(map(len, inputs)) != session.sizes:
+            for spec, data in zip(session.inputs, inputs):
+                if len(data) != spec.nbytes:
+                    raise _Invalid(f"input '{spec.name}' carries {len(data)} bytes, "
+                                   f"expected {spec.nbytes} ({spec.element_count} x "
+                                   f"{spec.type_name})")
+        session.buffer.memory[:session.buffer.nbytes] = b"".join(inputs)
         try:
             value = self._decide(session.buffer.views, session.context)
-            answer = output_arrays(session.outputs, value)
+            packed = session.pack(value) if session.pack is not None else None
+            if packed is None:
+                answer = output_arrays(session.outputs, value)
         except Exception as err:  # the policy failed: report, keep the session
             return pb.EvaluateReply(error=f"{type(err).__name__}: {err}")
         session.decisions += 1
+        if packed is not None:
+            return pb.EvaluateReply(outputs=[packed])
         return pb.EvaluateReply(outputs=[answer[s.name].tobytes() for s in session.outputs])
 
     # -- RPCs ----------------------------------------------------------------

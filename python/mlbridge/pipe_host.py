@@ -126,7 +126,7 @@ def as_decision_fn(policy: Policy) -> DecisionFn:
     return lambda features, context: policy(features)
 
 
-def _scalar_packer(spec: TensorSpec) -> Optional[Callable[[Any], Optional[bytes]]]:
+def scalar_packer(spec: TensorSpec) -> Optional[Callable[[Any], Optional[bytes]]]:
     """A fast path for one-element outputs given as Python/numpy scalars."""
     if spec.element_count != 1:
         return None
@@ -294,7 +294,7 @@ class PipeHost:
         views, writable = tensors.views, tensors.writable
         patch = self.patch
         logger = self._begin(Session("mlgo", features, [advice]))
-        fast = _scalar_packer(advice)
+        fast = scalar_packer(advice)
         read_record = ends.reader.read_record
         readline, readinto, write = ends.reader.readline, ends.reader.readinto, ends.writer.write
         policy, with_context = self.policy, takes_context(self.policy)
@@ -372,7 +372,7 @@ class PipeHost:
         logger = self._begin(session)
         requests = TensorBuffer(session.features)
         # Raw replies need no serialiser: a scalar answer is packed directly.
-        fast = (_scalar_packer(outputs[0])
+        fast = (scalar_packer(outputs[0])
                 if codec.name == "bitstream" and len(outputs) == 1 and logger is None
                 else None)
         context = ""
