@@ -15,6 +15,7 @@ cmake -S "$HERE" -B "$TMP/build" -G Ninja -DCMAKE_PREFIX_PATH="$TMP/prefix" \
   -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
 cmake --build "$TMP/build" >/dev/null
 "$TMP/build/consumer" | grep -q '"name":"x"'
+if [[ -x "$TMP/build/grpc_consumer" ]]; then "$TMP/build/grpc_consumer"; fi
 PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" c++ $FLAGS "$HERE/main.cpp" -o "$TMP/pc-consumer" \
   $(PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig" pkg-config --cflags --libs mlbridge) \
   -Wl,-rpath,"$TMP/prefix/lib"
