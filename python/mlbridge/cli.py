@@ -78,6 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log", help="write an LLVM training log of the decisions")
     serve.add_argument("--stats-json", help="write the statistics of the sessions here")
 
+    drive = sub.add_parser("drive", help="make the decisions of a compiler that serves "
+                                         "mlbridge.v1.CompilerService (compiler as server)")
+    drive.add_argument("--grpc", required=True, metavar="ADDRESS",
+                       help="the compiler's address: unix:PATH or HOST:PORT")
+    drive.add_argument("--policy", required=True)
+    drive.add_argument("--advisor", choices=ADVISORS,
+                       help="advisor, for the built-in policies default/always/never")
+    drive.add_argument("--connect-timeout", type=_positive, default=30.0,
+                       help="seconds to wait for the compiler's server")
+
     log = sub.add_parser("log", help="training logs")
     log_sub = log.add_subparsers(dest="log_command", required=True)
     dump = log_sub.add_parser("dump", help="print a training log as text")
@@ -174,6 +184,22 @@ def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
     return 0
 
 
+def _cmd_drive(args: argparse.Namespace) -> int:
+    import grpc
+
+    from mlbridge.grpc_driver import DriverError, drive
+
+    try:
+        stats = drive(args.grpc, load_policy(args.policy, args.advisor),
+                      connect_timeout=args.connect_timeout)
+    except (DriverError, grpc.RpcError, grpc.FutureTimeoutError) as err:
+        print(f"mlbridge drive: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    print(f"mlbridge drive: {stats.decisions} decisions, {stats.errors_reported} policy "
+          f"errors in {stats.seconds:.2f} s", file=sys.stderr)
+    return 0
+
+
 def _cmd_log(args: argparse.Namespace) -> int:
     from mlbridge.training_log import dump
 
@@ -190,7 +216,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``mlbridge`` command; returns the exit code."""
     args = _parser().parse_args(argv)
-    handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "log": _cmd_log,
+    handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "drive": _cmd_drive, "log": _cmd_log,
                "demo": _cmd_demo}[args.command]
     try:
         return handler(args)

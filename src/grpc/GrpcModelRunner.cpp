@@ -6,6 +6,7 @@
 
 #include "mlbridge/GrpcModelRunner.h"
 
+#include "grpc/Messages.h"
 #include "mlbridge/v1/model_service.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
@@ -20,7 +21,6 @@ namespace mlbridge {
 namespace {
 namespace pb = ::mlbridge::v1;
 using Clock = std::chrono::system_clock;
-constexpr uint32_t ProtocolVersion = 1;
 
 /// Maps a failed gRPC status to an mlbridge Error.
 Error statusError(const grpc::Status &S, const char *What) {
@@ -47,20 +47,6 @@ Error statusError(const grpc::Status &S, const char *What) {
   return makeError(Code, What, ": gRPC status ",
                    std::to_string(int(S.error_code())), ": ",
                    S.error_message());
-}
-
-/// Fills a Schema message from specs.
-void fillSpecs(const TensorBuffers &B,
-               google::protobuf::RepeatedPtrField<pb::TensorSpec> *Out) {
-  for (size_t I = 0; I < B.size(); ++I) {
-    const TensorSpec &S = B.spec(I);
-    pb::TensorSpec *M = Out->Add();
-    M->set_name(S.name());
-    M->set_dtype(pb::DType(int(S.type()) + 1));
-    for (int64_t D : S.shape())
-      M->add_shape(D);
-    M->set_port(S.port());
-  }
 }
 
 bool isTransportFailure(const Error &E) {
@@ -178,8 +164,6 @@ GrpcModelRunner::create(std::vector<TensorSpec> Inputs,
   R->P->Channel = grpc::CreateCustomChannel(
       R->Options.Target, grpc::InsecureChannelCredentials(), Args);
   R->P->Stub = pb::ModelService::NewStub(R->P->Channel);
-  for (size_t I = 0; I < R->Inputs.size(); ++I)
-    R->P->Request.add_inputs()->resize(R->Inputs.spec(I).byteSize());
   return R;
 }
 
@@ -195,9 +179,7 @@ Error GrpcModelRunner::connect() {
     return Error::success();
   auto Deadline = Clock::now() + Options.ConnectTimeout;
   pb::OpenSessionRequest Open;
-  Open.set_version(ProtocolVersion);
-  fillSpecs(Inputs, Open.mutable_schema()->mutable_inputs());
-  fillSpecs(Outputs, Open.mutable_schema()->mutable_outputs());
+  grpcmsg::fillOpen(Inputs, Outputs, Open);
   if (Options.Mode == GrpcMode::Unary) {
     grpc::ClientContext Ctx;
     Ctx.set_deadline(Deadline);
@@ -206,7 +188,7 @@ Error GrpcModelRunner::connect() {
     grpc::Status S = P->Stub->OpenSession(&Ctx, Open, &Reply);
     if (!S.ok())
       return fail(statusError(S, "opening the session"));
-    if (Reply.version() != ProtocolVersion)
+    if (Reply.version() != grpcmsg::ProtocolVersion)
       return fail(makeError(ErrorCode::Protocol,
                             "the model server speaks "
                             "protocol version ",
@@ -249,21 +231,9 @@ Error GrpcModelRunner::evaluateImpl() {
   pb::EvaluateRequest &Req = Options.Mode == GrpcMode::Unary
                                  ? P->Request
                                  : *P->StreamMessage.mutable_evaluate();
-  if (&Req != &P->Request && Req.inputs_size() != int(Inputs.size())) {
-    Req.clear_inputs();
-    for (size_t I = 0; I < Inputs.size(); ++I)
-      Req.add_inputs();
-  }
-  Req.set_observation(P->Observation++);
-  if (P->ContextPending) {
-    Req.set_context(P->PendingContext);
-    P->ContextPending = false;
-  } else {
-    Req.clear_context();
-  }
-  for (size_t I = 0; I < Inputs.size(); ++I)
-    Req.mutable_inputs(int(I))->assign(
-        static_cast<const char *>(Inputs.data(I)), Inputs.spec(I).byteSize());
+  grpcmsg::fillRequest(Inputs, P->Observation++,
+                       P->ContextPending ? &P->PendingContext : nullptr, Req);
+  P->ContextPending = false;
 
   pb::EvaluateReply &Reply = P->Reply;
   if (Options.Mode == GrpcMode::Unary) {
@@ -293,24 +263,8 @@ Error GrpcModelRunner::evaluateImpl() {
                            "waiting for a reply"))
       return fail(E);
   }
-  if (!Reply.error().empty())
-    return makeError(ErrorCode::ModelFailure,
-                     "model side reported: ", Reply.error().substr(0, 4096));
-  if (Reply.outputs_size() != int(Outputs.size()))
-    return makeError(ErrorCode::Protocol, "reply carries ",
-                     std::to_string(Reply.outputs_size()),
-                     " outputs, expected ", std::to_string(Outputs.size()));
-  for (size_t I = 0; I < Outputs.size(); ++I) {
-    const std::string &Data = Reply.outputs(int(I));
-    if (Data.size() != Outputs.spec(I).byteSize())
-      return makeError(ErrorCode::TypeMismatch, "output '",
-                       Outputs.spec(I).name(), "' has ",
-                       std::to_string(Data.size()), " bytes, expected ",
-                       std::to_string(Outputs.spec(I).byteSize()));
-  }
-  for (size_t I = 0; I < Outputs.size(); ++I)
-    std::memcpy(Outputs.data(I), Reply.outputs(int(I)).data(),
-                Outputs.spec(I).byteSize());
+  if (Error E = grpcmsg::copyReply(Reply, Outputs))
+    return E;
   ++Evaluations;
   return Error::success();
 }
