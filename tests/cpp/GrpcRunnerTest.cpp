@@ -135,3 +135,33 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto &Info) {
       return std::string(Info.param == GrpcMode::Unary ? "unary" : "streaming");
     });
+
+TEST(GrpcRunnerDeadline, SlowServerPastTheDeadlineIsATimeout) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  for (GrpcMode Mode : {GrpcMode::Unary, GrpcMode::Streaming}) {
+    PythonServer Server("slow"); // sleeps 60 s per decision
+    GrpcOptions O = options(Server.Address, Mode);
+    O.CallTimeout = 500ms;
+    ASSERT_EXPECTED(R,
+                    GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                            {TensorSpec::of<int64_t>("y")}, O));
+    ASSERT_OK((*R)->connect());
+    Error E = (*R)->evaluate();
+    EXPECT_EQ(E.code(), ErrorCode::Timeout) << E.toString();
+    EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+  }
+}
+
+TEST(GrpcRunnerLimits, OversizedMessageIsRejected) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  PythonServer Server("echo");
+  GrpcOptions O = options(Server.Address, GrpcMode::Unary);
+  O.MaxMessageBytes = 1024; // the client refuses to send more
+  ASSERT_EXPECTED(R, GrpcModelRunner::create(
+                         {TensorSpec::of<uint8_t>("big", {4096})},
+                         {TensorSpec::of<uint8_t>("big_out", {4096})}, O));
+  Error E = (*R)->evaluate();
+  EXPECT_EQ(E.code(), ErrorCode::TooLarge) << E.toString();
+}
