@@ -56,6 +56,13 @@ struct GrpcOptions {
   int MaxAttempts = 3;
   /// Largest message sent or received.
   size_t MaxMessageBytes = DefaultMaxMessageBytes;
+  /// TLS: PEM of the CA that signed the server's certificate. Empty means a
+  /// plaintext channel (fine for unix sockets and loopback).
+  std::string TlsRootCertificates;
+  /// TLS client certificate and its key (PEM), for servers that require one.
+  std::string TlsClientCertificate;
+  /// Key of TlsClientCertificate (PEM).
+  std::string TlsClientKey;
 };
 
 /// A ModelRunner whose model is served over gRPC.

@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="serve mlbridge.v1.ModelService at unix:PATH or HOST:PORT")
     serve.add_argument("--allow-remote", action="store_true",
                        help="with --grpc: allow binding a non-loopback address")
+    serve.add_argument("--tls-cert", help="with --grpc: serve TLS with this PEM certificate")
+    serve.add_argument("--tls-key", help="with --grpc: the certificate's PEM key")
+    serve.add_argument("--tls-client-ca",
+                       help="with --grpc: require client certificates signed by this CA")
     serve.add_argument("--policy", required=True)
     serve.add_argument("--advisor", choices=ADVISORS,
                        help="advisor, for the built-in policies default/always/never")
@@ -171,8 +175,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
     from mlbridge.grpc_server import AddressError, start_server
 
+    credentials = None
+    if args.tls_cert or args.tls_key or args.tls_client_ca:
+        import grpc
+
+        if not (args.tls_cert and args.tls_key):
+            print("mlbridge serve: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
+            return 2
+        with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
+            pair = (key.read(), cert.read())
+        client_ca = None
+        if args.tls_client_ca:
+            with open(args.tls_client_ca, "rb") as ca:
+                client_ca = ca.read()
+        credentials = grpc.ssl_server_credentials(
+            [pair], root_certificates=client_ca, require_client_auth=client_ca is not None)
     try:
-        running = start_server(policy, args.grpc, allow_remote=args.allow_remote)
+        running = start_server(policy, args.grpc, allow_remote=args.allow_remote,
+                               credentials=credentials)
     except AddressError as err:
         print(f"mlbridge serve: {err}", file=sys.stderr)
         return 2

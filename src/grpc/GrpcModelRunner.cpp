@@ -161,8 +161,20 @@ GrpcModelRunner::create(std::vector<TensorSpec> Inputs,
       R->Options.MaxMessageBytes, size_t(std::numeric_limits<int>::max()))));
   Args.SetMaxSendMessageSize(int(std::min<size_t>(
       R->Options.MaxMessageBytes, size_t(std::numeric_limits<int>::max()))));
-  R->P->Channel = grpc::CreateCustomChannel(
-      R->Options.Target, grpc::InsecureChannelCredentials(), Args);
+  std::shared_ptr<grpc::ChannelCredentials> Credentials =
+      grpc::InsecureChannelCredentials();
+  if (!R->Options.TlsRootCertificates.empty()) {
+    grpc::SslCredentialsOptions Tls;
+    Tls.pem_root_certs = R->Options.TlsRootCertificates;
+    Tls.pem_cert_chain = R->Options.TlsClientCertificate;
+    Tls.pem_private_key = R->Options.TlsClientKey;
+    Credentials = grpc::SslCredentials(Tls);
+  } else if (!R->Options.TlsClientCertificate.empty()) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "a TLS client certificate needs TlsRootCertificates");
+  }
+  R->P->Channel =
+      grpc::CreateCustomChannel(R->Options.Target, Credentials, Args);
   R->P->Stub = pb::ModelService::NewStub(R->P->Channel);
   return R;
 }

@@ -10,8 +10,11 @@
 
 #include "TestHelpers.h"
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -164,4 +167,54 @@ TEST(GrpcRunnerLimits, OversizedMessageIsRejected) {
                          {TensorSpec::of<uint8_t>("big_out", {4096})}, O));
   Error E = (*R)->evaluate();
   EXPECT_EQ(E.code(), ErrorCode::TooLarge) << E.toString();
+}
+
+namespace {
+/// A free loopback TCP port (bound and released).
+int freePort() {
+  int S = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in A{};
+  A.sin_family = AF_INET;
+  A.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t L = sizeof(A);
+  ::bind(S, reinterpret_cast<sockaddr *>(&A), sizeof(A));
+  ::getsockname(S, reinterpret_cast<sockaddr *>(&A), &L);
+  ::close(S);
+  return ntohs(A.sin_port);
+}
+} // namespace
+
+TEST(GrpcRunnerTls, MutualTlsOverTcp) {
+  if (!havePython() || ::access("/usr/bin/openssl", X_OK) != 0)
+    GTEST_SKIP() << "needs Python and openssl";
+  std::string Certs = ::testing::TempDir() + "/mlbridge-certs";
+  std::string Make = std::string(MLBRIDGE_SOURCE_DIR) +
+                     "/tests/tls/make_certs.sh " + Certs + " > /dev/null";
+  ASSERT_EQ(std::system(Make.c_str()), 0);
+  std::string Target = "127.0.0.1:" + std::to_string(freePort());
+  ChildProcess Server({testPython(), "-m", "mlbridge", "serve", "--grpc",
+                       Target, "--policy", PolicyFile + ":fail_on_negative",
+                       "--tls-cert", Certs + "/server.pem", "--tls-key",
+                       Certs + "/server.key", "--tls-client-ca",
+                       Certs + "/ca.pem"});
+  GrpcOptions O = options(Target, GrpcMode::Unary);
+  O.TlsRootCertificates = readFile(Certs + "/ca.pem");
+  O.TlsClientCertificate = readFile(Certs + "/client.pem");
+  O.TlsClientKey = readFile(Certs + "/client.key");
+  ASSERT_EXPECTED(R,
+                  GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                          {TensorSpec::of<int64_t>("y")}, O));
+  *(*R)->input<int64_t>(0) = 1;
+  auto Y = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 2);
+
+  // Without a client certificate the server refuses the session.
+  GrpcOptions NoCert = options(Target, GrpcMode::Unary);
+  NoCert.ConnectTimeout = 2s;
+  NoCert.TlsRootCertificates = O.TlsRootCertificates;
+  ASSERT_EXPECTED(Anonymous, GrpcModelRunner::create(
+                                 {TensorSpec::of<int64_t>("x")},
+                                 {TensorSpec::of<int64_t>("y")}, NoCert));
+  EXPECT_TRUE(bool((*Anonymous)->evaluate()));
 }

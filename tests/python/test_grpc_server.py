@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import stat
 import threading
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -160,3 +163,27 @@ def test_server_never_started_fails_within_the_deadline(tmp_path):
     with pytest.raises(grpc.RpcError) as info:
         ModelClient(f"unix:{tmp_path}/nobody.sock", INPUTS, OUTPUTS, deadline=0.5)
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_mutual_tls(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([str(root / "tests" / "tls" / "make_certs.sh"), str(tmp_path)],
+                   check=True, capture_output=True)
+    read = lambda name: (tmp_path / name).read_bytes()  # noqa: E731
+    server_creds = grpc.ssl_server_credentials([(read("server.key"), read("server.pem"))],
+                                               root_certificates=read("ca.pem"),
+                                               require_client_auth=True)
+    running = start_server(echo, "127.0.0.1:0", credentials=server_creds)
+    try:
+        creds = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"),
+                                             read("client.pem"))
+        with ModelClient(running.target, INPUTS, OUTPUTS, credentials=creds) as client:
+            values = _values(5)
+            got = client.evaluate(values)
+            assert got["t_float_out"].tobytes() == values["t_float"].tobytes()
+        anonymous = grpc.ssl_channel_credentials(read("ca.pem"))
+        with pytest.raises(grpc.RpcError):
+            ModelClient(running.target, INPUTS, OUTPUTS, credentials=anonymous, deadline=2)
+    finally:
+        running.stop(0)
