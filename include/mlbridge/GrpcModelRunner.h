@@ -87,6 +87,11 @@ public:
   /// Number of successful evaluations so far.
   uint64_t evaluations() const { return Evaluations; }
 
+  /// Cancels the call in flight, if any; safe from any thread (e.g. a
+  /// compiler's watchdog). The interrupted evaluate() fails and the runner
+  /// is Broken from then on.
+  void cancel();
+
   /// Implementation state (gRPC objects); opaque to users.
   struct Impl;
 

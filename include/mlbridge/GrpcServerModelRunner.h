@@ -44,6 +44,12 @@ struct GrpcServerOptions {
   std::chrono::milliseconds CallTimeout{30000};
   /// Largest message sent or received.
   size_t MaxMessageBytes = DefaultMaxMessageBytes;
+  /// TLS: the server's certificate chain and key (PEM). Empty: plaintext.
+  std::string TlsCertificate;
+  /// Key of TlsCertificate (PEM).
+  std::string TlsKey;
+  /// When set, drivers must present a certificate signed by this CA (PEM).
+  std::string TlsClientCA;
 };
 
 /// A ModelRunner whose decisions come from a driver connected to the

@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="advisor, for the built-in policies default/always/never")
     drive.add_argument("--connect-timeout", type=_positive, default=30.0,
                        help="seconds to wait for the compiler's server")
+    drive.add_argument("--tls-ca", help="TLS: the CA that signed the compiler's certificate")
+    drive.add_argument("--tls-cert", help="TLS: this driver's certificate (PEM)")
+    drive.add_argument("--tls-key", help="TLS: the key of --tls-cert (PEM)")
 
     log = sub.add_parser("log", help="training logs")
     log_sub = log.add_subparsers(dest="log_command", required=True)
@@ -209,9 +212,18 @@ def _cmd_drive(args: argparse.Namespace) -> int:
 
     from mlbridge.grpc_driver import DriverError, drive
 
+    credentials = None
+    if args.tls_ca:
+        def read(path: Optional[str]) -> Optional[bytes]:
+            if path is None:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+        credentials = grpc.ssl_channel_credentials(read(args.tls_ca), read(args.tls_key),
+                                                   read(args.tls_cert))
     try:
         stats = drive(args.grpc, load_policy(args.policy, args.advisor),
-                      connect_timeout=args.connect_timeout)
+                      connect_timeout=args.connect_timeout, credentials=credentials)
     except (DriverError, grpc.RpcError, grpc.FutureTimeoutError) as err:
         print(f"mlbridge drive: {type(err).__name__}: {err}", file=sys.stderr)
         return 1

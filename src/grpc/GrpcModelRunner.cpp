@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 namespace mlbridge {
@@ -56,6 +57,10 @@ bool isTransportFailure(const Error &E) {
 } // namespace
 
 struct GrpcModelRunner::Impl {
+  // The context of the call in flight, for cancel() from other threads.
+  std::mutex CallMutex;
+  grpc::ClientContext *InFlight = nullptr;
+  bool Cancelled = false;
   std::shared_ptr<grpc::Channel> Channel;
   std::unique_ptr<pb::ModelService::Stub> Stub;
   uint64_t SessionId = 0;
@@ -210,7 +215,12 @@ Error GrpcModelRunner::connect() {
     P->Open = true;
     return Error::success();
   }
-  P->StreamContext = std::make_unique<grpc::ClientContext>();
+  {
+    std::lock_guard<std::mutex> Lock(P->CallMutex);
+    if (P->Cancelled)
+      return fail(makeError(ErrorCode::PeerClosed, "the call was cancelled"));
+    P->StreamContext = std::make_unique<grpc::ClientContext>();
+  }
   P->StreamContext->set_wait_for_ready(true);
   P->Stream =
       P->Stub->PrepareAsyncEvaluateStream(P->StreamContext.get(), &P->Queue);
@@ -225,6 +235,15 @@ Error GrpcModelRunner::connect() {
     return fail(E);
   P->Open = true;
   return Error::success();
+}
+
+void GrpcModelRunner::cancel() {
+  std::lock_guard<std::mutex> Lock(P->CallMutex);
+  P->Cancelled = true;
+  if (P->InFlight)
+    P->InFlight->TryCancel();
+  if (P->StreamContext)
+    P->StreamContext->TryCancel();
 }
 
 Error GrpcModelRunner::switchContext(std::string_view Name) {
@@ -254,7 +273,18 @@ Error GrpcModelRunner::evaluateImpl() {
     for (int Attempt = 1;; ++Attempt) {
       grpc::ClientContext Ctx;
       Ctx.set_deadline(Deadline);
+      {
+        std::lock_guard<std::mutex> Lock(P->CallMutex);
+        if (P->Cancelled)
+          return fail(
+              makeError(ErrorCode::PeerClosed, "the call was cancelled"));
+        P->InFlight = &Ctx;
+      }
       S = P->Stub->Evaluate(&Ctx, Req, &Reply);
+      {
+        std::lock_guard<std::mutex> Lock(P->CallMutex);
+        P->InFlight = nullptr;
+      }
       if (S.ok() || S.error_code() != grpc::StatusCode::UNAVAILABLE ||
           Attempt >= Options.MaxAttempts || Clock::now() + Backoff >= Deadline)
         break;

@@ -206,8 +206,22 @@ GrpcServerModelRunner::create(std::vector<TensorSpec> Inputs,
   int Limit = int(std::min<size_t>(R->Options.MaxMessageBytes, 0x7fffffff));
   grpc::ServerBuilder Builder;
   int Port = 0;
-  Builder.AddListeningPort(R->Options.Address,
-                           grpc::InsecureServerCredentials(), &Port);
+  std::shared_ptr<grpc::ServerCredentials> Credentials =
+      grpc::InsecureServerCredentials();
+  if (!R->Options.TlsCertificate.empty() || !R->Options.TlsKey.empty()) {
+    if (R->Options.TlsCertificate.empty() || R->Options.TlsKey.empty())
+      return makeError(ErrorCode::InvalidArgument,
+                       "TLS needs both a certificate and its key");
+    grpc::SslServerCredentialsOptions Tls(
+        R->Options.TlsClientCA.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    Tls.pem_root_certs = R->Options.TlsClientCA;
+    Tls.pem_key_cert_pairs.push_back(
+        {R->Options.TlsKey, R->Options.TlsCertificate});
+    Credentials = grpc::SslServerCredentials(Tls);
+  }
+  Builder.AddListeningPort(R->Options.Address, Credentials, &Port);
   Builder.SetMaxReceiveMessageSize(Limit);
   Builder.SetMaxSendMessageSize(Limit);
   Builder.RegisterService(R->P.get());

@@ -218,3 +218,26 @@ TEST(GrpcRunnerTls, MutualTlsOverTcp) {
                                  {TensorSpec::of<int64_t>("y")}, NoCert));
   EXPECT_TRUE(bool((*Anonymous)->evaluate()));
 }
+
+TEST(GrpcRunnerCancel, CancelFromAnotherThreadEndsTheCall) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  for (GrpcMode Mode : {GrpcMode::Unary, GrpcMode::Streaming}) {
+    PythonServer Server("slow"); // would answer after 60 s
+    GrpcOptions O = options(Server.Address, Mode);
+    O.CallTimeout = 120s;
+    ASSERT_EXPECTED(R,
+                    GrpcModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                            {TensorSpec::of<int64_t>("y")}, O));
+    ASSERT_OK((*R)->connect());
+    std::thread Watchdog([&] {
+      std::this_thread::sleep_for(300ms);
+      (*R)->cancel();
+    });
+    Error E = (*R)->evaluate();
+    Watchdog.join();
+    // Cancelled, not timed out: the 120 s deadline was never reached.
+    EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
+    EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+  }
+}

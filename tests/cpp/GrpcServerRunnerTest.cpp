@@ -155,3 +155,30 @@ TEST(GrpcServerRunner, TcpLoopbackPortZeroReportsTheRealPort) {
   EXPECT_EQ((*R)->address().rfind("127.0.0.1:", 0), 0u);
   EXPECT_NE((*R)->address(), "127.0.0.1:0");
 }
+
+TEST(GrpcServerRunner, MutualTlsWithAPythonDriver) {
+  if (!havePython() || ::access("/usr/bin/openssl", X_OK) != 0)
+    GTEST_SKIP() << "needs Python and openssl";
+  std::string Certs = ::testing::TempDir() + "/mlbridge-server-certs";
+  std::string Make = std::string(MLBRIDGE_SOURCE_DIR) +
+                     "/tests/tls/make_certs.sh " + Certs + " > /dev/null";
+  ASSERT_EQ(std::system(Make.c_str()), 0);
+  GrpcServerOptions O = options("127.0.0.1:0");
+  O.TlsCertificate = readFile(Certs + "/server.pem");
+  O.TlsKey = readFile(Certs + "/server.key");
+  O.TlsClientCA = readFile(Certs + "/ca.pem");
+  ASSERT_EXPECTED(
+      R, GrpcServerModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                       {TensorSpec::of<int64_t>("y")}, O));
+  ChildProcess Driver({testPython(), "-m", "mlbridge", "drive", "--grpc",
+                       (*R)->address(), "--policy",
+                       PolicyFile + ":fail_on_negative", "--tls-ca",
+                       Certs + "/ca.pem", "--tls-cert", Certs + "/client.pem",
+                       "--tls-key", Certs + "/client.key"});
+  *(*R)->input<int64_t>(0) = 99;
+  auto Y = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 100);
+  (*R)->shutdown();
+  EXPECT_EQ(Driver.wait(), 0);
+}
