@@ -11,14 +11,13 @@ version, checks its published sha512 integrity, and extracts sqlite3.c into
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
-import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from npm_package import fetch_package
 
 PACKAGE = "better-sqlite3@11.8.1"
 INTEGRITY = ("sha512-9BxNaBkblMjhJW8sMRZxnxVTRgbRmssZW0Oxc1MPBTfiR+WW21e2Mk4qu8CzrcZb1LwPCnFs"
@@ -27,29 +26,14 @@ MEMBER = "package/deps/sqlite3/sqlite3.c"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def integrity_of(path: Path) -> str:
-    """npm's Subresource-Integrity string of a file."""
-    digest = hashlib.sha512(path.read_bytes()).digest()
-    return "sha512-" + base64.b64encode(digest).decode()
-
-
 def fetch(dest: Path) -> Path:
     """Make sure dest/sqlite3.c exists; return its path."""
     target = dest / "sqlite3.c"
     if target.exists():
         return target
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed: cannot fetch " + PACKAGE)
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([npm, "pack", PACKAGE, "--silent"], cwd=tmp, check=True,
-                             capture_output=True, text=True, timeout=600)
-        tarball = Path(tmp) / out.stdout.strip().splitlines()[-1]
-        got = integrity_of(tarball)
-        if got != INTEGRITY:
-            raise RuntimeError(f"{PACKAGE}: integrity {got} does not match the pinned "
-                               f"{INTEGRITY}")
+        tarball = fetch_package(PACKAGE, INTEGRITY, Path(tmp))
         with tarfile.open(tarball) as archive:
             source = archive.extractfile(MEMBER)
             if source is None:

@@ -1,0 +1,123 @@
+//===- OnnxRunnerTest.cpp - In-process ONNX Runtime runner ----------------===//
+//
+// Models come from tools/make_onnx_test_models.py (onnx.helper), with numpy
+// reference outputs; the runner must agree within 1e-5.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/OnnxModelRunner.h"
+
+#include "TestHelpers.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace mlbridge;
+using namespace mlbridge::test;
+
+namespace {
+class OnnxRunner : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    Dir = ::testing::TempDir() + "/mlbridge-onnx-models";
+    std::string Cmd = testPython() + " " + MLBRIDGE_SOURCE_DIR +
+                      "/tools/make_onnx_test_models.py " + Dir;
+    Made = havePython() && std::system(Cmd.c_str()) == 0;
+  }
+  void SetUp() override {
+    if (!Made)
+      GTEST_SKIP() << "could not build the test models (needs Python onnx)";
+  }
+  static std::vector<TensorSpec> mlpIn() {
+    return {TensorSpec::of<float>("x", {1, 64})};
+  }
+  static std::vector<TensorSpec> mlpOut() {
+    return {TensorSpec::of<float>("y", {1, 1})};
+  }
+  static std::string Dir;
+  static bool Made;
+};
+std::string OnnxRunner::Dir;
+bool OnnxRunner::Made = false;
+} // namespace
+
+TEST_F(OnnxRunner, MlpMatchesTheNumpyReference) {
+  ASSERT_EXPECTED(
+      R, OnnxModelRunner::createFromFile(Dir + "/mlp.onnx", mlpIn(), mlpOut()));
+  std::string Cases = readFile(Dir + "/mlp.cases.bin");
+  const size_t N = 200;
+  ASSERT_EQ(Cases.size(), N * 65 * sizeof(float));
+  const float *Xs = reinterpret_cast<const float *>(Cases.data());
+  const float *Ys = Xs + N * 64;
+  float MaxDiff = 0;
+  for (size_t I = 0; I < N; ++I) {
+    std::memcpy((*R)->input<float>(0), Xs + I * 64, 64 * sizeof(float));
+    auto Y = (*R)->evaluate<float>();
+    ASSERT_TRUE(bool(Y)) << Y.error().toString();
+    MaxDiff = std::max(MaxDiff, std::fabs(*Y - Ys[I]));
+  }
+  EXPECT_LE(MaxDiff, 1e-5f);
+}
+
+TEST_F(OnnxRunner, FromBytesSeveralInputsAndOutputsAndAnUnusedFeature) {
+  std::string Bytes = readFile(Dir + "/two_io.onnx");
+  ASSERT_EXPECTED(R, OnnxModelRunner::createFromBytes(
+                         Bytes.data(), Bytes.size(),
+                         {TensorSpec::of<int64_t>("a", {1, 3}),
+                          TensorSpec::of<float>("b", {1, 3}),
+                          TensorSpec::of<int64_t>("feature_the_model_ignores")},
+                         {TensorSpec::of<int64_t>("best", {1, 1}),
+                          TensorSpec::of<float>("sum", {1, 3})}));
+  int64_t *A = (*R)->input<int64_t>(0);
+  float *B = (*R)->input<float>(1);
+  A[0] = 1, A[1] = 5, A[2] = 2;
+  B[0] = 0.5f, B[1] = -4.0f, B[2] = 0.25f;
+  *(*R)->input<int64_t>(2) = 77;
+  auto Best = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Best)) << Best.error().toString();
+  EXPECT_EQ(*Best, 2); // 1.5, 1.0, 2.25
+  auto Sum = (*R)->output<float>("sum");
+  ASSERT_TRUE(bool(Sum));
+  EXPECT_FLOAT_EQ((*Sum)[0], 1.5f);
+  EXPECT_FLOAT_EQ((*Sum)[1], 1.0f);
+  EXPECT_EQ(*(*R)->input<int64_t>(2), 77); // inputs are never reset
+}
+
+TEST_F(OnnxRunner, BadInputsAreClearErrors) {
+  auto Missing =
+      OnnxModelRunner::createFromFile(Dir + "/nope.onnx", mlpIn(), mlpOut());
+  ASSERT_FALSE(bool(Missing));
+  EXPECT_NE(Missing.error().message().find("nope.onnx"), std::string::npos);
+
+  std::string Garbage(1000, '\x7f');
+  auto Corrupt = OnnxModelRunner::createFromBytes(
+      Garbage.data(), Garbage.size(), mlpIn(), mlpOut());
+  ASSERT_FALSE(bool(Corrupt));
+  EXPECT_NE(Corrupt.error().message().find("cannot load ONNX model"),
+            std::string::npos);
+
+  auto Unknown = OnnxModelRunner::createFromFile(
+      Dir + "/mlp.onnx", {TensorSpec::of<float>("features", {1, 64})},
+      mlpOut());
+  ASSERT_FALSE(bool(Unknown));
+  EXPECT_NE(Unknown.error().message().find("needs input 'x'"),
+            std::string::npos);
+
+  auto WrongType = OnnxModelRunner::createFromFile(
+      Dir + "/mlp.onnx", {TensorSpec::of<double>("x", {1, 64})}, mlpOut());
+  ASSERT_FALSE(bool(WrongType));
+  EXPECT_EQ(WrongType.error().code(), ErrorCode::TypeMismatch);
+  EXPECT_NE(WrongType.error().message().find("'x'"), std::string::npos);
+
+  auto WrongShape = OnnxModelRunner::createFromFile(
+      Dir + "/mlp.onnx", {TensorSpec::of<float>("x", {1, 32})}, mlpOut());
+  ASSERT_FALSE(bool(WrongShape));
+  EXPECT_EQ(WrongShape.error().code(), ErrorCode::TypeMismatch);
+
+  auto NoSuchOutput = OnnxModelRunner::createFromFile(
+      Dir + "/mlp.onnx", mlpIn(), {TensorSpec::of<float>("advice")});
+  ASSERT_FALSE(bool(NoSuchOutput));
+  EXPECT_NE(NoSuchOutput.error().message().find("no output 'advice'"),
+            std::string::npos);
+}
