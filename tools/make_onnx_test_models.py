@@ -6,6 +6,8 @@ Writes, deterministically:
 - mlp.onnx: x float [1,64] -> Gemm(64x64) -> Relu -> Gemm(64x1) -> y float [1,1];
   mlp.cases.bin: 200 random inputs (float32, 64 each) followed by the 200
   numpy reference outputs (float32).
+- policy.onnx: x float [1,300] -> 256 -> Relu -> 256 -> Relu -> y float [1,16]
+  (a policy-sized network, for benchmarks).
 - two_io.onnx: a int64 [1,3], b float [1,3] -> sum = Cast(a)+b float [1,3],
   best = ArgMax(sum, axis 1, keepdims) int64 [1,1].
 """
@@ -46,6 +48,30 @@ def mlp(out: Path) -> None:
     (out / "mlp.cases.bin").write_bytes(xs.tobytes() + ys.tobytes())
 
 
+def dense_stack(out: Path, name: str, sizes: list, seed: int) -> None:
+    """A Gemm/Relu stack x [1,sizes[0]] -> y [1,sizes[-1]] with random weights."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev = [], [], "x"
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        w = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        b = (rng.standard_normal(n_out) * 0.1).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        last = i == len(sizes) - 2
+        gemm_out = "y" if last else f"h{i}"
+        nodes.append(helper.make_node("Gemm", [prev, f"w{i}", f"b{i}"], [gemm_out]))
+        if not last:
+            nodes.append(helper.make_node("Relu", [gemm_out], [f"r{i}"]))
+            prev = f"r{i}"
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, sizes[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, sizes[-1]])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, out / f"{name}.onnx")
+
+
 def two_io(out: Path) -> None:
     graph = helper.make_graph(
         [helper.make_node("Cast", ["a"], ["af"], to=TensorProto.FLOAT),
@@ -66,6 +92,7 @@ def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     mlp(out)
+    dense_stack(out, "policy", [300, 256, 256, 16], seed=1)
     two_io(out)
     return 0
 

@@ -18,7 +18,7 @@ Policy specs:
     a callable (or a class, instantiated without arguments) from a file or
     an importable module; ``NAME`` defaults to ``policy``.
 ``*.onnx``
-    not supported yet (a clear error).
+    an ONNX model served with onnxruntime (:mod:`mlbridge.onnx_policy`).
 
 A policy may carry ``wants_default = True`` to ask the LLVM driver to send
 LLVM's own inlining decision (it then corrupts ``callee_basic_block_count``,
@@ -203,9 +203,12 @@ def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
     builtin = _builtin(spec, advisor)
     if builtin is not None:
         return builtin
-    if spec.lower().endswith(".onnx") or ".onnx:" in spec.lower():
-        raise PolicyError(f"{spec}: ONNX models are not supported yet; wrap the model in "
-                          f"a Python policy (file.py:function) for now")
+    if spec.lower().endswith(".onnx"):
+        from mlbridge.onnx_policy import OnnxPolicyError, load_onnx_policy
+        try:
+            return load_onnx_policy(spec)
+        except OnnxPolicyError as err:
+            raise PolicyError(str(err)) from None
     obj = _load_object(spec)
     if isinstance(obj, type):
         obj = obj()

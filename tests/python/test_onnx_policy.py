@@ -1,0 +1,66 @@
+"""``--policy model.onnx``: ONNX models served from Python (onnxruntime)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from mlbridge.grpc_client import ModelClient  # noqa: E402
+from mlbridge.grpc_server import start_server  # noqa: E402
+from mlbridge.policies import PolicyError, load_policy  # noqa: E402
+from mlbridge.tensor_spec import TensorSpec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("models")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"),
+                    str(out)], check=True)
+    return out
+
+
+def test_mlp_matches_the_numpy_reference(models):
+    policy = load_policy(str(models / "mlp.onnx"))
+    cases = np.frombuffer((models / "mlp.cases.bin").read_bytes(), np.float32)
+    xs, ys = cases[:200 * 64].reshape(200, 64), cases[200 * 64:]
+    got = np.array([policy({"x": x.reshape(1, 64)}).item() for x in xs], np.float32)
+    assert np.max(np.abs(got - ys)) <= 1e-5
+
+
+def test_served_over_grpc_with_two_outputs(models, tmp_path):
+    running = start_server(load_policy(str(models / "two_io.onnx")),
+                           f"unix:{tmp_path}/m.sock")
+    inputs = [TensorSpec("a", "int64_t", (1, 3)), TensorSpec("b", "float", (1, 3))]
+    outputs = [TensorSpec("sum", "float", (1, 3)), TensorSpec("best", "int64_t", (1, 1))]
+    try:
+        with ModelClient(running.target, inputs, outputs) as client:
+            got = client.evaluate({"a": np.array([[1, 5, 2]], np.int64),
+                                   "b": np.array([[0.5, -4, 0.25]], np.float32)})
+        assert got["best"].item() == 2
+        assert np.allclose(got["sum"], [[1.5, 1.0, 2.25]])
+    finally:
+        running.stop(0)
+
+
+def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
+    with pytest.raises(PolicyError, match="cannot load ONNX model"):
+        load_policy(str(tmp_path / "missing.onnx"))
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x7f" * 100)
+    with pytest.raises(PolicyError, match="bad.onnx"):
+        load_policy(str(bad))
+
+
+def test_missing_feature_names_the_input(models):
+    policy = load_policy(str(models / "mlp.onnx"))
+    with pytest.raises(Exception, match="needs input 'x'"):
+        policy({"features": np.zeros((1, 64), np.float32)})
