@@ -1,0 +1,201 @@
+//===- OnnxBench.cpp - OnnxModelRunner vs raw ONNX Runtime Run() ----------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// evaluate() of OnnxModelRunner on a 64->64->1 MLP and a 300->256->256->16
+// policy, next to raw ONNX Runtime Run() with preallocated, bound IO measured
+// in the same run, rep by rep; and the same model served over pipes from
+// Python (`mlbridge serve --policy model.onnx`), to show the in-process
+// speedup. Everything pinned to CPU 0.
+//
+//   mlbridge-bench-onnx [--calls N] [--reps R]
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/OnnxModelRunner.h"
+#include "mlbridge/PipeModelRunner.h"
+
+#include <onnxruntime_cxx_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+using namespace mlbridge;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+const std::string Python = MLBRIDGE_BENCH_PYTHON;
+const std::string Source = MLBRIDGE_SOURCE_DIR;
+
+/// A child process, killed and reaped on destruction.
+class Child {
+public:
+  explicit Child(std::vector<std::string> Args) {
+    std::vector<char *> Argv;
+    for (std::string &A : Args)
+      Argv.push_back(&A[0]);
+    Argv.push_back(nullptr);
+    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
+      Pid = -1;
+  }
+  ~Child() {
+    if (Pid > 0) {
+      ::kill(Pid, SIGKILL);
+      waitpid(Pid, nullptr, 0);
+    }
+  }
+
+private:
+  pid_t Pid = -1;
+};
+
+/// Raw ONNX Runtime: one session, IO bound once to preallocated buffers.
+struct RawOrt {
+  Ort::Env Env{ORT_LOGGING_LEVEL_ERROR, "bench"};
+  std::unique_ptr<Ort::Session> Session;
+  std::unique_ptr<Ort::IoBinding> Binding;
+  std::vector<float> In, Out;
+  std::vector<Ort::Value> Values;
+  Ort::RunOptions Run;
+  RawOrt(const std::string &Path, int64_t N, int64_t M) : In(N), Out(M) {
+    Ort::SessionOptions SO;
+    SO.SetIntraOpNumThreads(1);
+    SO.SetInterOpNumThreads(1);
+    SO.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+    Session = std::make_unique<Ort::Session>(Env, Path.c_str(), SO);
+    auto Cpu = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    int64_t InShape[] = {1, N}, OutShape[] = {1, M};
+    Values.push_back(
+        Ort::Value::CreateTensor<float>(Cpu, In.data(), N, InShape, 2));
+    Values.push_back(
+        Ort::Value::CreateTensor<float>(Cpu, Out.data(), M, OutShape, 2));
+    Binding = std::make_unique<Ort::IoBinding>(*Session);
+    Binding->BindInput("x", Values[0]);
+    Binding->BindOutput("y", Values[1]);
+  }
+  bool call(int I) {
+    In[0] = float(I % 7);
+    Session->Run(Run, *Binding);
+    return true;
+  }
+};
+
+double timeCalls(const std::function<bool(int)> &Call, int Calls) {
+  auto Start = Clock::now();
+  for (int I = 0; I < Calls; ++I)
+    if (!Call(I))
+      return -1;
+  return std::chrono::duration<double, std::micro>(Clock::now() - Start)
+             .count() /
+         Calls;
+}
+
+double median(std::vector<double> V) {
+  std::sort(V.begin(), V.end());
+  return V[V.size() / 2];
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  int Calls = 20000, Reps = 7;
+  for (int I = 1; I < argc; ++I) {
+    std::string A = argv[I];
+    if (A == "--calls" && I + 1 < argc)
+      Calls = std::atoi(argv[++I]);
+    else if (A == "--reps" && I + 1 < argc)
+      Reps = std::atoi(argv[++I]);
+    else {
+      std::fprintf(stderr, "usage: %s [--calls N] [--reps R]\n", argv[0]);
+      return 2;
+    }
+  }
+  cpu_set_t Set;
+  CPU_ZERO(&Set);
+  CPU_SET(0, &Set);
+  sched_setaffinity(0, sizeof(Set), &Set);
+  char Template[] = "/tmp/mlbridge-onnx-bench-XXXXXX";
+  std::string Dir = ::mkdtemp(Template);
+  std::string Make = Python + " " + Source +
+                     "/tools/make_onnx_test_models.py " + Dir + " >/dev/null";
+  if (std::system(Make.c_str()) != 0) {
+    std::fprintf(stderr, "cannot build the models (needs Python onnx)\n");
+    return 1;
+  }
+  std::printf("ONNX Runtime in-process: OnnxModelRunner::evaluate() vs raw "
+              "Run() with bound IO, same run, %d reps x %d calls, CPU 0\n\n",
+              Reps, Calls);
+  std::printf("%-26s %10s %12s %18s %12s %14s\n", "model", "raw us",
+              "runner us", "x raw [min..max]", "pipe us", "pipe / runner");
+  struct Model {
+    const char *Name, *File;
+    int64_t In, Out;
+  };
+  for (const Model &M :
+       {Model{"MLP 64->64->1", "mlp.onnx", 64, 1},
+        Model{"policy 300->256->256->16", "policy.onnx", 300, 16}}) {
+    std::string Path = Dir + "/" + M.File;
+    RawOrt Raw(Path, M.In, M.Out);
+    auto R = OnnxModelRunner::createFromFile(
+        Path, {TensorSpec::of<float>("x", {1, M.In})},
+        {TensorSpec::of<float>("y", {1, M.Out})});
+    if (!R) {
+      std::fprintf(stderr, "%s\n", R.error().toString().c_str());
+      return 1;
+    }
+    OnnxModelRunner &Runner = **R;
+    auto RunnerCall = [&](int I) {
+      *Runner.input<float>(0) = float(I % 7);
+      return !Runner.evaluate();
+    };
+    std::vector<double> RawUs, RunUs, Ratio;
+    timeCalls([&](int I) { return Raw.call(I); }, 500);
+    timeCalls(RunnerCall, 500);
+    for (int Rep = 0; Rep < Reps; ++Rep) {
+      RawUs.push_back(timeCalls([&](int I) { return Raw.call(I); }, Calls));
+      RunUs.push_back(timeCalls(RunnerCall, Calls));
+      Ratio.push_back(RunUs.back() / RawUs.back());
+    }
+    // The same model served over pipes from Python (extended, bitstream).
+    PipeOptions O;
+    O.Protocol = PipeProtocol::Extended;
+    O.OpenTimeout = std::chrono::seconds(60);
+    auto Pipe =
+        PipeModelRunner::create({TensorSpec::of<float>("x", {1, M.In})},
+                                {TensorSpec::of<float>("y", {1, M.Out})}, O);
+    double PipeUs = -1;
+    if (Pipe) {
+      Child Host({Python, "-m", "mlbridge", "serve", "--pipe",
+                  (*Pipe)->channelBase(), "--policy", Path});
+      auto PipeCall = [&](int I) {
+        *(*Pipe)->input<float>(0) = float(I % 7);
+        return !(*Pipe)->evaluate();
+      };
+      if (timeCalls(PipeCall, 200) > 0)
+        PipeUs = timeCalls(PipeCall, std::max(1000, Calls / 20));
+      Pipe->reset();
+    }
+    auto MM = std::minmax_element(Ratio.begin(), Ratio.end());
+    std::printf("%-26s %10.2f %12.2f %8.2fx [%.2f..%.2f] %12.1f %13.0fx\n",
+                M.Name, median(RawUs), median(RunUs), median(Ratio), *MM.first,
+                *MM.second, PipeUs, PipeUs / median(RunUs));
+  }
+  for (const char *F :
+       {"mlp.onnx", "mlp.cases.bin", "policy.onnx", "two_io.onnx"})
+    ::unlink((Dir + "/" + F).c_str());
+  ::rmdir(Dir.c_str());
+  return 0;
+}
