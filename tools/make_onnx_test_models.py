@@ -8,6 +8,8 @@ Writes, deterministically:
   numpy reference outputs (float32).
 - policy.onnx: x float [1,300] -> 256 -> Relu -> 256 -> Relu -> y float [1,16]
   (a policy-sized network, for benchmarks).
+- accumulator.onnx, mirror.onnx, halve.onnx: tiny multi-agent RL policies
+  (recurrent, discrete, continuous); see agents().
 - two_io.onnx: a int64 [1,3], b float [1,3] -> sum = Cast(a)+b float [1,3],
   best = ArgMax(sum, axis 1, keepdims) int64 [1,1].
 """
@@ -88,12 +90,44 @@ def two_io(out: Path) -> None:
     onnx.save(model, out / "two_io.onnx")
 
 
+def _save(out: Path, name: str, nodes: list, inputs: list, outputs: list) -> None:
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info(n, f, [1, 2]) for n in inputs],
+        [helper.make_tensor_value_info(n, f, [1, 2]) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, out / f"{name}.onnx")
+
+
+def agents(out: Path) -> None:
+    """Tiny RL policies for the multi-agent tests (all float [1,2]):
+    accumulator (recurrent): h_out = h_in + obs, logits = h_out;
+    mirror: logits = -obs; halve (continuous): act = obs * 0.5."""
+    _save(out, "accumulator",
+          [helper.make_node("Add", ["h_in", "obs"], ["h_out"]),
+           helper.make_node("Identity", ["h_out"], ["logits"])],
+          ["obs", "h_in"], ["logits", "h_out"])
+    _save(out, "mirror", [helper.make_node("Neg", ["obs"], ["logits"])], ["obs"], ["logits"])
+    half = numpy_helper.from_array(np.array([0.5], np.float32), "half")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["obs", "half"], ["act"])], "halve",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("act", TensorProto.FLOAT, [1, 2])], [half])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, out / "halve.onnx")
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     mlp(out)
     dense_stack(out, "policy", [300, 256, 256, 16], seed=1)
     two_io(out)
+    agents(out)
     return 0
 
 
