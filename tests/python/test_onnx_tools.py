@@ -1,0 +1,57 @@
+"""The ONNX checker (and the optional PyTorch export)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx")
+
+from mlbridge.onnx_tools import ModelCheckError, check_model, export_torch, require_fit  # noqa: E402,E501
+from mlbridge.tensor_spec import TensorSpec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("models")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"),
+                    str(out)], check=True)
+    return out
+
+
+def test_fitting_specs_pass(models):
+    assert check_model(str(models / "mlp.onnx"), [TensorSpec("x", "float", (1, 64)),
+                                                  TensorSpec("extra", "int64_t", (1,))],
+                       [TensorSpec("y", "float", (1, 1))]) == []
+
+
+def test_every_problem_is_named(models):
+    problems = check_model(str(models / "two_io.onnx"),
+                           [TensorSpec("a", "int32_t", (1, 3)),
+                            TensorSpec("bb", "float", (1, 3))],
+                           [TensorSpec("sum", "float", (1, 4)),
+                            TensorSpec("advice", "int64_t", (1,))])
+    text = "\n".join(problems)
+    assert "model input 'a' is int64_t, the spec says int32_t" in text
+    assert "model input 'b' has no input spec" in text
+    assert "output 'sum' has shape [1, 3]" in text
+    assert "expects output 'advice'" in text
+    with pytest.raises(ModelCheckError, match="'b'"):
+        require_fit(str(models / "two_io.onnx"), [TensorSpec("a", "int64_t", (1, 3))],
+                    [TensorSpec("best", "int64_t", (1, 1))])
+
+
+def test_export_torch_names_the_graph_after_the_specs(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(),
+                                 torch.nn.Linear(4, 2))
+    path = str(tmp_path / "policy.onnx")
+    export_torch(module, path, [TensorSpec("features", "float", (1, 8))],
+                 [TensorSpec("logits", "float", (1, 2))])
+    assert check_model(path, [TensorSpec("features", "float", (1, 8))],
+                       [TensorSpec("logits", "float", (1, 2))]) == []
