@@ -121,3 +121,50 @@ TEST_F(OnnxRunner, BadInputsAreClearErrors) {
   EXPECT_NE(NoSuchOutput.error().message().find("no output 'advice'"),
             std::string::npos);
 }
+
+namespace {
+/// Policies exported from PyTorch by tools/export_torch_test_models.py under
+/// the system Python (Debian's python3-torch), with torch's outputs.
+std::string torchModelDir() {
+  static const std::string Dir = [] {
+    std::string D = ::testing::TempDir() + "/mlbridge-torch-models";
+    std::string Cmd = std::string("/usr/bin/python3 ") + MLBRIDGE_SOURCE_DIR +
+                      "/tools/export_torch_test_models.py " + D +
+                      " > /dev/null 2>&1";
+    return std::system(Cmd.c_str()) == 0 ? D : std::string();
+  }();
+  return Dir;
+}
+
+/// Max abs difference between the runner and torch over every stored case.
+float maxTorchDifference(const std::string &Name, int64_t In, int64_t Out) {
+  auto R =
+      OnnxModelRunner::createFromFile(torchModelDir() + "/" + Name + ".onnx",
+                                      {TensorSpec::of<float>("x", {1, In})},
+                                      {TensorSpec::of<float>("y", {1, Out})});
+  EXPECT_TRUE(bool(R)) << R.error().toString();
+  if (!R)
+    return 1e9f;
+  std::string Cases = readFile(torchModelDir() + "/" + Name + ".cases.bin");
+  const size_t N = 200;
+  EXPECT_EQ(Cases.size(), N * size_t(In + Out) * sizeof(float));
+  const float *Xs = reinterpret_cast<const float *>(Cases.data());
+  const float *Ys = Xs + N * In;
+  float MaxDiff = 0;
+  for (size_t I = 0; I < N; ++I) {
+    std::memcpy((*R)->input<float>(0), Xs + I * In, In * sizeof(float));
+    EXPECT_FALSE((*R)->evaluate());
+    auto Y = (*R)->output<float>(0);
+    for (int64_t K = 0; K < Out; ++K)
+      MaxDiff = std::max(MaxDiff, std::fabs((*Y)[K] - Ys[I * Out + K]));
+  }
+  return MaxDiff;
+}
+} // namespace
+
+TEST(OnnxRunnerTorch, PoliciesExportedFromPyTorchMatchTorch) {
+  if (torchModelDir().empty())
+    GTEST_SKIP() << "no PyTorch under /usr/bin/python3 (python3-torch)";
+  EXPECT_LE(maxTorchDifference("torch_mlp", 64, 1), 1e-5f);
+  EXPECT_LE(maxTorchDifference("torch_policy", 300, 16), 1e-5f);
+}

@@ -1,0 +1,58 @@
+"""Export PyTorch policies to ONNX, with torch's own outputs as the reference.
+
+    python3 tools/export_torch_test_models.py OUT_DIR
+
+Runs under any Python with torch (e.g. Debian's /usr/bin/python3 with
+python3-torch; torch stays an optional dependency of mlbridge). Writes, for
+each policy NAME: NAME.onnx (graph inputs/outputs named "x" and "y") and
+NAME.cases.bin: 200 random float32 inputs followed by torch's float32
+outputs for them. Policies: torch_mlp (64->64->1, ReLU) and torch_policy
+(300->256->256->16, Tanh then ReLU, softmax head).
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+CASES = 200
+
+
+class Policy(torch.nn.Module):
+    def __init__(self, sizes, softmax):
+        super().__init__()
+        layers = []
+        for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            layers.append(torch.nn.Linear(n_in, n_out))
+            if i < len(sizes) - 2:
+                layers.append(torch.nn.Tanh() if i == 0 else torch.nn.ReLU())
+        self.body = torch.nn.Sequential(*layers)
+        self.softmax = softmax
+
+    def forward(self, x):
+        y = self.body(x)
+        return torch.softmax(y, dim=-1) if self.softmax else y
+
+
+def export(out: Path, name: str, sizes, softmax: bool, seed: int) -> None:
+    torch.manual_seed(seed)
+    model = Policy(sizes, softmax).eval()
+    example = torch.zeros(1, sizes[0])
+    torch.onnx.export(model, (example,), str(out / f"{name}.onnx"), input_names=["x"],
+                      output_names=["y"], opset_version=13)
+    xs = torch.randn(CASES, sizes[0])
+    with torch.no_grad():
+        ys = torch.cat([model(x.reshape(1, -1)) for x in xs])
+    (out / f"{name}.cases.bin").write_bytes(xs.numpy().tobytes() + ys.numpy().tobytes())
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    export(out, "torch_mlp", [64, 64, 1], softmax=False, seed=0)
+    export(out, "torch_policy", [300, 256, 256, 16], softmax=True, seed=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
