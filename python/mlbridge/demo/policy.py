@@ -3,7 +3,7 @@ MLGO inliner features (LLVM 19's 38 ``int64`` features)."""
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -29,9 +29,15 @@ class CountingPolicy:
         self.inner = inner
         self.decisions = 0
         self.inlined = 0
+        #: (cost_estimate, callee_basic_block_count, last_call_to_static_bonus,
+        #: decision) of every decision, for the deployment replay.
+        self.records: List[Tuple[int, int, int, int]] = []
 
     def __call__(self, features: Dict[str, np.ndarray]) -> int:
         decision = int(self.inner(features))
         self.decisions += 1
         self.inlined += decision != 0
+        self.records.append((int(features["cost_estimate"][0]),
+                             int(features["callee_basic_block_count"][0]),
+                             int(features["last_call_to_static_bonus"][0]), decision))
         return decision

@@ -45,7 +45,7 @@ def _progress(out: TextIO, text: str) -> None:
     out.flush()
 
 
-def demo_program(source: str, workdir: str) -> DemoRow:
+def demo_program(source: str, workdir: str, records: Optional[list] = None) -> DemoRow:
     """Compile ``source`` with LLVM's inliner and with the demo policy."""
     name = os.path.basename(source)
     plain = os.path.join(workdir, name + ".default.o")
@@ -59,6 +59,8 @@ def demo_program(source: str, workdir: str) -> DemoRow:
                           timeout=300)
     if not result.ok:
         raise MlbridgeError(f"{name}: {result.error or 'compiler failed'}\n{result.stderr}")
+    if records is not None:
+        records.extend(policy.records)
     return DemoRow(name, result.decisions, policy.inlined,
                    result.host_seconds_per_decision * 1e6, text_size(served),
                    text_size(plain))
@@ -85,18 +87,24 @@ def run_demo(keep: Optional[str] = None, out: TextIO = sys.stdout,
     os.makedirs(workdir, exist_ok=True)
     try:
         rows = []
+        records: list = []
         programs = sources()
         for i, source in enumerate(programs, 1):
             _progress(progress, f"[{i}/{len(programs)}] {os.path.basename(source)}: "
                       f"compiling with LLVM's inliner and with the demo policy...")
-            rows.append(demo_program(source, workdir))
+            rows.append(demo_program(source, workdir, records))
         _progress(progress, f"compiled {len(programs)} programs")
         if progress.isatty():
             progress.write("\n")
         out.write(format_table(rows) + "\n")
         out.write("Inlining decisions by mlbridge/demo/policy.py over LLVM 19's "
-                  "interactive pipes; '.text -Oz' is plain clang-19 -Oz.\n")
-        return 0
+                  "interactive pipes; '.text -Oz' is plain clang-19 -Oz.\n\n")
+        from mlbridge.demo.deploy import run_deployment
+        _progress(progress, f"deployment: replaying {len(records)} decisions in-process "
+                  f"(ONNX Runtime) and over pipes...")
+        if progress.isatty():
+            progress.write("\n")
+        return run_deployment(workdir, records, out)
     finally:
         if keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
