@@ -8,7 +8,8 @@
 // policy, next to raw ONNX Runtime Run() with preallocated, bound IO measured
 // in the same run, rep by rep; and the same model served over pipes from
 // Python (`mlbridge serve --policy model.onnx`), to show the in-process
-// speedup. Everything pinned to CPU 0.
+// speedup. Everything pinned to CPU 0. Also counts C++ heap allocations per
+// call for both: ONNX Runtime's Run() itself allocates; the runner adds none.
 //
 //   mlbridge-bench-onnx [--calls N] [--reps R]
 //
@@ -20,10 +21,12 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <new>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -33,6 +36,31 @@
 #include <vector>
 
 extern char **environ;
+
+// --- Allocation counting (C++ heap, whole process) --------------------------
+static std::atomic<uint64_t> Allocations{0};
+void *operator new(size_t N) {
+  ++Allocations;
+  if (void *P = std::malloc(N ? N : 1))
+    return P;
+  throw std::bad_alloc();
+}
+void *operator new[](size_t N) { return operator new(N); }
+void *operator new(size_t N, const std::nothrow_t &) noexcept {
+  ++Allocations;
+  return std::malloc(N ? N : 1);
+}
+void *operator new[](size_t N, const std::nothrow_t &T) noexcept {
+  return operator new(N, T);
+}
+void operator delete(void *P) noexcept { std::free(P); }
+void operator delete(void *P, size_t) noexcept { std::free(P); }
+void operator delete[](void *P) noexcept { std::free(P); }
+void operator delete[](void *P, size_t) noexcept { std::free(P); }
+void operator delete(void *P, const std::nothrow_t &) noexcept { std::free(P); }
+void operator delete[](void *P, const std::nothrow_t &) noexcept {
+  std::free(P);
+}
 
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;
@@ -138,8 +166,9 @@ int main(int argc, char **argv) {
   std::printf("ONNX Runtime in-process: OnnxModelRunner::evaluate() vs raw "
               "Run() with bound IO, same run, %d reps x %d calls, CPU 0\n\n",
               Reps, Calls);
-  std::printf("%-26s %10s %12s %18s %12s %14s\n", "model", "raw us",
-              "runner us", "x raw [min..max]", "pipe us", "pipe / runner");
+  std::printf("%-26s %10s %12s %18s %12s %14s %12s\n", "model", "raw us",
+              "runner us", "x raw [min..max]", "pipe us", "pipe / runner",
+              "allocs runner/raw");
   struct Model {
     const char *Name, *File;
     int64_t In, Out;
@@ -164,6 +193,12 @@ int main(int argc, char **argv) {
     std::vector<double> RawUs, RunUs, Ratio;
     timeCalls([&](int I) { return Raw.call(I); }, 500);
     timeCalls(RunnerCall, 500);
+    uint64_t Before = Allocations.load();
+    timeCalls(RunnerCall, 1000);
+    double AllocsPerCall = double(Allocations.load() - Before) / 1000;
+    Before = Allocations.load();
+    timeCalls([&](int I) { return Raw.call(I); }, 1000);
+    double RawAllocsPerCall = double(Allocations.load() - Before) / 1000;
     for (int Rep = 0; Rep < Reps; ++Rep) {
       RawUs.push_back(timeCalls([&](int I) { return Raw.call(I); }, Calls));
       RunUs.push_back(timeCalls(RunnerCall, Calls));
@@ -189,9 +224,11 @@ int main(int argc, char **argv) {
       Pipe->reset();
     }
     auto MM = std::minmax_element(Ratio.begin(), Ratio.end());
-    std::printf("%-26s %10.2f %12.2f %8.2fx [%.2f..%.2f] %12.1f %13.0fx\n",
+    std::printf("%-26s %10.2f %12.2f %8.2fx [%.2f..%.2f] %12.1f %13.0fx "
+                "%8.1f/%.1f\n",
                 M.Name, median(RawUs), median(RunUs), median(Ratio), *MM.first,
-                *MM.second, PipeUs, PipeUs / median(RunUs));
+                *MM.second, PipeUs, PipeUs / median(RunUs), AllocsPerCall,
+                RawAllocsPerCall);
   }
   for (const char *F :
        {"mlp.onnx", "mlp.cases.bin", "policy.onnx", "two_io.onnx"})
