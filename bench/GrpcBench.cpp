@@ -17,6 +17,8 @@
 #include "mlbridge/GrpcModelRunner.h"
 #include "mlbridge/v1/model_service.pb.h"
 
+#include "BenchSupport.h"
+
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -26,43 +28,21 @@
 #include <cstdlib>
 #include <functional>
 #include <signal.h>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
-extern char **environ;
 
 using namespace mlbridge;
+using bench::Child;
+using bench::median;
+using bench::timeCalls;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr int NumFeatures = 64;
 const std::string Python = MLBRIDGE_BENCH_PYTHON;
 const std::string BenchDir = std::string(MLBRIDGE_SOURCE_DIR) + "/bench/";
-
-/// A child process, killed and reaped on destruction.
-class Child {
-public:
-  explicit Child(std::vector<std::string> Args) {
-    std::vector<char *> Argv;
-    for (std::string &A : Args)
-      Argv.push_back(&A[0]);
-    Argv.push_back(nullptr);
-    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
-      Pid = -1;
-  }
-  ~Child() {
-    if (Pid > 0) {
-      ::kill(Pid, SIGKILL);
-      waitpid(Pid, nullptr, 0);
-    }
-  }
-
-private:
-  pid_t Pid = -1;
-};
 
 /// The baseline: a raw unary call of the same request size.
 class RawCall {
@@ -122,20 +102,6 @@ size_t requestBytes() {
   return R.ByteSizeLong();
 }
 
-double median(std::vector<double> V) {
-  std::sort(V.begin(), V.end());
-  return V[V.size() / 2];
-}
-
-double timeCalls(const std::function<bool(int)> &Call, int Calls) {
-  auto Start = Clock::now();
-  for (int I = 0; I < Calls; ++I)
-    if (!Call(I))
-      return -1;
-  return std::chrono::duration<double, std::micro>(Clock::now() - Start)
-             .count() /
-         Calls;
-}
 } // namespace
 
 int main(int argc, char **argv) {

@@ -18,78 +18,31 @@
 #include "mlbridge/OnnxModelRunner.h"
 #include "mlbridge/PipeModelRunner.h"
 
+#include "BenchSupport.h"
+
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <new>
-#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
-extern char **environ;
-
-// --- Allocation counting (C++ heap, whole process) --------------------------
-static std::atomic<uint64_t> Allocations{0};
-void *operator new(size_t N) {
-  ++Allocations;
-  if (void *P = std::malloc(N ? N : 1))
-    return P;
-  throw std::bad_alloc();
-}
-void *operator new[](size_t N) { return operator new(N); }
-void *operator new(size_t N, const std::nothrow_t &) noexcept {
-  ++Allocations;
-  return std::malloc(N ? N : 1);
-}
-void *operator new[](size_t N, const std::nothrow_t &T) noexcept {
-  return operator new(N, T);
-}
-void operator delete(void *P) noexcept { std::free(P); }
-void operator delete(void *P, size_t) noexcept { std::free(P); }
-void operator delete[](void *P) noexcept { std::free(P); }
-void operator delete[](void *P, size_t) noexcept { std::free(P); }
-void operator delete(void *P, const std::nothrow_t &) noexcept { std::free(P); }
-void operator delete[](void *P, const std::nothrow_t &) noexcept {
-  std::free(P);
-}
 
 using namespace mlbridge;
+using bench::Allocations;
+using bench::Child;
+using bench::median;
+using bench::timeCalls;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 const std::string Python = MLBRIDGE_BENCH_PYTHON;
 const std::string Source = MLBRIDGE_SOURCE_DIR;
-
-/// A child process, killed and reaped on destruction.
-class Child {
-public:
-  explicit Child(std::vector<std::string> Args) {
-    std::vector<char *> Argv;
-    for (std::string &A : Args)
-      Argv.push_back(&A[0]);
-    Argv.push_back(nullptr);
-    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
-      Pid = -1;
-  }
-  ~Child() {
-    if (Pid > 0) {
-      ::kill(Pid, SIGKILL);
-      waitpid(Pid, nullptr, 0);
-    }
-  }
-
-private:
-  pid_t Pid = -1;
-};
 
 /// Raw ONNX Runtime: one session, IO bound once to preallocated buffers.
 struct RawOrt {
@@ -122,20 +75,6 @@ struct RawOrt {
   }
 };
 
-double timeCalls(const std::function<bool(int)> &Call, int Calls) {
-  auto Start = Clock::now();
-  for (int I = 0; I < Calls; ++I)
-    if (!Call(I))
-      return -1;
-  return std::chrono::duration<double, std::micro>(Clock::now() - Start)
-             .count() /
-         Calls;
-}
-
-double median(std::vector<double> V) {
-  std::sort(V.begin(), V.end());
-  return V[V.size() / 2];
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -151,10 +90,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  cpu_set_t Set;
-  CPU_ZERO(&Set);
-  CPU_SET(0, &Set);
-  sched_setaffinity(0, sizeof(Set), &Set);
+  bench::pinTo(0);
   char Template[] = "/tmp/mlbridge-onnx-bench-XXXXXX";
   std::string Dir = ::mkdtemp(Template);
   std::string Make = Python + " " + Source +

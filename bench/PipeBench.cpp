@@ -22,37 +22,24 @@
 
 #include "mlbridge/PipeModelRunner.h"
 
+#include "BenchSupport.h"
+
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
-#include <new>
-#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
-extern char **environ;
-
-// --- Allocation counting ---------------------------------------------------
-static std::atomic<uint64_t> Allocations{0};
-void *operator new(size_t N) {
-  ++Allocations;
-  if (void *P = std::malloc(N ? N : 1))
-    return P;
-  throw std::bad_alloc();
-}
-void operator delete(void *P) noexcept { std::free(P); }
-void operator delete(void *P, size_t) noexcept { std::free(P); }
 
 using namespace mlbridge;
+using bench::Child;
+using bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -60,44 +47,8 @@ constexpr int NumFeatures = 64;
 const std::string Python = MLBRIDGE_BENCH_PYTHON;
 const std::string BenchDir = std::string(MLBRIDGE_SOURCE_DIR) + "/bench/";
 
-/// A child process, killed and reaped on destruction.
-class Child {
-public:
-  explicit Child(std::vector<std::string> Args) {
-    std::vector<char *> Argv;
-    for (std::string &A : Args)
-      Argv.push_back(&A[0]);
-    Argv.push_back(nullptr);
-    if (posix_spawn(&Pid, Argv[0], nullptr, nullptr, Argv.data(), environ))
-      Pid = -1;
-    if (Pid > 0 && PeerCpu >= 0) {
-      cpu_set_t Set;
-      CPU_ZERO(&Set);
-      CPU_SET(PeerCpu, &Set);
-      sched_setaffinity(Pid, sizeof(Set), &Set);
-    }
-  }
-  /// When >= 0, children are moved to this CPU.
-  static int PeerCpu;
-  /// Gives the child up to 2 s to exit by itself (its peer closed the
-  /// channel), then kills it.
-  ~Child() {
-    if (Pid <= 0)
-      return;
-    for (int I = 0; I < 200; ++I) {
-      if (waitpid(Pid, nullptr, WNOHANG) == Pid)
-        return;
-      usleep(10000);
-    }
-    ::kill(Pid, SIGKILL);
-    waitpid(Pid, nullptr, 0);
-  }
-
-private:
-  pid_t Pid = -1;
-};
-
-int Child::PeerCpu = -1;
+/// When >= 0, peers are moved to this CPU (--split).
+int PeerCpu = -1;
 
 std::vector<TensorSpec> featureSpecs() {
   std::vector<TensorSpec> Specs;
@@ -131,9 +82,12 @@ struct RawPingPong {
   }
   bool start(size_t RequestBytes) {
     Request.assign(RequestBytes, 'x');
-    Peer = std::make_unique<Child>(std::vector<std::string>{
-        Python, BenchDir + "raw_pingpong_host.py", Channel.base(),
-        std::to_string(RequestBytes), "8"});
+    Peer = std::make_unique<Child>(
+        std::vector<std::string>{Python, BenchDir + "raw_pingpong_host.py",
+                                 Channel.base(), std::to_string(RequestBytes),
+                                 "8"},
+        PeerCpu);
+    Peer->WaitForExit = true;
     In = ::open(Channel.inPath().c_str(), O_RDONLY);
     Out = ::open(Channel.outPath().c_str(), O_WRONLY);
     return In >= 0 && Out >= 0;
@@ -171,9 +125,12 @@ struct RunnerUnderTest {
       return false;
     }
     Runner = std::move(*R);
-    Host = std::make_unique<Child>(std::vector<std::string>{
-        Python, "-m", "mlbridge", "serve", "--pipe", Runner->channelBase(),
-        "--policy", BenchDir + "bench_policy.py:first_positive"});
+    Host = std::make_unique<Child>(
+        std::vector<std::string>{Python, "-m", "mlbridge", "serve", "--pipe",
+                                 Runner->channelBase(), "--policy",
+                                 BenchDir + "bench_policy.py:first_positive"},
+        PeerCpu);
+    Host->WaitForExit = true; // exits on EOF once the runner is gone
     if (Error E = Runner->connect()) {
       std::fprintf(stderr, "%s\n", E.toString().c_str());
       return false;
@@ -195,24 +152,13 @@ struct RunnerUnderTest {
   }
 };
 
-double median(std::vector<double> V) {
-  std::sort(V.begin(), V.end());
-  return V[V.size() / 2];
-}
-
-/// Runs \p Calls calls; returns microseconds per call, or -1 on failure.
+/// Runs \p Calls calls; returns microseconds per call (or -1 on failure)
+/// and the C++ heap allocations they made.
 double timeCalls(const std::function<bool(int)> &Call, int Calls,
-                 uint64_t *AllocsOut = nullptr) {
-  uint64_t Before = Allocations.load();
-  auto Start = Clock::now();
-  for (int I = 0; I < Calls; ++I)
-    if (!Call(I))
-      return -1;
-  double Us =
-      std::chrono::duration<double, std::micro>(Clock::now() - Start).count() /
-      Calls;
-  if (AllocsOut)
-    *AllocsOut = Allocations.load() - Before;
+                 uint64_t *AllocsOut) {
+  uint64_t Before = bench::Allocations.load();
+  double Us = bench::timeCalls(Call, Calls);
+  *AllocsOut = bench::Allocations.load() - Before;
   return Us;
 }
 } // namespace
@@ -241,14 +187,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (Placement != Free) { // children inherit the affinity
-    cpu_set_t Set;
-    CPU_ZERO(&Set);
-    CPU_SET(0, &Set);
-    sched_setaffinity(0, sizeof(Set), &Set);
-  }
+  if (Placement != Free) // children inherit the affinity
+    bench::pinTo(0);
   if (Placement == Split)
-    Child::PeerCpu = 1;
+    PeerCpu = 1;
 
   // The request the mlgo runner sends per call, byte for byte in size.
   std::string Sample = "{\"observation\":1000}\n";
@@ -294,7 +236,7 @@ int main(int argc, char **argv) {
 
   // Warm up every peer (imports, caches), then interleave reps.
   for (Contender &C : Contenders)
-    if (timeCalls(C.Call, 500) < 0) {
+    if (bench::timeCalls(C.Call, 500) < 0) {
       std::fprintf(stderr, "%s failed during warm-up\n", C.Name.c_str());
       return 1;
     }
