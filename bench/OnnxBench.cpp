@@ -32,7 +32,6 @@
 #include <unistd.h>
 #include <vector>
 
-
 using namespace mlbridge;
 using bench::Allocations;
 using bench::Child;

@@ -36,7 +36,6 @@
 #include <unistd.h>
 #include <vector>
 
-
 using namespace mlbridge;
 using bench::Child;
 using bench::median;

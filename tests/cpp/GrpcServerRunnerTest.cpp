@@ -64,17 +64,7 @@ TEST(GrpcServerRunner, PythonDriverDecidesAllDTypes) {
   EXPECT_EQ(St.st_mode & 0777, 0600u);
   auto Driver = startDriver((*R)->address(), "echo");
   ASSERT_OK((*R)->switchContext("f"));
-  for (uint32_t Seed = 0; Seed < 30; ++Seed) {
-    TensorBuffers V = makeBuffers(allDTypeSpecs());
-    fillValues(V, Seed);
-    for (size_t I = 0; I < V.size(); ++I)
-      std::memcpy((*R)->inputData(I), V.data(I), V.spec(I).byteSize());
-    ASSERT_OK((*R)->evaluate());
-    for (size_t I = 0; I < V.size(); ++I)
-      ASSERT_EQ(
-          std::memcmp((*R)->outputData(I), V.data(I), V.spec(I).byteSize()), 0)
-          << (*R)->outputSpec(I).name() << " seed " << Seed;
-  }
+  expectEchoRoundTrips(**R, 30);
   // A clean, programmatic shutdown ends the driver normally.
   (*R)->shutdown();
   EXPECT_EQ(Driver->wait(), 0);

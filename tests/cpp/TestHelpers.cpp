@@ -101,6 +101,21 @@ TensorBuffers makeBuffers(std::vector<TensorSpec> Specs) {
   return std::move(*B);
 }
 
+void expectEchoRoundTrips(ModelRunner &R, uint32_t Rounds) {
+  for (uint32_t Seed = 0; Seed < Rounds; ++Seed) {
+    TensorBuffers V = makeBuffers(allDTypeSpecs());
+    fillValues(V, Seed);
+    for (size_t I = 0; I < V.size(); ++I)
+      std::memcpy(R.inputData(I), V.data(I), V.spec(I).byteSize());
+    Error E = R.evaluate();
+    ASSERT_FALSE(E) << E.toString() << " (seed " << Seed << ")";
+    for (size_t I = 0; I < V.size(); ++I)
+      ASSERT_EQ(std::memcmp(R.outputData(I), V.data(I), V.spec(I).byteSize()),
+                0)
+          << R.outputSpec(I).name() << " seed " << Seed;
+  }
+}
+
 std::string readFile(const std::string &Path) {
   std::ifstream F(Path, std::ios::binary);
   std::stringstream S;

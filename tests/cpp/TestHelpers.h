@@ -7,6 +7,7 @@
 #ifndef MLBRIDGE_TESTS_TESTHELPERS_H
 #define MLBRIDGE_TESTS_TESTHELPERS_H
 
+#include "mlbridge/ModelRunner.h"
 #include "mlbridge/TensorBuffers.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,11 @@ bool sameBytes(const TensorBuffers &A, const TensorBuffers &B);
 
 /// Makes buffers for \p Specs or fails the test (via ADD_FAILURE).
 TensorBuffers makeBuffers(std::vector<TensorSpec> Specs);
+
+/// Feeds \p Rounds sets of allDTypeSpecs() values to \p R (whose outputs
+/// are allDTypeSpecs("_out") served by an echoing model) and checks every
+/// output byte for byte.
+void expectEchoRoundTrips(ModelRunner &R, uint32_t Rounds);
 
 /// Reads a whole file as bytes.
 std::string readFile(const std::string &Path);
