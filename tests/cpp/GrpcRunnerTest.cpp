@@ -23,26 +23,15 @@ using namespace mlbridge::test;
 using namespace std::chrono_literals;
 
 namespace {
-const std::string PolicyFile =
-    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
-
 /// A Python model server on a private unix socket.
 struct PythonServer {
-  std::string Dir, Address;
+  SocketDir Socket;
+  std::string Address = Socket.address();
   std::unique_ptr<ChildProcess> Process;
-  explicit PythonServer(const std::string &Function) {
-    char Template[] = "/tmp/mlbridge-grpc-XXXXXX";
-    Dir = ::mkdtemp(Template);
-    Address = "unix:" + Dir + "/model.sock";
-    Process = std::make_unique<ChildProcess>(std::vector<std::string>{
-        testPython(), "-m", "mlbridge", "serve", "--grpc", Address, "--policy",
-        PolicyFile + ":" + Function});
-  }
-  ~PythonServer() {
-    Process.reset();
-    ::unlink((Dir + "/model.sock").c_str());
-    ::rmdir(Dir.c_str());
-  }
+  explicit PythonServer(const std::string &Function)
+      : Process(std::make_unique<ChildProcess>(std::vector<std::string>{
+            testPython(), "-m", "mlbridge", "serve", "--grpc", Address,
+            "--policy", echoPolicy(Function)})) {}
 };
 
 GrpcOptions options(const std::string &Target, GrpcMode Mode) {
@@ -175,15 +164,12 @@ int freePort() {
 } // namespace
 
 TEST(GrpcRunnerTls, MutualTlsOverTcp) {
-  if (!havePython() || ::access("/usr/bin/openssl", X_OK) != 0)
+  std::string Certs = makeTestCertificates("mlbridge-certs");
+  if (!havePython() || Certs.empty())
     GTEST_SKIP() << "needs Python and openssl";
-  std::string Certs = ::testing::TempDir() + "/mlbridge-certs";
-  std::string Make = std::string(MLBRIDGE_SOURCE_DIR) +
-                     "/tests/tls/make_certs.sh " + Certs + " > /dev/null";
-  ASSERT_EQ(std::system(Make.c_str()), 0);
   std::string Target = "127.0.0.1:" + std::to_string(freePort());
   ChildProcess Server({testPython(), "-m", "mlbridge", "serve", "--grpc",
-                       Target, "--policy", PolicyFile + ":fail_on_negative",
+                       Target, "--policy", echoPolicy("fail_on_negative"),
                        "--tls-cert", Certs + "/server.pem", "--tls-key",
                        Certs + "/server.key", "--tls-client-ca",
                        Certs + "/ca.pem"});

@@ -19,23 +19,6 @@ using namespace mlbridge::test;
 using namespace std::chrono_literals;
 
 namespace {
-const std::string PolicyFile =
-    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
-
-/// A private directory for the compiler's socket.
-struct SocketDir {
-  std::string Dir;
-  SocketDir() {
-    char Template[] = "/tmp/mlbridge-srv-XXXXXX";
-    Dir = ::mkdtemp(Template);
-  }
-  ~SocketDir() {
-    ::unlink((Dir + "/compiler.sock").c_str());
-    ::rmdir(Dir.c_str());
-  }
-  std::string address() const { return "unix:" + Dir + "/compiler.sock"; }
-};
-
 GrpcServerOptions options(const std::string &Address) {
   GrpcServerOptions O;
   O.Address = Address;
@@ -48,7 +31,7 @@ std::unique_ptr<ChildProcess> startDriver(const std::string &Address,
                                           const std::string &Function) {
   return std::make_unique<ChildProcess>(std::vector<std::string>{
       testPython(), "-m", "mlbridge", "drive", "--grpc", Address, "--policy",
-      PolicyFile + ":" + Function});
+      echoPolicy(Function)});
 }
 } // namespace
 
@@ -60,7 +43,7 @@ TEST(GrpcServerRunner, PythonDriverDecidesAllDTypes) {
                                                    allDTypeSpecs("_out"),
                                                    options(D.address())));
   struct stat St;
-  ASSERT_EQ(::stat((D.Dir + "/compiler.sock").c_str(), &St), 0);
+  ASSERT_EQ(::stat(D.path().c_str(), &St), 0);
   EXPECT_EQ(St.st_mode & 0777, 0600u);
   auto Driver = startDriver((*R)->address(), "echo");
   ASSERT_OK((*R)->switchContext("f"));
@@ -147,12 +130,9 @@ TEST(GrpcServerRunner, TcpLoopbackPortZeroReportsTheRealPort) {
 }
 
 TEST(GrpcServerRunner, MutualTlsWithAPythonDriver) {
-  if (!havePython() || ::access("/usr/bin/openssl", X_OK) != 0)
+  std::string Certs = makeTestCertificates("mlbridge-server-certs");
+  if (!havePython() || Certs.empty())
     GTEST_SKIP() << "needs Python and openssl";
-  std::string Certs = ::testing::TempDir() + "/mlbridge-server-certs";
-  std::string Make = std::string(MLBRIDGE_SOURCE_DIR) +
-                     "/tests/tls/make_certs.sh " + Certs + " > /dev/null";
-  ASSERT_EQ(std::system(Make.c_str()), 0);
   GrpcServerOptions O = options("127.0.0.1:0");
   O.TlsCertificate = readFile(Certs + "/server.pem");
   O.TlsKey = readFile(Certs + "/server.key");
@@ -162,7 +142,7 @@ TEST(GrpcServerRunner, MutualTlsWithAPythonDriver) {
                                        {TensorSpec::of<int64_t>("y")}, O));
   ChildProcess Driver({testPython(), "-m", "mlbridge", "drive", "--grpc",
                        (*R)->address(), "--policy",
-                       PolicyFile + ":fail_on_negative", "--tls-ca",
+                       echoPolicy("fail_on_negative"), "--tls-ca",
                        Certs + "/ca.pem", "--tls-cert", Certs + "/client.pem",
                        "--tls-key", Certs + "/client.key"});
   *(*R)->input<int64_t>(0) = 99;

@@ -20,13 +20,11 @@ using namespace mlbridge::test;
 using namespace std::chrono_literals;
 
 namespace {
-const std::string PolicyFile =
-    std::string(MLBRIDGE_SOURCE_DIR) + "/tests/cpp/policies/echo.py";
 
 std::vector<std::string> serveArgs(const std::string &Base,
                                    const std::string &Function) {
   return {testPython(), "-m", "mlbridge", "serve",
-          "--pipe",     Base, "--policy", PolicyFile + ":" + Function};
+          "--pipe",     Base, "--policy", echoPolicy(Function)};
 }
 
 /// Sum of every input byte: the Python "checksum" policy computes the same.

@@ -130,6 +130,31 @@ const std::string &testPython() {
 
 bool havePython() { return ::access(testPython().c_str(), X_OK) == 0; }
 
+std::string echoPolicy(const std::string &Function) {
+  return std::string(MLBRIDGE_SOURCE_DIR) +
+         "/tests/cpp/policies/echo.py:" + Function;
+}
+
+std::string makeTestCertificates(const std::string &Name) {
+  if (::access("/usr/bin/openssl", X_OK) != 0)
+    return "";
+  std::string Dir = ::testing::TempDir() + "/" + Name;
+  std::string Make = std::string(MLBRIDGE_SOURCE_DIR) +
+                     "/tests/tls/make_certs.sh " + Dir + " > /dev/null";
+  return std::system(Make.c_str()) == 0 ? Dir : "";
+}
+
+SocketDir::SocketDir() {
+  char Template[] = "/tmp/mlbridge-test-XXXXXX";
+  const char *Made = ::mkdtemp(Template);
+  Dir = Made ? Made : "/nonexistent";
+}
+
+SocketDir::~SocketDir() {
+  ::unlink(path().c_str());
+  ::rmdir(Dir.c_str());
+}
+
 ChildProcess::ChildProcess(const std::vector<std::string> &Args) {
   std::vector<char *> Argv;
   for (const std::string &A : Args)

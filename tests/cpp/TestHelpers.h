@@ -57,6 +57,32 @@ const std::string &testPython();
 /// True when testPython() is executable.
 bool havePython();
 
+/// "tests/cpp/policies/echo.py:Function", the policies the Python hosts
+/// serve in the cross-language tests.
+std::string echoPolicy(const std::string &Function);
+
+/// Makes throwaway TLS certificates (tests/tls/make_certs.sh) in a fresh
+/// directory named after \p Name; returns it, or "" when openssl is missing
+/// or fails.
+std::string makeTestCertificates(const std::string &Name);
+
+/// A private temporary directory holding one unix socket; removed (with the
+/// socket) on destruction.
+class SocketDir {
+public:
+  SocketDir();
+  ~SocketDir();
+  SocketDir(const SocketDir &) = delete;
+  SocketDir &operator=(const SocketDir &) = delete;
+  /// The socket's path.
+  std::string path() const { return Dir + "/socket"; }
+  /// The gRPC address of the socket ("unix:" + path()).
+  std::string address() const { return "unix:" + path(); }
+
+private:
+  std::string Dir;
+};
+
 /// A child process started with posix_spawn; killed and reaped on
 /// destruction.
 class ChildProcess {
