@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <sched.h>
@@ -89,6 +90,21 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls) {
 double median(std::vector<double> V) {
   std::sort(V.begin(), V.end());
   return V[V.size() / 2];
+}
+
+bool parseCallsAndReps(int Argc, char **Argv, int &Calls, int &Reps) {
+  for (int I = 1; I < Argc; ++I) {
+    std::string A = Argv[I];
+    if (A == "--calls" && I + 1 < Argc)
+      Calls = std::atoi(Argv[++I]);
+    else if (A == "--reps" && I + 1 < Argc)
+      Reps = std::atoi(Argv[++I]);
+    else {
+      std::fprintf(stderr, "usage: %s [--calls N] [--reps R]\n", Argv[0]);
+      return false;
+    }
+  }
+  return true;
 }
 
 void pinTo(int Cpu) {

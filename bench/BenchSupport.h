@@ -50,6 +50,10 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls);
 /// The median of \p V.
 double median(std::vector<double> V);
 
+/// Parses "[--calls N] [--reps R]" into \p Calls and \p Reps (left as given
+/// when absent); prints the usage and returns false on anything else.
+bool parseCallsAndReps(int Argc, char **Argv, int &Calls, int &Reps);
+
 /// Pins this process (and its future children) to \p Cpu.
 void pinTo(int Cpu);
 

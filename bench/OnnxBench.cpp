@@ -78,17 +78,8 @@ struct RawOrt {
 
 int main(int argc, char **argv) {
   int Calls = 20000, Reps = 7;
-  for (int I = 1; I < argc; ++I) {
-    std::string A = argv[I];
-    if (A == "--calls" && I + 1 < argc)
-      Calls = std::atoi(argv[++I]);
-    else if (A == "--reps" && I + 1 < argc)
-      Reps = std::atoi(argv[++I]);
-    else {
-      std::fprintf(stderr, "usage: %s [--calls N] [--reps R]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!bench::parseCallsAndReps(argc, argv, Calls, Reps))
+    return 2;
   bench::pinTo(0);
   char Template[] = "/tmp/mlbridge-onnx-bench-XXXXXX";
   std::string Dir = ::mkdtemp(Template);
