@@ -16,12 +16,12 @@ import pytest
 from mlbridge.errors import ModelError
 from mlbridge.grpc_client import ModelClient, schema_message
 from mlbridge.grpc_server import AddressError, check_address, start_server
-from mlbridge.tensor_spec import DTYPES, TensorSpec
+from mlbridge.tensor_spec import TensorSpec
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
+from tensor_cases import ALL_DTYPE_SPECS, random_values
 
-INPUTS = [TensorSpec(f"t_{name}", name, shape) for name, shape in
-          zip(DTYPES, [(1,), (), (7,), (2, 3), (2, 3, 4), (1, 33), (5,), (3, 1), (0,), (4,)])]
+INPUTS = ALL_DTYPE_SPECS
 OUTPUTS = [TensorSpec(s.name + "_out", s.type_name, s.shape) for s in INPUTS]
 
 
@@ -32,16 +32,7 @@ def echo(features, context=""):
 
 
 def _values(seed):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for spec in INPUTS:
-        if spec.dtype.kind == "f":
-            out[spec.name] = rng.standard_normal(spec.shape).astype(spec.dtype)
-        else:
-            info = np.iinfo(spec.dtype)
-            out[spec.name] = rng.integers(info.min, info.max, spec.shape, dtype=spec.dtype,
-                                          endpoint=True)
-    return out
+    return random_values(INPUTS, seed)
 
 
 @pytest.fixture(params=["unix", "tcp"])

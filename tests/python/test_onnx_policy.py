@@ -1,10 +1,7 @@
-"""``--policy model.onnx``: ONNX models served from Python (onnxruntime)."""
+"""``--policy model.onnx``: ONNX onnx_models served from Python (onnxruntime)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,27 +14,16 @@ from mlbridge.grpc_server import start_server  # noqa: E402
 from mlbridge.policies import PolicyError, load_policy  # noqa: E402
 from mlbridge.tensor_spec import TensorSpec  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("models")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"),
-                    str(out)], check=True)
-    return out
-
-
-def test_mlp_matches_the_numpy_reference(models):
-    policy = load_policy(str(models / "mlp.onnx"))
-    cases = np.frombuffer((models / "mlp.cases.bin").read_bytes(), np.float32)
+def test_mlp_matches_the_numpy_reference(onnx_models):
+    policy = load_policy(str(onnx_models / "mlp.onnx"))
+    cases = np.frombuffer((onnx_models / "mlp.cases.bin").read_bytes(), np.float32)
     xs, ys = cases[:200 * 64].reshape(200, 64), cases[200 * 64:]
     got = np.array([policy({"x": x.reshape(1, 64)}).item() for x in xs], np.float32)
     assert np.max(np.abs(got - ys)) <= 1e-5
 
 
-def test_served_over_grpc_with_two_outputs(models, tmp_path):
-    running = start_server(load_policy(str(models / "two_io.onnx")),
+def test_served_over_grpc_with_two_outputs(onnx_models, tmp_path):
+    running = start_server(load_policy(str(onnx_models / "two_io.onnx")),
                            f"unix:{tmp_path}/m.sock")
     inputs = [TensorSpec("a", "int64_t", (1, 3)), TensorSpec("b", "float", (1, 3))]
     outputs = [TensorSpec("sum", "float", (1, 3)), TensorSpec("best", "int64_t", (1, 1))]
@@ -60,7 +46,7 @@ def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
         load_policy(str(bad))
 
 
-def test_missing_feature_names_the_input(models):
-    policy = load_policy(str(models / "mlp.onnx"))
+def test_missing_feature_names_the_input(onnx_models):
+    policy = load_policy(str(onnx_models / "mlp.onnx"))
     with pytest.raises(Exception, match="needs input 'x'"):
         policy({"features": np.zeros((1, 64), np.float32)})

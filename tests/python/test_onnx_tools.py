@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,14 @@ from mlbridge.tensor_spec import TensorSpec  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("models")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"),
-                    str(out)], check=True)
-    return out
-
-
-def test_fitting_specs_pass(models):
-    assert check_model(str(models / "mlp.onnx"), [TensorSpec("x", "float", (1, 64)),
+def test_fitting_specs_pass(onnx_models):
+    assert check_model(str(onnx_models / "mlp.onnx"), [TensorSpec("x", "float", (1, 64)),
                                                   TensorSpec("extra", "int64_t", (1,))],
                        [TensorSpec("y", "float", (1, 1))]) == []
 
 
-def test_every_problem_is_named(models):
-    problems = check_model(str(models / "two_io.onnx"),
+def test_every_problem_is_named(onnx_models):
+    problems = check_model(str(onnx_models / "two_io.onnx"),
                            [TensorSpec("a", "int32_t", (1, 3)),
                             TensorSpec("bb", "float", (1, 3))],
                            [TensorSpec("sum", "float", (1, 4)),
@@ -42,7 +33,7 @@ def test_every_problem_is_named(models):
     assert "output 'sum' has shape [1, 3]" in text
     assert "expects output 'advice'" in text
     with pytest.raises(ModelCheckError, match="'b'"):
-        require_fit(str(models / "two_io.onnx"), [TensorSpec("a", "int64_t", (1, 3))],
+        require_fit(str(onnx_models / "two_io.onnx"), [TensorSpec("a", "int64_t", (1, 3))],
                     [TensorSpec("best", "int64_t", (1, 1))])
 
 

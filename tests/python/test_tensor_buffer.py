@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from mlbridge.codecs import get_codec
 from mlbridge.codecs.protobuf_codec import load_tensor_pb2
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
-from mlbridge.tensor_spec import DTYPES, TensorSpec
+from tensor_cases import ALL_DTYPE_SPECS, random_values
 
-SPECS = [TensorSpec(f"t_{name}", name, shape) for name, shape in
-         zip(DTYPES, [(1,), (), (7,), (2, 3), (2, 3, 4), (1, 33), (5,), (3, 1), (0,), (4,)])]
+SPECS = ALL_DTYPE_SPECS
 
 
 def _values(seed: int):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for spec in SPECS:
-        if spec.dtype.kind == "f":
-            out[spec.name] = rng.standard_normal(spec.shape).astype(spec.dtype)
-        else:
-            info = np.iinfo(spec.dtype)
-            out[spec.name] = rng.integers(info.min, info.max, spec.shape, dtype=spec.dtype,
-                                          endpoint=True)
-    return out
+    return random_values(SPECS, seed)
 
 
 @pytest.mark.parametrize("fmt", ["bitstream", "json", "protobuf"])
