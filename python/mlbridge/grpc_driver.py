@@ -16,8 +16,8 @@ from typing import Any, Optional
 import grpc
 
 from mlbridge.codecs.tensor_buffer import TensorBuffer
-from mlbridge.errors import MlbridgeError
-from mlbridge.grpc_server import specs_from_proto, _Invalid
+from mlbridge.errors import CodecError, MlbridgeError
+from mlbridge.grpc_server import InvalidRequest, specs_from_proto
 from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
@@ -61,7 +61,7 @@ def drive(target: str, policy: Policy, *, connect_timeout: float = 30.0,
                     inputs = specs_from_proto(message.open.schema.inputs, "schema inputs")
                     outputs = specs_from_proto(message.open.schema.outputs,
                                                "schema outputs")
-                except _Invalid as err:
+                except InvalidRequest as err:
                     raise DriverError(str(err)) from None
                 buffer = TensorBuffer(inputs)
                 continue
@@ -70,10 +70,10 @@ def drive(target: str, policy: Policy, *, connect_timeout: float = 30.0,
             request = message.observation
             if request.context:
                 context = request.context
-            data = b"".join(request.inputs)
-            if len(data) != buffer.nbytes or len(request.inputs) != len(buffer.specs):
-                raise DriverError("observation does not match the schema")
-            buffer.memory[:buffer.nbytes] = data
+            try:
+                buffer.fill_parts(request.inputs, "observation")
+            except CodecError as err:
+                raise DriverError(str(err)) from None
             try:
                 answer = output_arrays(outputs, decide(buffer.views, context))
                 reply = pb.EvaluateReply(outputs=[answer[s.name].tobytes() for s in outputs])

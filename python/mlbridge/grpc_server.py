@@ -24,7 +24,7 @@ import grpc
 
 from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.codecs.tensor_buffer import TensorBuffer
-from mlbridge.errors import MlbridgeError
+from mlbridge.errors import CodecError, MlbridgeError
 from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays, scalar_packer
 from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec
 from mlbridge.v1 import model_service_pb2 as pb
@@ -38,24 +38,24 @@ class AddressError(MlbridgeError):
     """An address the server refuses to bind (e.g. non-loopback by default)."""
 
 
-class _Invalid(Exception):
-    """Aborts an RPC with INVALID_ARGUMENT and a message naming the problem."""
+class InvalidRequest(MlbridgeError):
+    """A schema or request that breaks the protocol (INVALID_ARGUMENT)."""
 
 
 def specs_from_proto(specs: Sequence[Any], what: str) -> List[TensorSpec]:
-    """TensorSpecs from mlbridge.v1.TensorSpec messages; _Invalid on errors."""
+    """TensorSpecs from mlbridge.v1.TensorSpec messages; InvalidRequest on errors."""
     out: List[TensorSpec] = []
     for spec in specs:
         type_name = _TYPE_BY_PROTO.get(spec.dtype)
         if type_name is None:
-            raise _Invalid(f"{what}: tensor '{spec.name}' has invalid dtype {spec.dtype}")
+            raise InvalidRequest(f"{what}: tensor '{spec.name}' has invalid dtype {spec.dtype}")
         try:
             out.append(TensorSpec(spec.name, type_name, tuple(spec.shape), spec.port))
         except SpecError as err:
-            raise _Invalid(f"{what}: {err}") from None
+            raise InvalidRequest(f"{what}: {err}") from None
     names = [s.name for s in out]
     if len(set(names)) != len(names):
-        raise _Invalid(f"{what}: a tensor name appears twice")
+        raise InvalidRequest(f"{what}: a tensor name appears twice")
     return out
 
 
@@ -66,7 +66,6 @@ class _Session:
     inputs: List[TensorSpec]
     outputs: List[TensorSpec]
     buffer: TensorBuffer
-    sizes: List[int] = field(default_factory=list)
     #: Packs a scalar answer straight to bytes (single scalar output only).
     pack: Optional[Callable[[Any], Optional[bytes]]] = None
     context: str = ""
@@ -88,30 +87,23 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
 
     def _new_session(self, request: Any) -> _Session:
         if request.version != PROTOCOL_VERSION:
-            raise _Invalid(f"client speaks mlbridge protocol version {request.version}, "
+            raise InvalidRequest(f"client speaks mlbridge protocol version {request.version}, "
                            f"this server speaks {PROTOCOL_VERSION}")
         inputs = specs_from_proto(request.schema.inputs, "schema inputs")
         outputs = specs_from_proto(request.schema.outputs, "schema outputs")
         if not outputs:
-            raise _Invalid("schema declares no outputs")
-        return _Session(inputs, outputs, TensorBuffer(inputs), [s.nbytes for s in inputs],
+            raise InvalidRequest("schema declares no outputs")
+        return _Session(inputs, outputs, TensorBuffer(inputs),
                         scalar_packer(outputs[0]) if len(outputs) == 1 else None)
 
     def _answer(self, session: _Session, request: Any) -> Any:
         """One decision; an EvaluateReply (policy errors go in its error)."""
         if request.context:
             session.context = request.context
-        inputs = request.inputs
-        if len(inputs) != len(session.inputs):
-            raise _Invalid(f"request carries {len(inputs)} inputs, the schema declares "
-                           f"{len(session.inputs)}")
-        if list(map(len, inputs)) != session.sizes:
-            for spec, data in zip(session.inputs, inputs):
-                if len(data) != spec.nbytes:
-                    raise _Invalid(f"input '{spec.name}' carries {len(data)} bytes, "
-                                   f"expected {spec.nbytes} ({spec.element_count} x "
-                                   f"{spec.type_name})")
-        session.buffer.memory[:session.buffer.nbytes] = b"".join(inputs)
+        try:
+            session.buffer.fill_parts(request.inputs, "request")
+        except CodecError as err:
+            raise InvalidRequest(str(err)) from None
         try:
             value = self._decide(session.buffer.views, session.context)
             packed = session.pack(value) if session.pack is not None else None
@@ -129,7 +121,7 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
     def OpenSession(self, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             session = self._new_session(request)
-        except _Invalid as err:
+        except InvalidRequest as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         with self._lock:
             if len(self._sessions) >= self._max_sessions:
@@ -148,7 +140,7 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
         with session.lock:
             try:
                 return self._answer(session, request)
-            except _Invalid as err:
+            except InvalidRequest as err:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
 
     def EvaluateStream(self, request_iterator: Iterator[Any],
@@ -161,7 +153,7 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
                           "the first message of a stream must open the session")
         try:
             session = self._new_session(first.open)
-        except _Invalid as err:
+        except InvalidRequest as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         for message in request_iterator:
             if message.WhichOneof("kind") != "evaluate":
@@ -169,7 +161,7 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
                               "only evaluate messages may follow the first one")
             try:
                 yield self._answer(session, message.evaluate)
-            except _Invalid as err:
+            except InvalidRequest as err:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
 
     def CloseSession(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -265,5 +257,5 @@ def free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-__all__ = ["AddressError", "ModelServicer", "RunningServer", "check_address",
+__all__ = ["AddressError", "InvalidRequest", "ModelServicer", "RunningServer", "check_address",
            "free_loopback_port", "specs_from_proto", "start_server"]

@@ -29,6 +29,7 @@ class TensorBuffer:
         newline that ends an mlgo observation record)."""
         self.specs = list(specs)
         self.nbytes = sum(spec.nbytes for spec in self.specs)
+        self._sizes = [spec.nbytes for spec in self.specs]
         self.buffer = bytearray(self.nbytes + trailing)
         self.memory = memoryview(self.buffer)
         self.views: Dict[str, np.ndarray] = {}
@@ -55,6 +56,24 @@ class TensorBuffer:
             raise CodecError(f"{what}: payload has {len(raw)} bytes, the schema needs "
                              f"exactly {self.nbytes}")
         self.memory[:self.nbytes] = raw
+        return self.views
+
+    def fill_parts(self, parts: Sequence[bytes], what: str) -> Dict[str, np.ndarray]:
+        """Copy one raw byte string per tensor (schema order); return the views.
+
+        Every part must have its tensor's exact size; an error names the first
+        one that does not.
+        """
+        if len(parts) != len(self.specs):
+            raise CodecError(f"{what}: {len(parts)} tensors, the schema declares "
+                             f"{len(self.specs)}")
+        if list(map(len, parts)) != self._sizes:
+            for spec, data in zip(self.specs, parts):
+                if len(data) != spec.nbytes:
+                    raise CodecError(f"{what}: input '{spec.name}' carries {len(data)} "
+                                     f"bytes, expected {spec.nbytes} "
+                                     f"({spec.element_count} x {spec.type_name})")
+        self.memory[:self.nbytes] = b"".join(parts)
         return self.views
 
     def matcher(self, what: str) -> SchemaMatcher:
