@@ -13,6 +13,7 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace mlbridge {
@@ -140,18 +141,17 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
     Ort::MemoryInfo Cpu =
         Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     R->P->Binding = std::make_unique<Ort::IoBinding>(S);
-    auto Bind = [&](bool IsInput, size_t Index) -> Error {
+    // Binds the model's input or output \p Index, called \p Name, to the
+    // runner buffer of the same name.
+    auto Bind = [&](bool IsInput, size_t Index,
+                    const std::string &Name) -> Error {
       const char *Role = IsInput ? "input" : "output";
-      std::string Name = (IsInput ? S.GetInputNameAllocated(Index, Alloc)
-                                  : S.GetOutputNameAllocated(Index, Alloc))
-                             .get();
       TensorBuffers &B = IsInput ? R->Inputs : R->Outputs;
       long I = B.indexOf(Name);
       if (I < 0)
         return makeError(ErrorCode::InvalidArgument, "model ", Model,
-                         IsInput ? " needs input '" : " has output '", Name,
-                         IsInput ? "', which no input spec provides"
-                                 : "', which no output spec names");
+                         " needs input '", Name,
+                         "', which no input spec provides");
       const TensorSpec &Spec = B.spec(size_t(I));
       Ort::TypeInfo Type =
           IsInput ? S.GetInputTypeInfo(Index) : S.GetOutputTypeInfo(Index);
@@ -178,27 +178,21 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
     };
     R->P->Values.reserve(S.GetInputCount() + S.GetOutputCount());
     for (size_t I = 0; I < S.GetInputCount(); ++I)
-      if (Error E = Bind(true, I))
+      if (Error E = Bind(true, I, S.GetInputNameAllocated(I, Alloc).get()))
         return E;
-    size_t Bound = 0;
-    for (size_t I = 0; I < S.GetOutputCount(); ++I) {
-      std::string Name = S.GetOutputNameAllocated(I, Alloc).get();
-      if (R->Outputs.indexOf(Name) < 0)
-        continue; // an output nobody asked for is simply not bound
-      if (Error E = Bind(false, I))
-        return E;
-      ++Bound;
-    }
-    if (Bound != R->Outputs.size())
-      for (size_t I = 0; I < R->Outputs.size(); ++I) {
-        bool Found = false;
-        for (size_t K = 0; K < S.GetOutputCount(); ++K)
-          Found |= R->Outputs.spec(I).name() ==
-                   S.GetOutputNameAllocated(K, Alloc).get();
-        if (!Found)
-          return makeError(ErrorCode::InvalidArgument, "model ", Model,
-                           " has no output '", R->Outputs.spec(I).name(), "'");
-      }
+    std::vector<std::string> ModelOutputs;
+    for (size_t I = 0; I < S.GetOutputCount(); ++I)
+      ModelOutputs.push_back(S.GetOutputNameAllocated(I, Alloc).get());
+    for (size_t I = 0; I < R->Outputs.size(); ++I)
+      if (std::find(ModelOutputs.begin(), ModelOutputs.end(),
+                    R->Outputs.spec(I).name()) == ModelOutputs.end())
+        return makeError(ErrorCode::InvalidArgument, "model ", Model,
+                         " has no output '", R->Outputs.spec(I).name(), "'");
+    // Outputs nobody asked for are simply not bound.
+    for (size_t I = 0; I < ModelOutputs.size(); ++I)
+      if (R->Outputs.indexOf(ModelOutputs[I]) >= 0)
+        if (Error E = Bind(false, I, ModelOutputs[I]))
+          return E;
   } catch (const Ort::Exception &E) {
     return makeError(ErrorCode::InvalidArgument, "cannot load ONNX model ",
                      Model, ": ", E.what());
