@@ -46,11 +46,39 @@ def export(out: Path, name: str, sizes, softmax: bool, seed: int) -> None:
     (out / f"{name}.cases.bin").write_bytes(xs.numpy().tobytes() + ys.numpy().tobytes())
 
 
+class EmbedPolicy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(12, 6)
+        self.hidden = torch.nn.Linear(22, 32)
+        self.head = torch.nn.Linear(32, 8)
+
+    def forward(self, x, opcode):
+        h = torch.cat([x, self.embed(opcode)], dim=-1)
+        return torch.log_softmax(self.head(torch.relu(self.hidden(h))), dim=-1)
+
+
+def export_embed(out: Path) -> None:
+    torch.manual_seed(2)
+    model = EmbedPolicy().eval()
+    example = (torch.zeros(1, 16), torch.zeros(1, dtype=torch.long))
+    torch.onnx.export(model, example, str(out / "torch_embed_policy.onnx"),
+                      input_names=["x", "opcode"], output_names=["y"], opset_version=13,
+                      dynamic_axes={"x": {0: "batch"}, "opcode": {0: "batch"}, "y": {0: "batch"}})
+    xs = torch.randn(CASES, 16)
+    ops = torch.randint(0, 12, (CASES,))
+    with torch.no_grad():
+        ys = torch.cat([model(x.reshape(1, -1), o.reshape(1)) for x, o in zip(xs, ops)])
+    (out / "torch_embed_policy.cases.bin").write_bytes(
+        xs.numpy().tobytes() + ops.numpy().tobytes() + ys.numpy().tobytes())
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     export(out, "torch_mlp", [64, 64, 1], softmax=False, seed=0)
     export(out, "torch_policy", [300, 256, 256, 16], softmax=True, seed=1)
+    export_embed(out)
     return 0
 
 

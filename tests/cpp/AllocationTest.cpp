@@ -44,6 +44,8 @@ void operator delete[](void *P, const std::nothrow_t &) noexcept {
   std::free(P);
 }
 
+uint64_t mlbridge::test::threadAllocations() { return ThreadAllocations; }
+
 using namespace mlbridge;
 using namespace mlbridge::test;
 using namespace std::chrono_literals;

@@ -52,6 +52,10 @@ void expectEchoRoundTrips(ModelRunner &R, uint32_t Rounds);
 /// Reads a whole file as bytes.
 std::string readFile(const std::string &Path);
 
+/// Heap allocations made so far by the calling thread (counted by the
+/// test binary's operator new, see AllocationTest.cpp).
+uint64_t threadAllocations();
+
 /// The Python interpreter with the mlbridge package (MLBRIDGE_TEST_PYTHON).
 const std::string &testPython();
 /// True when testPython() is executable.

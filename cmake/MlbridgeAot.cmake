@@ -1,0 +1,71 @@
+# mlbridge_add_aot_model: compile an ONNX model ahead of time, at build time,
+# into a static library with no runtime dependency.
+#
+#   mlbridge_add_aot_model(<target> MODEL <file.onnx>
+#                          [CLASS <CppClass>] [NAMESPACE <ns>]
+#                          [INPUT_SHAPES <name>=<d0>,<d1>... ...]
+#                          [DEPENDS <files>...])
+#
+# Runs mlbridge-aot (MLBRIDGE_AOT_COMMAND: the mlbridge-aot program, found on
+# PATH or in the source tree's .venv) to generate <CppClass>.h and .cpp in the
+# target's binary directory, and builds them into the static library
+# <target>, whose include directory carries the header. The class defaults to
+# the model file's name in CamelCase, the namespace to mlbridge_models.
+# Generated code is compiled with optimisation (-O3, floating-point
+# contraction) even in debug builds: it is a model, not code to step through.
+
+if(NOT MLBRIDGE_AOT_COMMAND)
+  find_program(MLBRIDGE_AOT_COMMAND mlbridge-aot
+    HINTS ${CMAKE_CURRENT_LIST_DIR}/../.venv/bin ${PROJECT_SOURCE_DIR}/.venv/bin
+    DOC "The mlbridge-aot program (pip install 'mlbridge[aot]')")
+endif()
+
+function(mlbridge_add_aot_model TARGET)
+  cmake_parse_arguments(ARG "" "MODEL;CLASS;NAMESPACE" "INPUT_SHAPES;DEPENDS"
+                        ${ARGN})
+  if(NOT ARG_MODEL)
+    message(FATAL_ERROR "mlbridge_add_aot_model(${TARGET}): MODEL is required")
+  endif()
+  if(NOT MLBRIDGE_AOT_COMMAND)
+    message(FATAL_ERROR "mlbridge_add_aot_model(${TARGET}): mlbridge-aot not "
+            "found; install the Python package (pip install 'mlbridge[aot]') "
+            "or set MLBRIDGE_AOT_COMMAND")
+  endif()
+  get_filename_component(model "${ARG_MODEL}" ABSOLUTE)
+  if(ARG_CLASS)
+    set(class ${ARG_CLASS})
+  else()
+    get_filename_component(stem "${model}" NAME_WE)
+    string(REGEX REPLACE "[^A-Za-z0-9]+" ";" words "${stem}")
+    set(class "")
+    foreach(word IN LISTS words)
+      string(SUBSTRING "${word}" 0 1 first)
+      string(SUBSTRING "${word}" 1 -1 rest)
+      string(TOUPPER "${first}" first)
+      string(APPEND class "${first}${rest}")
+    endforeach()
+  endif()
+  set(namespace mlbridge_models)
+  if(ARG_NAMESPACE)
+    set(namespace ${ARG_NAMESPACE})
+  endif()
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${TARGET}_aot)
+  set(shape_args "")
+  foreach(shape IN LISTS ARG_INPUT_SHAPES)
+    list(APPEND shape_args --input-shape ${shape})
+  endforeach()
+  add_custom_command(
+    OUTPUT ${out_dir}/${class}.h ${out_dir}/${class}.cpp
+    COMMAND ${MLBRIDGE_AOT_COMMAND} ${model} -o ${out_dir} --class ${class}
+            --namespace ${namespace} ${shape_args}
+    DEPENDS ${model} ${ARG_DEPENDS} ${MLBRIDGE_AOT_GENERATOR_SOURCES}
+    COMMENT "mlbridge-aot: ${ARG_MODEL} -> ${class}"
+    VERBATIM)
+  add_library(${TARGET} STATIC ${out_dir}/${class}.cpp ${out_dir}/${class}.h)
+  target_include_directories(${TARGET} PUBLIC ${out_dir})
+  target_compile_features(${TARGET} PUBLIC cxx_std_17)
+  set_target_properties(${TARGET} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${TARGET} PRIVATE -O3 -ffp-contract=fast)
+  endif()
+endfunction()

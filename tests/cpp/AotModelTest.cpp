@@ -1,0 +1,178 @@
+//===- AotModelTest.cpp - Models compiled by mlbridge-aot -----------------===//
+//
+// Every operator test model from tools/make_aot_test_models.py, compiled to
+// C++ at build time (mlbridge_add_aot_model), against ONNX Runtime on 1000
+// random inputs each (or, where ONNX Runtime has no kernel, against 1000
+// outputs of ONNX's reference implementation); the XLA-style and EmitC-style
+// interfaces; binding errors; data-dependent run-time errors; no allocation in
+// evaluate().
+//
+//===----------------------------------------------------------------------===//
+
+#include "AotCompare.h"
+#include "TestHelpers.h"
+
+#include "aot_test_headers.inc"
+
+#include <cstring>
+
+using namespace mlbridge;
+using namespace mlbridge::test;
+
+namespace {
+std::string modelPath(const char *File) {
+  return std::string(MLBRIDGE_AOT_MODEL_DIR) + "/" + File;
+}
+} // namespace
+
+#define AOT_TEST_MODEL(Class, File, FLo, FHi, ILo, IHi)                        \
+  TEST(AotModelVsOnnxRuntime, Class) {                                         \
+    compareWithOnnxRuntime<aot_test::Class>(modelPath(File),                   \
+                                            InputRanges{FLo, FHi, ILo, IHi});  \
+  }
+#define AOT_REFERENCE_MODEL(Class, File)                                       \
+  TEST(AotModelVsReference, Class) {                                           \
+    compareWithReference<aot_test::Class>(modelPath(File));                    \
+  }
+#include "aot_test_models.inc"
+#undef AOT_TEST_MODEL
+#undef AOT_REFERENCE_MODEL
+
+TEST(AotModel, XlaStyleInterface) {
+  aot_test::AotGemmSmall M;
+  EXPECT_EQ(M.LookupArgIndex("feed_x"), 0);
+  EXPECT_EQ(M.LookupArgIndex("x"), 0);
+  EXPECT_EQ(M.LookupArgIndex("feed_nope"), -1);
+  EXPECT_EQ(M.LookupResultIndex("fetch_y"), 0);
+  EXPECT_EQ(M.LookupResultIndex("y"), 0);
+  EXPECT_EQ(M.LookupResultIndex("x"), -1);
+  EXPECT_EQ(M.arg_data(1), nullptr);
+  EXPECT_EQ(M.result_data(-1), nullptr);
+  ASSERT_EQ(M.arg_data(0), M.arg_feed_x_data());
+  ASSERT_EQ(M.result_data(0), M.result_fetch_y_data());
+  float *X = static_cast<float *>(M.arg_data(0));
+  for (int I = 0; I < 32; ++I)
+    X[I] = float(I % 7) * 0.25f - 0.5f;
+  ASSERT_TRUE(M.Run());
+  EXPECT_EQ(M.error(), nullptr);
+
+  // The same inputs through the runner API give the same outputs.
+  auto R = AotModelRunner<aot_test::AotGemmSmall>::create();
+  ASSERT_TRUE(R) << R.error().message();
+  std::memcpy((*R)->input<float>(0), X, 32 * sizeof(float));
+  ASSERT_FALSE((*R)->evaluate());
+  auto Y = (*R)->output<float>("y");
+  ASSERT_TRUE(Y);
+  ASSERT_EQ(Y->Size, 48u);
+  EXPECT_EQ(std::memcmp(Y->Data, M.result_data(0), 48 * sizeof(float)), 0);
+  EXPECT_EQ(aot_test::AotGemmSmall::argInfo(0).Rank, 2);
+  EXPECT_EQ(aot_test::AotGemmSmall::argInfo(0).Shape[1], 16);
+  EXPECT_STREQ(aot_test::AotGemmSmall::resultInfo(0).DType, "float");
+}
+
+TEST(AotModel, EmitCStyleInterface) {
+  aot_test::AotGemmSmall M;
+  EXPECT_EQ(M.getBufferForName("x"), M.arg_data(0));
+  EXPECT_EQ(M.getBufferForName("feed_x"), M.arg_data(0));
+  EXPECT_EQ(M.getBufferForName("fetch_y"), M.result_data(0));
+  EXPECT_EQ(M.getBufferForName("nope"), nullptr);
+  float *X = reinterpret_cast<float *>(M.getBufferForName("x"));
+  for (int I = 0; I < 32; ++I)
+    X[I] = 0.125f * float(I);
+  M();
+  std::vector<float> First(static_cast<float *>(M.result_data(0)),
+                           static_cast<float *>(M.result_data(0)) + 48);
+  X[0] += 1.0f;
+  M();
+  EXPECT_NE(std::memcmp(First.data(), M.result_data(0), 48 * sizeof(float)), 0);
+}
+
+TEST(AotModel, RedirectedBuffers) {
+  aot_test::AotGemmSmall M;
+  alignas(64) float In[32], Out[48];
+  for (int I = 0; I < 32; ++I)
+    In[I] = float(I) / 32.0f;
+  M.set_arg_data(0, In);
+  M.set_result_data(0, Out);
+  ASSERT_TRUE(M.Run());
+  aot_test::AotGemmSmall Own;
+  std::memcpy(Own.arg_data(0), In, sizeof(In));
+  ASSERT_TRUE(Own.Run());
+  EXPECT_EQ(std::memcmp(Out, Own.result_data(0), sizeof(Out)), 0);
+  M.set_arg_data(0, nullptr); // back to the model's own (zeroed) buffer
+  EXPECT_NE(M.arg_data(0), static_cast<void *>(In));
+}
+
+TEST(AotModel, BindingErrorsNameTheTensor) {
+  using Runner = AotModelRunner<aot_test::AotGemmSmall>;
+  auto Missing = Runner::create({TensorSpec::of<float>("features", {2, 16})},
+                                {TensorSpec::of<float>("y", {2, 24})});
+  ASSERT_FALSE(Missing);
+  EXPECT_EQ(Missing.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(Missing.error().message().find("'x'"), std::string::npos);
+
+  auto WrongType = Runner::create({TensorSpec::of<int64_t>("x", {2, 16})},
+                                  {TensorSpec::of<float>("y", {2, 24})});
+  ASSERT_FALSE(WrongType);
+  EXPECT_EQ(WrongType.error().code(), ErrorCode::TypeMismatch);
+  EXPECT_NE(WrongType.error().message().find("is float"), std::string::npos);
+
+  auto WrongSize = Runner::create({TensorSpec::of<float>("x", {1, 16})},
+                                  {TensorSpec::of<float>("y", {2, 24})});
+  ASSERT_FALSE(WrongSize);
+  EXPECT_NE(WrongSize.error().message().find("32 elements"), std::string::npos);
+
+  auto UnknownOut = Runner::create({TensorSpec::of<float>("x", {2, 16})},
+                                   {TensorSpec::of<float>("advice", {1})});
+  ASSERT_FALSE(UnknownOut);
+  EXPECT_NE(UnknownOut.error().message().find("'advice'"), std::string::npos);
+
+  // A feature the model does not read still gets a buffer (LLVM contract).
+  auto Extra = Runner::create({TensorSpec::of<int64_t>("unused", {3}),
+                               TensorSpec::of<float>("x", {2, 16})},
+                              {TensorSpec::of<float>("y", {2, 24})});
+  ASSERT_TRUE(Extra) << Extra.error().message();
+  (*Extra)->input<int64_t>(0)[2] = 7;
+  EXPECT_FALSE((*Extra)->evaluate());
+}
+
+TEST(AotModel, IndexOutOfRangeFailsThatCallOnly) {
+  auto R = AotModelRunner<aot_test::AotGather>::create();
+  ASSERT_TRUE(R) << R.error().message();
+  int64_t *Ids = *(*R)->input<int64_t>("ids");
+  Ids[0] = 1, Ids[1] = 10, Ids[2] = 0; // 10 is outside [-10, 10)
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(E);
+  EXPECT_EQ(E.code(), ErrorCode::ModelFailure);
+  EXPECT_NE(E.message().find("(Gather)"), std::string::npos) << E.message();
+  EXPECT_NE(E.message().find("[-10, 10)"), std::string::npos) << E.message();
+  Ids[1] = -10; // the first row, counted from the end
+  EXPECT_FALSE((*R)->evaluate());
+}
+
+TEST(AotModel, IntegerDivisionByZeroIsAnError) {
+  auto R = AotModelRunner<aot_test::AotBinaryInt64>::create();
+  ASSERT_TRUE(R) << R.error().message();
+  for (size_t I = 0; I < (*R)->numInputs(); ++I)
+    for (size_t E = 0; E < (*R)->inputSpec(I).elementCount(); ++E)
+      (*R)->input<int64_t>(I)[E] = 3;
+  EXPECT_FALSE((*R)->evaluate());
+  (*R)->input<int64_t>(1)[5] = 0;
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(E);
+  EXPECT_NE(E.message().find("division by zero"), std::string::npos);
+}
+
+TEST(AotModel, EvaluateAllocatesNothing) {
+  auto R = AotModelRunner<aot_test::AotGemmFusedRelu>::create();
+  ASSERT_TRUE(R) << R.error().message();
+  for (int I = 0; I < 10; ++I)
+    ASSERT_FALSE((*R)->evaluate());
+  uint64_t Before = threadAllocations();
+  for (int I = 0; I < 1000; ++I) {
+    (*R)->input<float>(0)[I % 192] = float(I);
+    if ((*R)->evaluate())
+      FAIL();
+  }
+  EXPECT_EQ(threadAllocations() - Before, 0u);
+}
