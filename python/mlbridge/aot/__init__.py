@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from mlbridge.aot.emit import GeneratedModel, generate
 from mlbridge.aot.graph import AotError, Graph, load_graph
-from mlbridge.aot.optimize import fuse_relu
+from mlbridge.aot.optimize import fuse_relu, mark_sparse_inputs
 
 
 def supported_ops() -> str:
@@ -44,6 +44,7 @@ def compile_model(model: Any, class_name: Optional[str] = None,
     """Compiles ``model`` (path, bytes or onnx.ModelProto)."""
     graph = load_graph(model, input_shapes)
     fuse_relu(graph)
+    mark_sparse_inputs(graph)
     if class_name is None:
         class_name = default_class_name(str(model)) if isinstance(model, (str, Path)) \
             else "Model"

@@ -400,6 +400,9 @@ public:
   bool Run();
   /// Why the last Run() failed, or nullptr.
   const char *error() const {{ return LastError; }}
+  /// The instruction set the run function was compiled for ("avx2+fma" or
+  /// "generic"), picked for this CPU at construction.
+  const char *instructionSet() const {{ return InstructionSet; }}
 
   /// EmitC style: the buffer of the input or output called \\p Name (with or
   /// without the feed_/fetch_ prefix), or nullptr.
@@ -414,6 +417,7 @@ private:
   using RunFunction = const char *(*)(void *const *Args, void *const *Results,
                                       unsigned char *Scratch);
   RunFunction RunImpl;
+  const char *InstructionSet;
   const char *LastError = nullptr;
   void *ArgData[{arg_slots}];
   void *ResultData[{result_slots}];
@@ -494,10 +498,13 @@ const {cls}::TensorInfo &{cls}::resultInfo(int I) {{ return ResultInfos[I]; }}
   for (int I = 0; I < NumResults; ++I)
     ResultData[I] = Storage + ResultOffsets[I];
   RunImpl = runGeneric;
+  InstructionSet = "generic";
 #ifdef MLBRIDGE_AOT_X86_DISPATCH
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {{
     RunImpl = runAvx2;
+    InstructionSet = "avx2+fma";
+  }}
 #endif
 }}
 

@@ -27,11 +27,50 @@ namespace kernels {
 
 using I64 = std::int64_t;
 
+/// NB accumulators of a dense layer's column block, kept in vector registers
+/// (GCC/Clang vector extensions; plain arrays elsewhere). NB is a multiple
+/// of 8.
+template <int NB> struct BlockAccumulator {
+#if defined(__GNUC__) || defined(__clang__)
+  typedef float Vec __attribute__((vector_size(32)));
+  static constexpr int Lanes = 8;
+#else
+  typedef float Vec;
+  static constexpr int Lanes = 1;
+#endif
+  Vec Acc[NB / Lanes];
+
+  /// Starts from \p Bias[0..NB) (or zeros).
+  MLBRIDGE_AOT_INLINE void init(const float *Bias) {
+    for (int J = 0; J < NB / Lanes; ++J)
+      std::memcpy(&Acc[J], Bias ? Bias + J * Lanes : Zeros, sizeof(Vec));
+  }
+  /// Acc += X * W[0..NB), W aligned to 32 bytes.
+  MLBRIDGE_AOT_INLINE void add(float X, const float *MLBRIDGE_AOT_RESTRICT W) {
+    for (int J = 0; J < NB / Lanes; ++J)
+      Acc[J] += X * *reinterpret_cast<const Vec *>(W + J * Lanes);
+  }
+  /// Writes the first \p Count sums to \p Y, through a ReLU if asked.
+  MLBRIDGE_AOT_INLINE void store(float *MLBRIDGE_AOT_RESTRICT Y, int Count,
+                                 bool Relu) const {
+    float Out[NB];
+    std::memcpy(Out, Acc, sizeof(Out));
+    for (int J = 0; J < Count; ++J)
+      Y[J] = Relu ? (Out[J] > 0.0f ? Out[J] : 0.0f) : Out[J];
+  }
+  static constexpr float Zeros[8] = {};
+};
+
 /// Dense layer with constant weights packed in column blocks of NB outputs:
 /// Y[M,N] = act(X[M,K] * W + Bias). Packed[b][k][j] = W[k][b*NB+j], zero
-/// padded; Bias (may be null) is padded to a multiple of NB. NB accumulators
-/// stay in registers while the packed weights stream through once.
-template <int M, int K, int N, int NB, bool Relu>
+/// padded, 64-byte aligned; Bias (may be null) is padded to a multiple of
+/// NB. NB accumulators stay in registers while the packed weights stream
+/// through once. With SkipZeros (an input that follows a ReLU), the rows of
+/// weights whose input is zero are skipped: the non-zero inputs are listed
+/// first, without branches. That sums the same terms in the same order, so
+/// the result is the same when the weights are finite (mlbridge-aot checks
+/// that before asking for it).
+template <int M, int K, int N, int NB, bool Relu, bool SkipZeros>
 MLBRIDGE_AOT_INLINE void denseBlocked(const float *MLBRIDGE_AOT_RESTRICT X,
                                       const float *MLBRIDGE_AOT_RESTRICT Packed,
                                       const float *MLBRIDGE_AOT_RESTRICT Bias,
@@ -40,19 +79,28 @@ MLBRIDGE_AOT_INLINE void denseBlocked(const float *MLBRIDGE_AOT_RESTRICT X,
   for (int Row = 0; Row < M; ++Row) {
     const float *XRow = X + I64(Row) * K;
     float *YRow = Y + I64(Row) * N;
-    for (int B = 0; B < Blocks; ++B) {
-      float Acc[NB];
-      for (int J = 0; J < NB; ++J)
-        Acc[J] = Bias ? Bias[B * NB + J] : 0.0f;
-      const float *W = Packed + I64(B) * K * NB;
+    int Rows = K;
+    I64 Offset[SkipZeros ? K : 1];
+    float Value[SkipZeros ? K : 1];
+    if constexpr (SkipZeros) {
+      Rows = 0;
       for (int Kk = 0; Kk < K; ++Kk) {
-        const float Xk = XRow[Kk];
-        for (int J = 0; J < NB; ++J)
-          Acc[J] += Xk * W[I64(Kk) * NB + J];
+        Offset[Rows] = I64(Kk) * NB;
+        Value[Rows] = XRow[Kk];
+        Rows += XRow[Kk] != 0.0f;
       }
-      const int Count = B == Blocks - 1 ? N - B * NB : NB;
-      for (int J = 0; J < Count; ++J)
-        YRow[B * NB + J] = Relu ? (Acc[J] > 0.0f ? Acc[J] : 0.0f) : Acc[J];
+    }
+    for (int B = 0; B < Blocks; ++B) {
+      BlockAccumulator<NB> Acc;
+      Acc.init(Bias ? Bias + B * NB : nullptr);
+      const float *W = Packed + I64(B) * K * NB;
+      for (int I = 0; I < Rows; ++I) {
+        if constexpr (SkipZeros)
+          Acc.add(Value[I], W + Offset[I]);
+        else
+          Acc.add(XRow[I], W + I64(I) * NB);
+      }
+      Acc.store(YRow + B * NB, B == Blocks - 1 ? N - B * NB : NB, Relu);
     }
   }
 }

@@ -38,3 +38,19 @@ def fuse_relu(graph: Graph) -> None:
         node.outputs[0] = relu.outputs[0]
         dropped.add(id(relu))
     graph.nodes = [n for n in graph.nodes if id(n) not in dropped]
+
+
+def mark_sparse_inputs(graph: Graph) -> None:
+    """Marks dense layers whose input is a ReLU's output (a Relu node or a
+    layer with a fused Relu, possibly through views): their kernel may skip
+    the zero entries."""
+    from mlbridge.aot.ops import OPERATORS
+
+    after_relu: set = set()
+    for node in graph.nodes:
+        if node.op in ("Gemm", "MatMul") and node.inputs[0] is not None \
+                and id(node.inputs[0]) in after_relu:
+            node.fused["sparse_input"] = True
+        if node.op == "Relu" or node.fused.get("relu") or (
+                OPERATORS[node.op].view and id(node.inputs[0]) in after_relu):
+            after_relu.update(id(o) for o in node.outputs)

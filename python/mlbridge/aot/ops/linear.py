@@ -20,9 +20,15 @@ F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
 
 
+#: Inputs longer than this always take the dense kernel (the sparse one keeps
+#: an index list of the input on the stack).
+SPARSE_MAX_K = 4096
+
+
 def emit_dense(em, x: str, m: int, k: int, w: np.ndarray, bias: Optional[np.ndarray],
-               relu: bool, y: str, hint: str) -> None:
-    """Y[m,n] = act(X[m,k] @ W[k,n] + bias) with constant W (float32)."""
+               relu: bool, y: str, hint: str, sparse_input: bool = False) -> None:
+    """Y[m,n] = act(X[m,k] @ W[k,n] + bias) with constant W (float32).
+    ``sparse_input``: X comes out of a ReLU, so many of its entries are zero."""
     n = w.shape[1]
     relu_arg = "true" if relu else "false"
     if n >= 32:
@@ -37,8 +43,9 @@ def emit_dense(em, x: str, m: int, k: int, w: np.ndarray, bias: Optional[np.ndar
             pb = np.zeros(blocks * nb, np.float32)
             pb[:n] = bias
             bsym = em.const(pb, f"{hint} bias")
-        em.line(f"kernels::denseBlocked<{m}, {k}, {n}, {nb}, {relu_arg}>("
-                f"{x}, {wsym}, {bsym}, {y});")
+        skip = sparse_input and k <= SPARSE_MAX_K and bool(np.isfinite(w).all())
+        em.line(f"kernels::denseBlocked<{m}, {k}, {n}, {nb}, {relu_arg}, "
+                f"{'true' if skip else 'false'}>({x}, {wsym}, {bsym}, {y});")
     else:
         lanes = 32 if k >= 32 else (16 if k >= 16 else 8)
         wsym = em.const(np.ascontiguousarray(w.T), f"{hint} weights, transposed")
@@ -119,7 +126,8 @@ class Gemm(Operator):
             if c_after is not None and relu:
                 raise AotError(f"{node.where()}: internal error: relu fused before a "
                                "second bias")
-            emit_dense(em, x, m, k, w, bias, relu, em.ptr(y), node.name)
+            emit_dense(em, x, m, k, w, bias, relu, em.ptr(y), node.name,
+                       bool(node.fused.get("sparse_input")) and x == em.ptr(a))
             if c_after is not None:
                 emit_add_broadcast(em, node, em.ptr(y), y.shape, em.ptr(c_after),
                                    c_after.shape, beta)
@@ -182,7 +190,7 @@ class MatMul(Operator):
             # x[..., k] @ W[k, n]: every row of every batch is one dense row.
             w = b.const.reshape(k, n).astype(np.float32)
             emit_dense(em, em.ptr(a), int(np.prod(sa[:-1])), k, w, None, relu,
-                       em.ptr(y), node.name)
+                       em.ptr(y), node.name, bool(node.fused.get("sparse_input")))
             return
         t = em.ctype(y)
         nbatch = int(np.prod(batch)) if batch else 1
