@@ -107,14 +107,27 @@ def _runtime_dtype(elem_type: int, what: str) -> np.dtype:
 
 
 def _input_shape(vi: Any, pinned: Mapping[str, Sequence[int]]) -> tuple:
-    if vi.name in pinned:
-        return tuple(int(d) for d in pinned[vi.name])
     tt = vi.type.tensor_type
-    if not tt.HasField("shape"):
+    declared = list(tt.shape.dim) if tt.HasField("shape") else None
+    if vi.name in pinned:
+        shape = tuple(int(d) for d in pinned[vi.name])
+        if any(d < 0 for d in shape):
+            raise AotError(f"input '{vi.name}': --input-shape dimensions must be >= 0, "
+                           f"got {list(shape)}")
+        if declared is not None:
+            if len(declared) != len(shape):
+                raise AotError(f"input '{vi.name}': --input-shape the model declares rank "
+                               f"{len(declared)}, got {list(shape)}")
+            for i, (d, n) in enumerate(zip(declared, shape)):
+                if d.HasField("dim_value") and d.dim_value != n:
+                    raise AotError(f"input '{vi.name}': --input-shape dimension {i} is fixed "
+                                   f"to {d.dim_value} by the model, got {n}")
+        return shape
+    if declared is None:
         raise AotError(f"dynamic shape: input '{vi.name}' has no declared shape; "
                        f"pin it with --input-shape {vi.name}=D0,D1,...")
     dims = []
-    for i, d in enumerate(tt.shape.dim):
+    for i, d in enumerate(declared):
         if not d.HasField("dim_value"):
             label = f" '{d.dim_param}'" if d.dim_param else ""
             raise AotError(
@@ -122,6 +135,29 @@ def _input_shape(vi: Any, pinned: Mapping[str, Sequence[int]]) -> tuple:
                 f"fixed; pin it with --input-shape {vi.name}=D0,D1,...")
         dims.append(int(d.dim_value))
     return tuple(dims)
+
+
+def _load_model(model: Any) -> tuple:
+    """(ModelProto, description for messages) from a path, bytes or proto."""
+    if isinstance(model, onnx.ModelProto):
+        return model, "the model"
+    if isinstance(model, (bytes, bytearray)):
+        what = "the model bytes"
+        try:
+            proto = onnx.load_from_string(bytes(model))
+        except Exception as e:  # protobuf's DecodeError and friends
+            raise AotError(f"{what} are not an ONNX model: {e}") from e
+    else:
+        what = f"'{model}'"
+        try:
+            proto = onnx.load(str(model))
+        except OSError as e:
+            raise AotError(f"cannot read model {what}: {e}") from e
+        except Exception as e:
+            raise AotError(f"{what} is not an ONNX model: {e}") from e
+    if proto.ir_version == 0 and not proto.graph.node and not proto.graph.input:
+        raise AotError(f"{what} is not an ONNX model (empty or not a ModelProto)")
+    return proto, what
 
 
 def _attributes(node: Any) -> dict:
@@ -158,19 +194,12 @@ def load_graph(model: Any,
     from mlbridge.aot.ops import OPERATORS, supported_ops
 
     _require_onnx()
-    if isinstance(model, (bytes, bytearray)):
-        model = onnx.load_from_string(bytes(model))
-    elif not isinstance(model, onnx.ModelProto):
-        try:
-            model = onnx.load(str(model))
-        except OSError as e:
-            raise AotError(f"cannot read model '{model}': {e}") from e
-        except Exception as e:
-            raise AotError(f"'{model}' is not an ONNX model: {e}") from e
+    model, what = _load_model(model)
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
-        raise AotError(f"invalid ONNX model: {str(e).splitlines()[0]}") from e
+        raise AotError(f"{what} is not a valid ONNX model: "
+                       f"{str(e).splitlines()[0]}") from e
     pinned = dict(input_shapes or {})
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                  None)
