@@ -39,6 +39,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    metavar="NAME=D0,D1,...",
                    help="pin the shape of an input with dynamic dimensions")
     p.add_argument("--list-ops", action="store_true", help="print the supported operators")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print what was written (silent otherwise, as build steps are)")
     args = p.parse_args(argv)
     if args.list_ops:
         print(supported_ops())
@@ -54,9 +56,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except AotError as e:
         print(f"mlbridge-aot: error: {e}", file=sys.stderr)
         return 1
-    g = generated.graph
-    print(f"{header}\n{source}\n{len(g.nodes)} nodes, "
-          f"{len(g.args)} inputs, {len(g.results)} outputs", file=sys.stderr)
+    if args.verbose:
+        g = generated.graph
+        print(f"{header}\n{source}\n{len(g.nodes)} nodes, "
+              f"{len(g.args)} inputs, {len(g.results)} outputs")
     return 0
 
 
