@@ -4,13 +4,16 @@
 #   mlbridge_add_aot_model(<target> MODEL <file.onnx>
 #                          [CLASS <CppClass>] [NAMESPACE <ns>]
 #                          [INPUT_SHAPES <name>=<d0>,<d1>... ...]
-#                          [DEPENDS <files>...])
+#                          [DEPENDS <files>...] [SHARED])
 #
 # Runs mlbridge-aot (MLBRIDGE_AOT_COMMAND: the mlbridge-aot program, found on
 # PATH or in the source tree's .venv) to generate <CppClass>.h and .cpp in the
 # target's binary directory, and builds them into the static library
 # <target>, whose include directory carries the header. The class defaults to
 # the model file's name in CamelCase, the namespace to mlbridge_models.
+# With SHARED, <target> is a loadable module instead, exporting the model's C
+# interface as mlbridge_aot_model_v1_entry (for dlopen: the C API's
+# mlbridge_aot_runner_load, the LLVM plugin's -mlbridge-runner=aot).
 # Generated code is compiled with optimisation (-O3, floating-point
 # contraction) even in debug builds: it is a model, not code to step through.
 
@@ -21,8 +24,8 @@ if(NOT MLBRIDGE_AOT_COMMAND)
 endif()
 
 function(mlbridge_add_aot_model TARGET)
-  cmake_parse_arguments(ARG "" "MODEL;CLASS;NAMESPACE" "INPUT_SHAPES;DEPENDS"
-                        ${ARGN})
+  cmake_parse_arguments(ARG "SHARED" "MODEL;CLASS;NAMESPACE"
+                        "INPUT_SHAPES;DEPENDS" ${ARGN})
   if(NOT ARG_MODEL)
     message(FATAL_ERROR "mlbridge_add_aot_model(${TARGET}): MODEL is required")
   endif()
@@ -61,7 +64,13 @@ function(mlbridge_add_aot_model TARGET)
     DEPENDS ${model} ${ARG_DEPENDS} ${MLBRIDGE_AOT_GENERATOR_SOURCES}
     COMMENT "mlbridge-aot: ${ARG_MODEL} -> ${class}"
     VERBATIM)
-  add_library(${TARGET} STATIC ${out_dir}/${class}.cpp ${out_dir}/${class}.h)
+  if(ARG_SHARED)
+    add_library(${TARGET} MODULE ${out_dir}/${class}.cpp ${out_dir}/${class}.h)
+    target_compile_definitions(${TARGET} PRIVATE MLBRIDGE_AOT_ENTRY_POINT)
+    set_target_properties(${TARGET} PROPERTIES PREFIX "" CXX_VISIBILITY_PRESET hidden)
+  else()
+    add_library(${TARGET} STATIC ${out_dir}/${class}.cpp ${out_dir}/${class}.h)
+  endif()
   target_include_directories(${TARGET} PUBLIC ${out_dir})
   target_compile_features(${TARGET} PUBLIC cxx_std_17)
   set_target_properties(${TARGET} PROPERTIES POSITION_INDEPENDENT_CODE ON)

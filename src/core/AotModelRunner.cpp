@@ -1,4 +1,4 @@
-//===- core/AotModelRunner.cpp - Binding checks of AOT models -------------===//
+//===- core/AotModelRunner.cpp - Runner over AOT-compiled models ----------===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
@@ -6,34 +6,194 @@
 
 #include "mlbridge/AotModelRunner.h"
 
-namespace mlbridge {
-namespace detail {
+#include <dlfcn.h>
 
-Error checkAotTensor(const char *Name, const char *DTypeName, size_t Count,
-                     const TensorSpec &Spec, const char *Role) {
-  auto Type = parseDType(DTypeName);
+namespace mlbridge {
+
+/// A module loaded with dlopen, closed when the runner goes away.
+struct AotInterfaceRunner::Module {
+  void *Handle = nullptr;
+  ~Module() {
+    if (Handle)
+      ::dlclose(Handle);
+  }
+};
+
+namespace {
+
+/// Checks that the model tensor \p T matches \p Spec.
+Error checkTensor(const mlbridge_aot_tensor_v1 &T, const TensorSpec &Spec,
+                  const char *Role) {
+  auto Type = parseDType(T.dtype);
   if (!Type)
     return Type.takeError();
   if (*Type != Spec.type())
-    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", Name,
-                     "' is ", DTypeName, ", the spec says ",
+    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", T.name,
+                     "' is ", T.dtype, ", the spec says ",
                      dtypeName(Spec.type()));
+  size_t Count = 1;
+  for (int D = 0; D < T.rank; ++D)
+    Count *= size_t(T.shape[D]);
   if (Count != Spec.elementCount())
-    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", Name,
+    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", T.name,
                      "' has ", std::to_string(Count),
                      " elements, the spec has ",
                      std::to_string(Spec.elementCount()));
   return Error::success();
 }
 
-Expected<TensorSpec> aotTensorSpec(const char *Name, const char *DTypeName,
-                                   const int64_t *Shape, int Rank) {
-  auto Type = parseDType(DTypeName);
-  if (!Type)
-    return Type.takeError();
-  return TensorSpec::create(Name, *Type,
-                            std::vector<int64_t>(Shape, Shape + Rank));
+Error checkInterface(const mlbridge_aot_model_v1 *Model) {
+  if (!Model)
+    return makeError(ErrorCode::InvalidArgument, "no AOT model interface");
+  if (Model->abi_version != 1)
+    return makeError(ErrorCode::Unsupported, "AOT model '",
+                     Model->name ? Model->name : "?", "' has ABI version ",
+                     std::to_string(Model->abi_version),
+                     ", this build reads 1");
+  return Error::success();
 }
 
-} // namespace detail
+} // namespace
+
+AotInterfaceRunner::AotInterfaceRunner(const mlbridge_aot_model_v1 *Model,
+                                       void *Object)
+    : Model(Model), Object(Object) {}
+
+AotInterfaceRunner::~AotInterfaceRunner() {
+  if (Object)
+    Model->destroy(Object);
+}
+
+Expected<std::vector<TensorSpec>>
+AotInterfaceRunner::modelSpecs(const mlbridge_aot_model_v1 *Model,
+                               bool Outputs) {
+  if (Error E = checkInterface(Model))
+    return E;
+  std::vector<TensorSpec> Specs;
+  int Count = Outputs ? Model->num_results : Model->num_args;
+  const mlbridge_aot_tensor_v1 *Tensors =
+      Outputs ? Model->results : Model->args;
+  for (int I = 0; I < Count; ++I) {
+    auto Type = parseDType(Tensors[I].dtype);
+    if (!Type)
+      return Type.takeError();
+    auto Spec = TensorSpec::create(
+        Tensors[I].name, *Type,
+        std::vector<int64_t>(Tensors[I].shape,
+                             Tensors[I].shape + Tensors[I].rank));
+    if (!Spec)
+      return Spec.takeError();
+    Specs.push_back(std::move(*Spec));
+  }
+  return Specs;
+}
+
+Expected<std::unique_ptr<AotInterfaceRunner>>
+AotInterfaceRunner::create(const mlbridge_aot_model_v1 *Model,
+                           std::vector<TensorSpec> Inputs,
+                           std::vector<TensorSpec> Outputs) {
+  if (Error E = checkInterface(Model))
+    return E;
+  void *Object = Model->create();
+  if (!Object)
+    return makeError(ErrorCode::IO, "out of memory creating AOT model '",
+                     Model->name, "'");
+  std::unique_ptr<AotInterfaceRunner> R(new AotInterfaceRunner(Model, Object));
+  if (Error E = R->initBuffers(std::move(Inputs), std::move(Outputs)))
+    return E;
+  if (Error E = R->bind())
+    return E;
+  return R;
+}
+
+Expected<std::unique_ptr<AotInterfaceRunner>>
+AotInterfaceRunner::create(const mlbridge_aot_model_v1 *Model) {
+  auto In = modelSpecs(Model, false);
+  if (!In)
+    return In.takeError();
+  auto Out = modelSpecs(Model, true);
+  if (!Out)
+    return Out.takeError();
+  return create(Model, std::move(*In), std::move(*Out));
+}
+
+/// Opens \p Path and returns its model interface; \p Library keeps it open.
+static Expected<const mlbridge_aot_model_v1 *>
+openModule(const std::string &Path,
+           std::unique_ptr<AotInterfaceRunner::Module> &Library) {
+  Library = std::make_unique<AotInterfaceRunner::Module>();
+  Library->Handle = ::dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!Library->Handle) {
+    const char *Why = ::dlerror();
+    return makeError(ErrorCode::IO, "cannot load AOT model module '", Path,
+                     "': ", Why ? Why : "unknown error");
+  }
+  using Entry = const mlbridge_aot_model_v1 *(*)();
+  auto Fn = reinterpret_cast<Entry>(
+      ::dlsym(Library->Handle, "mlbridge_aot_model_v1_entry"));
+  if (!Fn)
+    return makeError(ErrorCode::InvalidArgument, "'", Path,
+                     "' exports no mlbridge_aot_model_v1_entry (build it "
+                     "with mlbridge_add_aot_model(... SHARED))");
+  return Fn();
+}
+
+Expected<std::unique_ptr<AotInterfaceRunner>>
+AotInterfaceRunner::load(const std::string &Path,
+                         std::vector<TensorSpec> Inputs,
+                         std::vector<TensorSpec> Outputs) {
+  std::unique_ptr<Module> Library;
+  auto Model = openModule(Path, Library);
+  if (!Model)
+    return Model.takeError();
+  auto R = create(*Model, std::move(Inputs), std::move(Outputs));
+  if (R)
+    (*R)->Library = std::move(Library);
+  return R;
+}
+
+Expected<std::unique_ptr<AotInterfaceRunner>>
+AotInterfaceRunner::load(const std::string &Path) {
+  std::unique_ptr<Module> Library;
+  auto Model = openModule(Path, Library);
+  if (!Model)
+    return Model.takeError();
+  auto R = create(*Model);
+  if (R)
+    (*R)->Library = std::move(Library);
+  return R;
+}
+
+Error AotInterfaceRunner::bind() {
+  for (int I = 0; I < Model->num_args; ++I) {
+    const mlbridge_aot_tensor_v1 &T = Model->args[I];
+    long J = Inputs.indexOf(T.name);
+    if (J < 0)
+      return makeError(ErrorCode::InvalidArgument, "the model reads input '",
+                       T.name, "', which the runner's input specs lack");
+    if (Error E = checkTensor(T, Inputs.spec(size_t(J)), "input"))
+      return E;
+    Model->set_arg_data(Object, I, Inputs.data(size_t(J)));
+  }
+  for (size_t J = 0; J < Outputs.size(); ++J) {
+    const TensorSpec &S = Outputs.spec(J);
+    int I = 0;
+    while (I < Model->num_results && S.name() != Model->results[I].name)
+      ++I;
+    if (I == Model->num_results)
+      return makeError(ErrorCode::InvalidArgument, "the model has no output '",
+                       S.name(), "'");
+    if (Error E = checkTensor(Model->results[I], S, "output"))
+      return E;
+    Model->set_result_data(Object, I, Outputs.data(J));
+  }
+  return Error::success();
+}
+
+Error AotInterfaceRunner::evaluateImpl() {
+  if (const char *Failure = Model->run(Object))
+    return makeError(ErrorCode::ModelFailure, Failure);
+  return Error::success();
+}
+
 } // namespace mlbridge

@@ -176,3 +176,33 @@ TEST(AotModel, EvaluateAllocatesNothing) {
   }
   EXPECT_EQ(threadAllocations() - Before, 0u);
 }
+
+TEST(AotModel, LoadableModuleMatchesStaticModel) {
+  auto Loaded = AotInterfaceRunner::load(MLBRIDGE_AOT_MODULE);
+  ASSERT_TRUE(Loaded) << Loaded.error().message();
+  EXPECT_STREQ((*Loaded)->modelName(), "AotGemmSmall");
+  auto Static = AotModelRunner<aot_test::AotGemmSmall>::create();
+  ASSERT_TRUE(Static) << Static.error().message();
+  for (int I = 0; I < 32; ++I)
+    (*Loaded)->input<float>(0)[I] = (*Static)->input<float>(0)[I] =
+        float(I) * 0.03f - 0.4f;
+  ASSERT_FALSE((*Loaded)->evaluate());
+  ASSERT_FALSE((*Static)->evaluate());
+  EXPECT_EQ(std::memcmp((*Loaded)->outputData(0), (*Static)->outputData(0),
+                        48 * sizeof(float)),
+            0);
+}
+
+TEST(AotModel, LoadErrorsNameTheModule) {
+  auto Missing = AotInterfaceRunner::load("/nonexistent/model.so");
+  ASSERT_FALSE(Missing);
+  EXPECT_EQ(Missing.error().code(), ErrorCode::IO);
+  EXPECT_NE(Missing.error().message().find("/nonexistent/model.so"),
+            std::string::npos);
+  // A shared library that is not a model (libc is always there).
+  auto NotAModel = AotInterfaceRunner::load("libc.so.6");
+  ASSERT_FALSE(NotAModel);
+  EXPECT_NE(NotAModel.error().message().find("mlbridge_aot_model_v1_entry"),
+            std::string::npos);
+  EXPECT_FALSE(AotInterfaceRunner::create(nullptr));
+}

@@ -373,3 +373,16 @@ def test_empty_file_names_the_path(tmp_path: Path) -> None:
 
 def test_bytes_that_are_not_onnx() -> None:
     assert "not an ONNX model" in compile_error(b"\xff\xff not an ONNX model")
+
+
+def test_c_abi_block_matches_the_public_header() -> None:
+    """Generated headers carry the C ABI block of include/mlbridge/AotAbi.h
+    verbatim (so generated code depends on nothing and the C API reads it)."""
+    from mlbridge.aot.emit import AOT_ABI_V1
+
+    header = (ROOT / "include" / "mlbridge" / "AotAbi.h").read_text()
+    begin = header.index("/* BEGIN MLBRIDGE_AOT_ABI_V1 */")
+    end = header.index("/* END MLBRIDGE_AOT_ABI_V1 */") + len("/* END MLBRIDGE_AOT_ABI_V1 */\n")
+    assert header[begin:end] == AOT_ABI_V1
+    generated = compile_model(relu_model([1, 4]))
+    assert AOT_ABI_V1 in generated.header
