@@ -1,0 +1,204 @@
+//===- llvm/BridgeInlineAdvisor.cpp - MLGO inlining served by mlbridge ----===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BridgeInlineAdvisor.h"
+#include "InlineRunners.h"
+
+#include "llvm/Analysis/InlineModelFeatureMaps.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace mlbridge {
+namespace {
+
+/// LLVM's inliner features followed by "inlining_default".
+std::vector<llvm::TensorSpec> llvmInputs() {
+  std::vector<llvm::TensorSpec> Specs(FeatureMap.begin(), FeatureMap.end());
+  Specs.push_back(
+      llvm::TensorSpec::createSpec<int64_t>(DefaultDecisionFeature, {1}));
+  return Specs;
+}
+
+/// Reports a problem of the plugin on stderr (never stdout: the compiler
+/// may be writing its output there).
+void report(const std::string &Message) {
+  errs() << "mlbridge inline advisor: " << Message << "\n";
+}
+
+/// Escapes \p S for a JSON string.
+std::string jsonString(StringRef S) {
+  std::string Out = "\"";
+  for (char C : S) {
+    if (C == '"' || C == '\\')
+      Out += '\\';
+    if (static_cast<unsigned char>(C) < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof(Buf), "\\u%04x", C);
+      Out += Buf;
+      continue;
+    }
+    Out += C;
+  }
+  return Out + "\"";
+}
+
+} // namespace
+
+InlineAdvisor *
+BridgeInlineAdvisor::create(Module &M, ModuleAnalysisManager &MAM,
+                            FunctionAnalysisManager &FAM, InlineParams Params,
+                            InlineContext IC, const PluginOptions &O) {
+  auto Default = std::make_unique<DefaultInlineAdvisor>(M, FAM, Params, IC);
+  if (O.Runner == "none")
+    return Default.release();
+  std::vector<llvm::TensorSpec> LLVMInputs = llvmInputs();
+  std::vector<TensorSpec> Inputs;
+  for (const llvm::TensorSpec &S : LLVMInputs) {
+    auto Spec = fromLLVM(S);
+    if (!Spec) {
+      report(Spec.error().toString());
+      return Default.release();
+    }
+    Inputs.push_back(std::move(*Spec));
+  }
+  auto Runner = makeInlineRunner(O, std::move(Inputs),
+                                 TensorSpec::of<int64_t>(DecisionName, {1}));
+  if (!Runner) {
+    report("cannot create the " + O.Runner + " runner (" +
+           Runner.error().toString() + "); using LLVM's default advice");
+    return Default.release();
+  }
+  auto Adapter = MLModelRunnerAdapter::create(M.getContext(),
+                                              std::move(*Runner), LLVMInputs);
+  if (!Adapter) {
+    report(Adapter.error().toString() + "; using LLVM's default advice");
+    return Default.release();
+  }
+  // Ownership passes to LLVM's InlineAdvisorAnalysis, which deletes it.
+  return new BridgeInlineAdvisor(M, MAM, std::move(*Adapter),
+                                 std::move(Default), O);
+}
+
+BridgeInlineAdvisor::BridgeInlineAdvisor(
+    Module &M, ModuleAnalysisManager &MAM,
+    std::unique_ptr<MLModelRunnerAdapter> Runner,
+    std::unique_ptr<DefaultInlineAdvisor> DefaultAdvisor,
+    const PluginOptions &O)
+    : MLInlineAdvisor(M, MAM, std::move(Runner),
+                      [D = DefaultAdvisor.get()](CallBase &CB) {
+                        auto Advice = D->getAdvice(CB);
+                        bool Inline = Advice->isInliningRecommended();
+                        Advice->recordUnattemptedInlining();
+                        return Inline;
+                      }),
+      Default(std::move(DefaultAdvisor)), Options(O),
+      ModuleName(M.getModuleIdentifier()), DefaultIndex(FeatureMap.size()) {
+  MLModelRunnerAdapter &A = adapter();
+  SendDefault = bool(A.runner().inputIndex(DefaultDecisionFeature));
+  if (!O.LogPath.empty()) {
+    std::vector<TensorSpec> Logged;
+    for (const llvm::TensorSpec &S : llvmInputs())
+      Logged.push_back(*fromLLVM(S));
+    TensorSpec Decision = TensorSpec::of<int64_t>(DecisionName, {1});
+    Logged.push_back(Decision);
+    auto W = TrainingLogWriter::create(O.LogPath, std::move(Logged),
+                                       std::nullopt, Decision);
+    if (W) {
+      Log.emplace(std::move(*W));
+      if (Error E = Log->switchContext(ModuleName))
+        report(E.toString());
+    } else {
+      report(W.error().toString());
+    }
+  }
+}
+
+BridgeInlineAdvisor::~BridgeInlineAdvisor() {
+  if (Log)
+    if (Error E = Log->flush())
+      report(E.toString());
+  writeStats();
+}
+
+MLModelRunnerAdapter &BridgeInlineAdvisor::adapter() {
+  return *static_cast<MLModelRunnerAdapter *>(ModelRunner.get());
+}
+
+bool BridgeInlineAdvisor::llvmDecision(CallBase &CB) {
+  return GetDefaultAdvice(CB);
+}
+
+std::unique_ptr<MLInlineAdvice>
+BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
+                                        OptimizationRemarkEmitter &ORE) {
+  MLModelRunnerAdapter &A = adapter();
+  std::optional<bool> LLVMDecision;
+  if (SendDefault || Options.CompareDefault || Log)
+    LLVMDecision = llvmDecision(CB);
+  *A.getTensor<int64_t>(DefaultIndex) = LLVMDecision.value_or(false);
+  bool Decision;
+  if (Error E = A.evaluateChecked()) {
+    // The compiler goes on with its own heuristic for this call site.
+    if (!Fallbacks++) {
+      FirstError = E.toString();
+      report(FirstError + "; using LLVM's default advice");
+    }
+    if (!LLVMDecision)
+      LLVMDecision = llvmDecision(CB);
+    Decision = *LLVMDecision;
+  } else {
+    Decision = *static_cast<const int64_t *>(A.runner().outputData(0)) != 0;
+  }
+  ++Decisions;
+  Inlined += Decision;
+  if (LLVMDecision) {
+    ++Compared;
+    Agreed += Decision == *LLVMDecision;
+  }
+  if (Log) {
+    std::vector<const void *> Data;
+    for (size_t I = 0; I <= DefaultIndex; ++I)
+      Data.push_back(A.getTensorUntyped(I));
+    int64_t Logged = Decision;
+    Data.push_back(&Logged);
+    if (Error E = Log->logObservation(Data.data())) {
+      report(E.toString());
+      Log.reset();
+    }
+  }
+  return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
+}
+
+void BridgeInlineAdvisor::writeStats() {
+  if (Options.StatsPath.empty())
+    return;
+  std::string Line = "{\"module\":" + jsonString(ModuleName) +
+                     ",\"runner\":" + jsonString(Options.Runner) +
+                     ",\"decisions\":" + std::to_string(Decisions) +
+                     ",\"inlined\":" + std::to_string(Inlined) +
+                     ",\"fallbacks\":" + std::to_string(Fallbacks) +
+                     ",\"compared\":" + std::to_string(Compared) +
+                     ",\"agreed\":" + std::to_string(Agreed) +
+                     ",\"first_error\":" + jsonString(FirstError) + "}\n";
+  // One write() per line with O_APPEND: parallel compilations can share it.
+  int Fd = ::open(Options.StatsPath.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (Fd < 0) {
+    report("cannot open " + Options.StatsPath);
+    return;
+  }
+  if (::write(Fd, Line.data(), Line.size()) != ssize_t(Line.size()))
+    report("cannot write " + Options.StatsPath);
+  ::close(Fd);
+}
+
+} // namespace mlbridge

@@ -1,0 +1,39 @@
+//===- llvm/InlineRunners.h - Runners the inline advisor asks ---*- C++ -*-===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// makeInlineRunner(): the mlbridge runner the plugin's inline advisor asks,
+/// chosen by -mlbridge-runner: pipe or grpc (training: a Python process
+/// decides), onnx or aot (deployment, in-process), and two baselines without
+/// a model: default (answers LLVM's own decision, the input
+/// "inlining_default") and constant.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef MLBRIDGE_SRC_LLVM_INLINERUNNERS_H
+#define MLBRIDGE_SRC_LLVM_INLINERUNNERS_H
+
+#include "PluginOptions.h"
+
+#include "mlbridge/ModelRunner.h"
+
+#include <memory>
+#include <vector>
+
+namespace mlbridge {
+
+/// Name of the extra input carrying LLVM's own decision (as MLGO names it).
+inline constexpr const char *DefaultDecisionFeature = "inlining_default";
+
+/// Creates the runner \p O asks for, with \p Inputs and one int64 output
+/// \p Decision.
+Expected<std::unique_ptr<ModelRunner>>
+makeInlineRunner(const PluginOptions &O, std::vector<TensorSpec> Inputs,
+                 TensorSpec Decision);
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_SRC_LLVM_INLINERUNNERS_H

@@ -1,0 +1,54 @@
+//===- llvm/PluginOptions.h - Configuration of the LLVM plugin --*- C++ -*-===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// What the inline-advisor plugin is told: LLVM command-line options
+/// (-mlbridge-runner=... with opt, `-mllvm -mlbridge-runner=...` with clang,
+/// which must then also load the plugin with -fplugin), each with an
+/// environment-variable fallback (MLBRIDGE_RUNNER=...) for build systems that
+/// cannot pass compiler flags through.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
+#define MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace mlbridge {
+
+/// The plugin's configuration, resolved from options and environment.
+struct PluginOptions {
+  /// none (LLVM's default advisor), default (a runner answering LLVM's own
+  /// decision), constant, pipe, grpc, onnx, aot.
+  std::string Runner;
+  /// ONNX file (onnx) or loadable module (aot).
+  std::string Model;
+  /// Pipe channel base (pipe).
+  std::string Channel;
+  /// gRPC target (grpc).
+  std::string GrpcTarget;
+  /// Deadline of every blocking step of a remote runner.
+  std::chrono::milliseconds Timeout{10000};
+  /// The answer of the constant runner.
+  int64_t Constant = 0;
+  /// Training log of (features, LLVM's decision, advice) when set.
+  std::string LogPath;
+  /// Per-module statistics (JSON lines, appended) when set.
+  std::string StatsPath;
+  /// Compute LLVM's own decision for every call site (counted in the stats)
+  /// even when the runner does not need it.
+  bool CompareDefault = false;
+};
+
+/// The options of this process (parsed command line, then environment).
+const PluginOptions &pluginOptions();
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
