@@ -133,12 +133,19 @@ def cases() -> list:
              node("Clip", ["x", "lo", "hi"], ["clip"]), node("Clip", ["x", "", "hi"], ["clip_hi"]),
              node("Clip", ["x", "rlo"], ["clip_rt"]), node("Identity", ["x"], ["ident"]),
              node("Cast", ["x"], ["to_int"], to=I), node("Cast", ["n"], ["to_float"], to=F),
-             node("Clip", ["n", "nlo", "nhi"], ["clip_int"])]
+             node("Clip", ["n", "nlo", "nhi"], ["clip_int"]),
+             node("Abs", ["x"], ["abs"]), node("Neg", ["x"], ["neg"]),
+             node("Sign", ["x"], ["sign"]), node("Exp", ["clip"], ["exp"]),
+             node("Log", ["x"], ["log"]), node("Sqrt", ["x"], ["sqrt"]),
+             node("Abs", ["n"], ["abs_int"]), node("Neg", ["n"], ["neg_int"]),
+             node("Sign", ["n"], ["sign_int"])]
     out.append(Case("unary", unary,
                     [("x", F, [4, 5]), ("rlo", F, []), ("n", I, [6])],
                     [("relu", F), ("leaky", F), ("tanh", F), ("sigmoid", F), ("clip", F),
                      ("clip_hi", F), ("clip_rt", F), ("ident", F), ("to_int", I),
-                     ("to_float", F), ("clip_int", I)],
+                     ("to_float", F), ("clip_int", I), ("abs", F), ("neg", F), ("sign", F),
+                     ("exp", F), ("log", F), ("sqrt", F), ("abs_int", I), ("neg_int", I),
+                     ("sign_int", I)],
                     {"lo": np.float32(-0.5), "hi": np.float32(0.25),
                      "nlo": np.int64(-3), "nhi": np.int64(4)},
                     opset=14, floats=(-6.0, 6.0), ints=(-10, 10)))

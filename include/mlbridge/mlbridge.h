@@ -12,15 +12,24 @@
  *  - Every function that can fail returns an mlbridge_status; MLBRIDGE_OK is
  *    0. Creation functions take an optional `mlbridge_error **error`: on
  *    failure *error receives a message the caller frees with
- *    mlbridge_error_free(). A runner remembers the message of its last
+ *    mlbridge_error_free() (on success *error is left untouched), and
+ *    *runner is set to NULL. A runner remembers the message of its last
  *    failure: mlbridge_runner_last_error().
+ *  - Pointer arguments must not be NULL unless documented otherwise (a NULL
+ *    one is MLBRIDGE_INVALID_ARGUMENT with a message naming it); a spec
+ *    array may be NULL only when its count is 0.
  *  - Tensor buffers belong to the runner; pointers stay valid until the
  *    runner is destroyed. Inputs are never reset by evaluation.
  *  - No C++ exception crosses this API; nothing prints to stdout; every
  *    blocking call has a timeout. On any error, use the default heuristic.
+ *    An unexpected failure inside the library (an internal C++ exception) is
+ *    MLBRIDGE_BROKEN, and a runner it hit while evaluating stays broken.
  *  - A runner is not thread-safe: one runner per thread.
  *  - The ABI is stable within MLBRIDGE_C_API_VERSION: structs passed in are
- *    only read, and gain fields only at their end, with their size first.
+ *    only read; option structs gain fields only at their end, with their
+ *    size first (struct_size: a smaller one than this version's is
+ *    rejected, fields past the ones the library knows are ignored).
+ *    mlbridge_tensor_spec, passed in arrays, never changes within a version.
  */
 #ifndef MLBRIDGE_MLBRIDGE_H
 #define MLBRIDGE_MLBRIDGE_H
@@ -84,12 +93,13 @@ typedef struct mlbridge_error mlbridge_error;
 const char *mlbridge_version(void);
 /** MLBRIDGE_C_API_VERSION of the library actually loaded. */
 int mlbridge_api_version(void);
-/** A short lowercase name of \p status, e.g. "timeout". */
+/** A short lowercase name of \p status: its enumerator's name without
+ * MLBRIDGE_, e.g. "timeout", "peer_closed"; "unknown" for other values. */
 const char *mlbridge_status_name(mlbridge_status status);
 
-/** The message of \p error (never NULL). */
+/** The message of \p error (never NULL; "" for a NULL \p error). */
 const char *mlbridge_error_message(const mlbridge_error *error);
-/** The status of \p error. */
+/** The status of \p error (MLBRIDGE_OK for a NULL \p error). */
 mlbridge_status mlbridge_error_status(const mlbridge_error *error);
 /** Frees \p error (NULL is allowed). */
 void mlbridge_error_free(mlbridge_error *error);
@@ -161,8 +171,8 @@ mlbridge_status mlbridge_onnx_runner_create(
 
 /** A model compiled ahead of time by mlbridge-aot, linked into the program
  * (its header declares the function returning \p model). With \p inputs
- * NULL, the runner takes the model's own inputs; with \p outputs NULL, its
- * own outputs. */
+ * NULL (and \p num_inputs 0), the runner takes the model's own inputs; with
+ * \p outputs NULL (and \p num_outputs 0), its own outputs. */
 mlbridge_status mlbridge_aot_runner_create(
     const mlbridge_aot_model_v1 *model, const mlbridge_tensor_spec *inputs,
     size_t num_inputs, const mlbridge_tensor_spec *outputs, size_t num_outputs,
@@ -180,7 +190,7 @@ void mlbridge_runner_destroy(mlbridge_runner *runner);
 
 /* -- Using runners -------------------------------------------------------- */
 
-/** Number of inputs / outputs. */
+/** Number of inputs / outputs (0 for a NULL \p runner). */
 size_t mlbridge_runner_num_inputs(const mlbridge_runner *runner);
 size_t mlbridge_runner_num_outputs(const mlbridge_runner *runner);
 
@@ -199,7 +209,7 @@ mlbridge_status mlbridge_runner_input_index(mlbridge_runner *runner,
 
 /** The buffer of input \p index, checked against \p dtype
  * (MLBRIDGE_TYPE_MISMATCH otherwise); \p count receives its element count
- * (may be NULL). */
+ * (may be NULL). On failure *data is NULL and *count 0. */
 mlbridge_status mlbridge_runner_input(mlbridge_runner *runner, size_t index,
                                       mlbridge_dtype dtype, void **data,
                                       size_t *count);
@@ -214,7 +224,7 @@ mlbridge_status mlbridge_runner_input_by_name(mlbridge_runner *runner,
 mlbridge_status mlbridge_runner_evaluate(mlbridge_runner *runner);
 
 /** The result of output \p index from the last successful evaluation,
- * checked against \p dtype. */
+ * checked against \p dtype (on failure *data is NULL and *count 0). */
 mlbridge_status mlbridge_runner_output(mlbridge_runner *runner, size_t index,
                                        mlbridge_dtype dtype, const void **data,
                                        size_t *count);
@@ -237,7 +247,7 @@ mlbridge_status mlbridge_runner_switch_context(mlbridge_runner *runner,
                                                const char *name);
 
 /** The message of the runner's last failed call, or "" (valid until the
- * next call on the runner). */
+ * next call on the runner; a successful call does not clear it). */
 const char *mlbridge_runner_last_error(const mlbridge_runner *runner);
 
 #ifdef __cplusplus

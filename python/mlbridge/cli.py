@@ -7,6 +7,7 @@
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge log dump FILE
     mlbridge demo
+    mlbridge loop [--quick] [--out DIR]
 """
 
 from __future__ import annotations
@@ -103,6 +104,18 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="compile bundled C programs with clang-19 -Oz "
                           "whose inlining a bundled Python policy decides")
     demo.add_argument("--keep", help="keep the build files in this directory")
+
+    loop = sub.add_parser("loop", help="train-to-deploy on clang-19: collect, train, "
+                          "export, AOT-compile, deploy through the plugin, measure, "
+                          "search for smaller code")
+    loop.add_argument("--out", default="loop-out", help="results directory")
+    loop.add_argument("--quick", action="store_true",
+                      help="small programs only (minutes -> seconds)")
+    loop.add_argument("--es-iterations", type=int, default=6,
+                      help="evolution-strategies iterations (0: skip the search)")
+    loop.add_argument("--plugin", help="mlbridge-inline-advisor.so (default: build/)")
+    loop.add_argument("--corpus", help="corpus directory (default: .cache/corpus)")
+    loop.add_argument("--jobs", type=int, default=2, help="parallel compilations")
     return parser
 
 
@@ -245,11 +258,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(keep=args.keep)
 
 
+def _cmd_loop(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mlbridge.loop.run import run_loop, summary_markdown
+
+    kwargs = {}
+    if args.plugin:
+        kwargs["plugin"] = Path(args.plugin)
+    if args.corpus:
+        kwargs["corpus"] = Path(args.corpus)
+    results = run_loop(Path(args.out), quick=args.quick, es_iterations=args.es_iterations,
+                       jobs=args.jobs, **kwargs)
+    print(summary_markdown(results))
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``mlbridge`` command; returns the exit code."""
     args = _parser().parse_args(argv)
     handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "drive": _cmd_drive, "log": _cmd_log,
-               "demo": _cmd_demo}[args.command]
+               "demo": _cmd_demo, "loop": _cmd_loop}[args.command]
     try:
         return handler(args)
     except BrokenPipeError:  # e.g. `mlbridge log dump f | head`: quietly stop

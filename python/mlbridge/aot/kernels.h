@@ -393,6 +393,30 @@ struct LeakyRelu {
     return X >= 0.0f ? X : X * Alpha;
   }
 };
+struct Abs {
+  template <class T> MLBRIDGE_AOT_INLINE T operator()(T X) const {
+    return X < T(0) ? T(0) - X : X;
+  }
+};
+struct Neg {
+  template <class T> MLBRIDGE_AOT_INLINE T operator()(T X) const {
+    return T(0) - X;
+  }
+};
+struct Sign {
+  template <class T> MLBRIDGE_AOT_INLINE T operator()(T X) const {
+    return X > T(0) ? T(1) : (X < T(0) ? T(-1) : X);
+  }
+};
+struct Exp {
+  MLBRIDGE_AOT_INLINE float operator()(float X) const { return std::exp(X); }
+};
+struct Log {
+  MLBRIDGE_AOT_INLINE float operator()(float X) const { return std::log(X); }
+};
+struct Sqrt {
+  MLBRIDGE_AOT_INLINE float operator()(float X) const { return std::sqrt(X); }
+};
 struct Tanh {
   MLBRIDGE_AOT_INLINE float operator()(float X) const { return std::tanh(X); }
 };

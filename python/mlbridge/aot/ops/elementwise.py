@@ -1,5 +1,6 @@
 """Elementwise operators: Add, Sub, Mul, Div with numpy broadcasting; Relu,
-LeakyRelu, Tanh, Sigmoid, Clip, Cast; Identity (a view)."""
+LeakyRelu, Tanh, Sigmoid, Abs, Neg, Sign, Exp, Log, Sqrt, Clip, Cast;
+Identity (a view)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,12 @@ ELEMENTWISE = {
     "Relu": Unary("kernels::Relu{}", (F32, I64)),
     "LeakyRelu": LeakyRelu(),
     "Tanh": Unary("kernels::Tanh{}"),
+    "Abs": Unary("kernels::Abs{}", (F32, I64)),
+    "Neg": Unary("kernels::Neg{}", (F32, I64)),
+    "Sign": Unary("kernels::Sign{}", (F32, I64)),
+    "Exp": Unary("kernels::Exp{}"),
+    "Log": Unary("kernels::Log{}"),
+    "Sqrt": Unary("kernels::Sqrt{}"),
     "Sigmoid": Unary("kernels::Sigmoid{}"),
     "Clip": Clip(),
     "Cast": Cast(),

@@ -1,0 +1,86 @@
+"""Step 1: collect (features, LLVM's decision) from stock clang-19 through
+LLVM 19's interactive mode: the compiler's own MLGO inline advisor sends
+every call site's features over pipes to a Python policy that answers
+LLVM's default decision, and the driver writes an LLVM training log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.llvm import run_compiler
+from mlbridge.loop.corpus import Program
+from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
+from mlbridge.policies import InlineDefault
+from mlbridge.training_log import read_training_log
+
+#: What LLVM sends besides the features proper.
+DEFAULT_FEATURE = "inlining_default"
+DECISION = "inlining_decision"
+
+
+@dataclass
+class Dataset:
+    """Call sites: feature matrix (rows), LLVM's decisions, and where each
+    row came from."""
+
+    names: List[str]
+    features: np.ndarray  # int64 [rows, len(names)]
+    decisions: np.ndarray  # int64 [rows]
+    programs: List[str]
+
+    def __len__(self) -> int:
+        return len(self.decisions)
+
+
+def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:
+    """Compiles ``source`` with the default policy served over pipes, logging
+    every decision to ``log``; returns the number of decisions."""
+    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", "/dev/null"]
+    with open(log, "wb") as stream:
+        result = run_compiler(command, {"inline": InlineDefault()},
+                              logs={"inline": stream}, include_default=True,
+                              timeout=900, io_timeout=120)
+    if not result.ok:
+        raise MlbridgeError(f"collecting from {source.name}: {result.error}")
+    return result.decisions
+
+
+def read_logs(logs: Sequence[Path], programs: Sequence[str]) -> Dataset:
+    """The call sites of ``logs`` (one program name per log)."""
+    names: Optional[List[str]] = None
+    rows, decisions, origin = [], [], []
+    for log, program in zip(logs, programs):
+        with open(log, "rb") as stream:
+            for record in read_training_log(stream):
+                t = record.tensors
+                if names is None:
+                    names = [n for n in t if n not in (DEFAULT_FEATURE, DECISION)]
+                rows.append([int(t[n].reshape(-1)[0]) for n in names])
+                decisions.append(int(t[DEFAULT_FEATURE].reshape(-1)[0]))
+                origin.append(program)
+    if names is None:
+        raise MlbridgeError("the training logs hold no decision")
+    return Dataset(names, np.asarray(rows, np.int64), np.asarray(decisions, np.int64),
+                   origin)
+
+
+def collect(programs: Sequence[Program], out_dir: Path,
+            progress: Optional[Callable[[int, int, str], None]] = None) -> Dataset:
+    """Collects from every source of ``programs`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = [(p, s) for p in programs for s in p.sources]
+    logs = []
+    for i, (program, source) in enumerate(jobs):
+        if progress:
+            progress(i, len(jobs), f"{program.name}/{source.name}")
+        log = out_dir / f"{program.name}-{source.stem}.log"
+        collect_file(source, program.flags, log)
+        logs.append(log)
+    if progress:
+        progress(len(jobs), len(jobs), "")
+    return read_logs(logs, [p.name for p, _ in jobs])

@@ -1,0 +1,94 @@
+"""Step 5: deploy the policy inside clang-19 through the plugin and measure
+it against plain ``-Oz`` on every program: ``.text`` size, decision
+agreement with LLVM, compile CPU time of each configuration:
+
+- ``oz``: plain clang-19 -Oz (no plugin);
+- ``baseline``: the plugin with the same features and no model (the
+  ``default`` runner answers LLVM's own decision): the cost of everything but
+  inference;
+- ``aot``: the policy compiled by mlbridge-aot, in-process;
+- ``onnx``: the same policy run by ONNX Runtime, in-process;
+- ``pipe``: the same policy served over pipes by ``mlbridge serve``.
+
+Every plugin configuration computes LLVM's decision too (to count
+agreement), so they all extract the same features and do the same work
+besides the model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.corpus import Program
+from mlbridge.loop.toolchain import Plugin, ProgramResult, compile_all
+
+CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
+
+
+def plugin_for(configuration: str, plugin: Path, onnx_model: Path, aot_module: Path,
+               channel: Optional[str] = None) -> Optional[Plugin]:
+    env = {"MLBRIDGE_COMPARE_DEFAULT": "1"}
+    if configuration == "oz":
+        return None
+    if configuration == "baseline":
+        env["MLBRIDGE_RUNNER"] = "default"
+    elif configuration == "aot":
+        env.update(MLBRIDGE_RUNNER="aot", MLBRIDGE_MODEL=str(aot_module))
+    elif configuration == "onnx":
+        env.update(MLBRIDGE_RUNNER="onnx", MLBRIDGE_MODEL=str(onnx_model))
+    elif configuration == "pipe":
+        env.update(MLBRIDGE_RUNNER="pipe", MLBRIDGE_CHANNEL=str(channel))
+    else:
+        raise ValueError(f"unknown configuration {configuration}")
+    return Plugin(plugin, env)
+
+
+def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_model: Path,
+             aot_module: Path, configurations: Sequence[str] = CONFIGURATIONS,
+             jobs: int = 2, progress: Optional[Callable[[int, int, str], None]] = None
+             ) -> Dict[str, List[ProgramResult]]:
+    """Compiles ``programs`` under each configuration, one configuration at a
+    time (the CPU times do not mix)."""
+    results: Dict[str, List[ProgramResult]] = {}
+    for configuration in configurations:
+        def step(done: int, total: int, name: str) -> None:
+            if progress:
+                progress(done, total, f"{configuration} {name}")
+        if configuration == "pipe":
+            results[configuration] = _with_pipe_server(
+                programs, out_dir / configuration, plugin, onnx_model, aot_module, step)
+            continue
+        results[configuration] = compile_all(
+            programs, out_dir / configuration,
+            plugin_for(configuration, plugin, onnx_model, aot_module), jobs, step)
+    return results
+
+
+def _with_pipe_server(programs: Sequence[Program], out_dir: Path, plugin: Path,
+                      onnx_model: Path, aot_module: Path, step) -> List[ProgramResult]:
+    """The pipe configuration: one `mlbridge serve` serving the ONNX policy
+    to every compilation in turn (so compilations run one at a time)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = str(Path(tmp) / "inline")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlbridge", "serve", "--pipe", base, "--create",
+             "--policy", str(onnx_model), "--sessions", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 30
+            while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise MlbridgeError("mlbridge serve did not create its FIFOs: " +
+                                        (server.stderr.read() or b"").decode()[-1000:])
+                time.sleep(0.05)
+            return compile_all(programs, out_dir,
+                               plugin_for("pipe", plugin, onnx_model, aot_module, base),
+                               jobs=1, progress=step)
+        finally:
+            server.kill()
+            server.wait()

@@ -1,0 +1,207 @@
+"""Step 2-4: train an imitation policy (a small MLP in numpy) on LLVM's
+decisions, export it to ONNX (feature scaling inside the graph, so the
+compiler passes raw features), and compile it with mlbridge-aot into a
+loadable module for the plugin."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.collect import DECISION, Dataset
+
+#: Features the policy does not read: callee_basic_block_count, which LLVM
+#: 19's interactive mode overwrites with its default decision (pitfall #1),
+#: and node_count / edge_count, sizes of the whole module's call graph: they
+#: say how big the program is, not how good the call site is, and held-out
+#: programs are far bigger than the training ones (measured: dropping them
+#: takes held-out agreement on SQLite from 98.0% to 99.0%).
+EXCLUDED = ("callee_basic_block_count", "node_count", "edge_count")
+#: Standardised features are clipped to this range (outliers).
+CLIP = 8.0
+
+
+def signed_log(features: np.ndarray) -> np.ndarray:
+    """sign(x) * log(1 + |x|): counts and costs span five orders of
+    magnitude, and LLVM's decision turns on small differences near zero."""
+    x = features.astype(np.float32)
+    return (np.sign(x) * np.log(np.abs(x) + np.float32(1))).astype(np.float32)
+
+
+@dataclass
+class Policy:
+    """An MLP over standardised features; decision = argmax of 2 logits."""
+
+    names: List[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    layers: List[Tuple[np.ndarray, np.ndarray]]  # (W [in, out], b [out])
+
+    def logits(self, features: np.ndarray) -> np.ndarray:
+        h = np.clip((signed_log(features) - self.mean) / self.scale, -CLIP, CLIP)
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w + b
+            if i + 1 < len(self.layers):
+                h = np.maximum(h, 0)
+        return h
+
+    def decide(self, features: np.ndarray) -> np.ndarray:
+        return np.argmax(self.logits(features), axis=1).astype(np.int64)
+
+    def copy(self) -> "Policy":
+        return Policy(list(self.names), self.mean.copy(), self.scale.copy(),
+                      [(w.copy(), b.copy()) for w, b in self.layers])
+
+    def to_onnx(self, path: Path) -> None:
+        """Writes the policy as ONNX: one int64 [1] input per feature (LLVM's
+        names), output ``inlining_decision`` int64 [1]."""
+        from onnx import TensorProto, checker, helper, numpy_helper, save
+
+        inits = [numpy_helper.from_array(np.float32(1), "one"),
+                 numpy_helper.from_array(self.mean.astype(np.float32), "mean"),
+                 numpy_helper.from_array((1 / self.scale).astype(np.float32), "inv_scale"),
+                 numpy_helper.from_array(np.float32(-CLIP), "lo"),
+                 numpy_helper.from_array(np.float32(CLIP), "hi"),
+                 numpy_helper.from_array(np.asarray([1, -1], np.int64), "row")]
+        nodes = [helper.make_node("Concat", list(self.names), ["raw"], axis=0),
+                 helper.make_node("Cast", ["raw"], ["rawf"], to=TensorProto.FLOAT),
+                 helper.make_node("Abs", ["rawf"], ["magnitude"]),
+                 helper.make_node("Add", ["magnitude", "one"], ["magnitude1"]),
+                 helper.make_node("Log", ["magnitude1"], ["logmag"]),
+                 helper.make_node("Sign", ["rawf"], ["sign"]),
+                 helper.make_node("Mul", ["logmag", "sign"], ["slog"]),
+                 helper.make_node("Sub", ["slog", "mean"], ["centred"]),
+                 helper.make_node("Mul", ["centred", "inv_scale"], ["scaled"]),
+                 helper.make_node("Clip", ["scaled", "lo", "hi"], ["clipped"]),
+                 helper.make_node("Reshape", ["clipped", "row"], ["h0"])]
+        for i, (w, b) in enumerate(self.layers):
+            inits += [numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
+                      numpy_helper.from_array(b.astype(np.float32), f"b{i}")]
+            nodes.append(helper.make_node("Gemm", [f"h{i}", f"w{i}", f"b{i}"], [f"g{i}"]))
+            nodes.append(helper.make_node("Relu", [f"g{i}"], [f"h{i + 1}"])
+                         if i + 1 < len(self.layers) else
+                         helper.make_node("ArgMax", [f"g{i}"], [DECISION], axis=1,
+                                          keepdims=0))
+        graph = helper.make_graph(
+            nodes, "inline_policy",
+            [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in self.names],
+            [helper.make_tensor_value_info(DECISION, TensorProto.INT64, [1])], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        checker.check_model(model)
+        save(model, str(path))
+
+
+@dataclass
+class TrainingCurve:
+    """Per epoch: loss and agreement on the training and validation rows."""
+
+    loss: List[float] = field(default_factory=list)
+    train_agreement: List[float] = field(default_factory=list)
+    validation_agreement: List[float] = field(default_factory=list)
+
+
+def _usable(data: Dataset) -> Tuple[List[str], np.ndarray]:
+    keep = [i for i, n in enumerate(data.names) if n not in EXCLUDED]
+    return [data.names[i] for i in keep], data.features[:, keep]
+
+
+def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300,
+                    batch: int = 256, lr: float = 1e-2, weight_decay: float = 0.1,
+                    seed: int = 0,
+                    progress: Optional[Callable[[int, int, str], None]] = None
+                    ) -> Tuple[Policy, TrainingCurve]:
+    """Fits a policy to LLVM's decisions with Adam on cross-entropy and
+    decoupled weight decay; 10% of the rows (random) are held back to report
+    validation agreement. ``hidden`` () is logistic regression over the
+    scaled features, which generalised best to held-out programs (an MLP of
+    32x32 reached 98.5% instead of 99.0% on SQLite: it extrapolates worse)."""
+    names, x = _usable(data)
+    y = data.decisions
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(y))
+    cut = max(1, len(y) // 10)
+    val, tr = order[:cut], order[cut:]
+    xf = signed_log(x)
+    mean = xf[tr].mean(axis=0)
+    # At least one e-fold: a feature (almost) constant in training must not
+    # blow up where it varies.
+    scale = np.maximum(xf[tr].std(axis=0), 1.0).astype(np.float32)
+    sizes = [len(names), *hidden, 2]
+    layers = [((rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32),
+               np.zeros(b, np.float32)) for a, b in zip(sizes, sizes[1:])]
+    policy = Policy(names, mean.astype(np.float32), scale, layers)
+    params = [p for layer in layers for p in layer]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    curve = TrainingCurve()
+    z = np.clip((xf - mean) / scale, -CLIP, CLIP)
+    step = 0
+    for epoch in range(epochs):
+        if progress:
+            progress(epoch, epochs, f"loss {curve.loss[-1]:.4f}" if curve.loss else "")
+        perm = rng.permutation(tr)
+        total = 0.0
+        for start in range(0, len(perm), batch):
+            idx = perm[start:start + batch]
+            acts = [z[idx]]
+            for i, (w, b) in enumerate(layers):
+                h = acts[-1] @ w + b
+                acts.append(np.maximum(h, 0) if i + 1 < len(layers) else h)
+            logits = acts[-1] - acts[-1].max(axis=1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(axis=1, keepdims=True)
+            total += float(-np.log(p[np.arange(len(idx)), y[idx]] + 1e-12).sum())
+            grad = p
+            grad[np.arange(len(idx)), y[idx]] -= 1
+            grad /= len(idx)
+            grads = []
+            for i in range(len(layers) - 1, -1, -1):
+                w, _ = layers[i]
+                grads.append((acts[i].T @ grad, grad.sum(axis=0)))
+                if i:
+                    grad = (grad @ w.T) * (acts[i] > 0)
+            flat = [g for pair in reversed(grads) for g in pair]
+            step += 1
+            for k, (param, g) in enumerate(zip(params, flat)):
+                m[k] = 0.9 * m[k] + 0.1 * g
+                v[k] = 0.999 * v[k] + 0.001 * g * g
+                mh = m[k] / (1 - 0.9 ** step)
+                vh = v[k] / (1 - 0.999 ** step)
+                param -= lr * (mh / (np.sqrt(vh) + 1e-8) + weight_decay * param)
+        curve.loss.append(total / len(tr))
+        curve.train_agreement.append(float((policy.decide(x[tr]) == y[tr]).mean()))
+        curve.validation_agreement.append(float((policy.decide(x[val]) == y[val]).mean()))
+    if progress:
+        progress(epochs, epochs, f"loss {curve.loss[-1]:.4f}")
+    return policy, curve
+
+
+def build_aot_module(onnx_path: Path, out_dir: Path, class_name: str = "InlinePolicy",
+                     cxx: str = "c++") -> Path:
+    """mlbridge-aot + the C++ compiler: a loadable module exporting the
+    model's C interface (what the plugin's ``aot`` runner loads)."""
+    from mlbridge.aot import compile_model
+
+    header, source = compile_model(onnx_path, class_name=class_name).write(out_dir)
+    module = out_dir / f"{class_name}.so"
+    command = [cxx, "-std=c++17", "-O3", "-ffp-contract=fast", "-fPIC", "-shared",
+               "-fvisibility=hidden", "-DMLBRIDGE_AOT_ENTRY_POINT", str(source),
+               "-o", str(module)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise MlbridgeError(f"compiling the AOT model failed: {done.stderr[-2000:]}")
+    return module
+
+
+def agreement_by_program(policy: Policy, data: Dataset) -> Dict[str, float]:
+    """Share of call sites where the policy agrees with LLVM, per program."""
+    _, x = _usable(data)
+    agree = policy.decide(x) == data.decisions
+    origin = np.asarray(data.programs)
+    return {p: float(agree[origin == p].mean()) for p in sorted(set(data.programs))}

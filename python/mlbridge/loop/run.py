@@ -1,0 +1,154 @@
+"""The whole loop, scripted: ``mlbridge loop [--quick] [--out DIR]``.
+
+collect (interactive mode) -> train (numpy) -> ONNX -> mlbridge-aot ->
+deploy in clang-19 through the plugin -> measure on held-out programs ->
+evolution strategies on size -> results.json, summary.md, training.png,
+sizes.png in the output directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.collect import collect
+from mlbridge.loop.corpus import HELD_OUT, TRAIN, load_corpus, split
+from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
+from mlbridge.loop.imitation import agreement_by_program, build_aot_module, train_imitation
+from mlbridge.loop.report import Progress, plot_sizes, plot_training
+from mlbridge.loop.search import evolve
+from mlbridge.loop.toolchain import Plugin, compile_all
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_PLUGIN = REPO / "build" / "src" / "llvm" / "mlbridge-inline-advisor.so"
+
+
+def _require(tool: str) -> None:
+    if shutil.which(tool) is None:
+        raise MlbridgeError(f"{tool} is not installed (scripts/setup installs it)")
+
+
+def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".cache" / "corpus",
+             quick: bool = False, es_iterations: int = 6, jobs: int = 2,
+             configurations=CONFIGURATIONS, progress: Optional[Progress] = None
+             ) -> Dict[str, Any]:
+    """Runs every step; returns (and writes) the results."""
+    for tool in ("clang-19", "llvm-size-19", "c++"):
+        _require(tool)
+    if not plugin.exists():
+        raise MlbridgeError(f"the plugin {plugin} is missing (scripts/setup builds it)")
+    progress = progress or Progress()
+    out.mkdir(parents=True, exist_ok=True)
+    programs = load_corpus(corpus, REPO / "python" / "mlbridge" / "demo" / "data", quick)
+    train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
+    if not train or not held_out:
+        raise MlbridgeError("the corpus needs training and held-out programs "
+                            "(run tools/fetch_corpus.py)")
+
+    data = collect(train, out / "logs", progress.step("collect"))
+    np.savez(out / "dataset.npz", features=data.features, decisions=data.decisions,
+             names=np.asarray(data.names))
+    policy, curve = train_imitation(data, progress=progress.step("train"))
+    onnx_model = out / "inline_policy.onnx"
+    policy.to_onnx(onnx_model)
+    module = build_aot_module(onnx_model, out / "aot")
+
+    measured = evaluate(held_out, out / "objects", plugin, onnx_model, module,
+                        configurations, jobs, progress.step("deploy"))
+
+    trace, es_sizes = None, None
+    if es_iterations > 0:
+        oz_train = {r.program: r.text_bytes
+                    for r in compile_all(train, out / "objects" / "train-oz", None, jobs)}
+        best, _, trace = evolve(policy, train, plugin, oz_train, es_iterations, jobs=jobs,
+                                progress=progress.step("search"))
+        es_onnx = out / "es_policy.onnx"
+        best.to_onnx(es_onnx)
+        es_sizes = compile_all(held_out, out / "objects" / "es",
+                               Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
+                                               "MLBRIDGE_MODEL": str(es_onnx)}), jobs)
+
+    results = _summarise(data, policy, curve, measured, trace, es_sizes, held_out)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    sizes = {c: {r.program: r.text_bytes for r in rs} for c, rs in measured.items()
+             if c in ("oz", "aot")}
+    if es_sizes:
+        sizes["es"] = {r.program: r.text_bytes for r in es_sizes}
+    names = [p.name for p in held_out]
+    plot_training(curve, trace, out / "training.png")
+    plot_sizes(names, sizes, out / "sizes.png")
+    (out / "summary.md").write_text(summary_markdown(results))
+    return results
+
+
+def _summarise(data, policy, curve, measured, trace, es_sizes, held_out) -> Dict[str, Any]:
+    per_program: List[Dict[str, Any]] = []
+    oz = {r.program: r for r in measured["oz"]}
+    for p in held_out:
+        row: Dict[str, Any] = {"program": p.name, "files": len(p.sources), "lines": p.lines,
+                               "oz_text": oz[p.name].text_bytes}
+        for config, rs in measured.items():
+            r = next(r for r in rs if r.program == p.name)
+            row[config] = asdict(r)
+        if es_sizes:
+            row["es_text"] = next(r.text_bytes for r in es_sizes if r.program == p.name)
+        per_program.append(row)
+
+    def total(config: str, field: str) -> float:
+        return float(sum(getattr(r, field) for r in measured[config]))
+
+    totals: Dict[str, Any] = {}
+    for config in measured:
+        totals[config] = {"text_bytes": total(config, "text_bytes"),
+                          "cpu_seconds": total(config, "cpu_seconds")}
+        compared = total(config, "compared")
+        if compared:
+            totals[config]["agreement"] = total(config, "agreed") / compared
+            totals[config]["fallbacks"] = total(config, "fallbacks")
+    return {
+        "training": {"call_sites": len(data), "features": policy.names,
+                     "final_loss": curve.loss[-1],
+                     "train_agreement": curve.train_agreement[-1],
+                     "validation_agreement": curve.validation_agreement[-1],
+                     "by_program": agreement_by_program(policy, data)},
+        "held_out": per_program,
+        "totals": totals,
+        "search": None if trace is None else {
+            "evaluations": trace.evaluations, "ratio": trace.ratio,
+            "best_ratio": trace.best_ratio},
+    }
+
+
+def summary_markdown(results: Dict[str, Any]) -> str:
+    """The results as Markdown tables."""
+    t = results["training"]
+    lines = [f"# mlbridge loop\n",
+             f"Imitation: {t['call_sites']} call sites from the training programs, "
+             f"{len(t['features'])} features; agreement train {t['train_agreement']:.4f}, "
+             f"validation {t['validation_agreement']:.4f}.\n",
+             "| held-out program | lines | -Oz .text | aot .text | aot / -Oz | agreement |"
+             + (" ES .text | ES / -Oz |" if results["search"] else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if results["search"] else "")]
+    for row in results["held_out"]:
+        aot = row.get("aot")
+        agreement = (aot["agreed"] / aot["compared"]) if aot and aot["compared"] else None
+        line = (f"| {row['program']} | {row['lines']} | {row['oz_text']} | "
+                f"{aot['text_bytes'] if aot else '-'} | "
+                f"{aot['text_bytes'] / row['oz_text']:.4f} | " if aot else
+                f"| {row['program']} | {row['lines']} | {row['oz_text']} | - | - | ")
+        line += f"{agreement:.4f} |" if agreement is not None else "- |"
+        if results["search"]:
+            line += f" {row['es_text']} | {row['es_text'] / row['oz_text']:.4f} |"
+        lines.append(line)
+    lines += ["", "| configuration | total .text | compile CPU s | agreement | fallbacks |",
+              "|---|---|---|---|---|"]
+    for config, v in results["totals"].items():
+        lines.append(f"| {config} | {int(v['text_bytes'])} | {v['cpu_seconds']:.2f} | "
+                     f"{v.get('agreement', float('nan')):.4f} | "
+                     f"{int(v.get('fallbacks', 0))} |")
+    return "\n".join(lines) + "\n"

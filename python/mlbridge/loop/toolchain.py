@@ -1,0 +1,119 @@
+"""Compiling the corpus with stock clang-19, with or without the
+mlbridge-inline-advisor plugin, and measuring what came out: ``.text``
+bytes (llvm-size-19), compile CPU time, and the plugin's decision
+statistics."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.outcomes import text_size
+from mlbridge.loop.corpus import Program
+
+CLANG = "clang-19"
+OPT_LEVEL = "-Oz"
+
+
+@dataclass
+class Plugin:
+    """How clang-19 loads the plugin and what the plugin is told (its
+    MLBRIDGE_* environment variables)."""
+
+    path: Path
+    env: Dict[str, str] = field(default_factory=dict)
+
+    def flags(self) -> List[str]:
+        # -fplugin too, so that clang accepts the plugin's -mllvm options.
+        return [f"-fpass-plugin={self.path}", f"-fplugin={self.path}"]
+
+
+@dataclass
+class ProgramResult:
+    """One program compiled under one configuration."""
+
+    program: str
+    text_bytes: int
+    cpu_seconds: float
+    wall_seconds: float
+    decisions: int = 0
+    inlined: int = 0
+    fallbacks: int = 0
+    compared: int = 0
+    agreed: int = 0
+
+    @property
+    def agreement(self) -> Optional[float]:
+        return self.agreed / self.compared if self.compared else None
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _read_stats(path: Path) -> Dict[str, int]:
+    totals = {"decisions": 0, "inlined": 0, "fallbacks": 0, "compared": 0, "agreed": 0}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            for key in totals:
+                totals[key] += int(row[key])
+    return totals
+
+
+def compile_program(program: Program, out_dir: Path, plugin: Optional[Plugin] = None,
+                    jobs: int = 2, extra_env: Optional[Mapping[str, str]] = None,
+                    timeout: float = 600) -> ProgramResult:
+    """Compiles every source of ``program`` to an object in ``out_dir`` and
+    measures it. Raises MlbridgeError when a compilation fails."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = Path(tmp) / "stats.jsonl"
+        if plugin is not None:
+            env.update(plugin.env)
+            env["MLBRIDGE_STATS"] = str(stats)
+
+        def one(source: Path) -> Path:
+            obj = out_dir / f"{source.stem}.o"
+            command = [CLANG, OPT_LEVEL, "-c", "-w", *program.flags,
+                       *(plugin.flags() if plugin else []), str(source), "-o", str(obj)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                  timeout=timeout)
+            if done.returncode != 0:
+                raise MlbridgeError(f"{program.name}: {' '.join(command)} failed "
+                                    f"({done.returncode}): {done.stderr[-2000:]}")
+            return obj
+
+        cpu, wall = _children_cpu(), time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            objects = list(pool.map(one, program.sources))
+        cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
+        totals = _read_stats(stats)
+    return ProgramResult(program.name, sum(text_size(str(o)) for o in objects), cpu, wall,
+                         **totals)
+
+
+def compile_all(programs: Sequence[Program], out_dir: Path, plugin: Optional[Plugin] = None,
+                jobs: int = 2, progress=None, **kwargs) -> List[ProgramResult]:
+    """compile_program() for each program (``progress(done, total, name)``)."""
+    results = []
+    for i, program in enumerate(programs):
+        if progress:
+            progress(i, len(programs), program.name)
+        results.append(compile_program(program, out_dir / program.name, plugin, jobs,
+                                       **kwargs))
+    if progress:
+        progress(len(programs), len(programs), "")
+    return results
