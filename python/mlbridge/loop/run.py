@@ -127,7 +127,7 @@ def _summarise(data, policy, curve, measured, trace, es_sizes, held_out) -> Dict
 def summary_markdown(results: Dict[str, Any]) -> str:
     """The results as Markdown tables."""
     t = results["training"]
-    lines = [f"# mlbridge loop\n",
+    lines = ["# mlbridge loop\n",
              f"Imitation: {t['call_sites']} call sites from the training programs, "
              f"{len(t['features'])} features; agreement train {t['train_agreement']:.4f}, "
              f"validation {t['validation_agreement']:.4f}.\n",

@@ -1,0 +1,40 @@
+"""Fixtures of the LLVM plugin tests (run by ctest, which passes the plugin's
+path and, for sanitizer builds, the runtimes to preload into opt/clang)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def plugin() -> Path:
+    path = os.environ.get("MLBRIDGE_PLUGIN")
+    if not path or not Path(path).exists():
+        pytest.fail("MLBRIDGE_PLUGIN must name the built mlbridge-inline-advisor.so "
+                    "(ctest sets it)")
+    for tool in ("opt-19", "clang-19", "llvm-size-19"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing (scripts/setup installs it)")
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def compiler_env() -> Dict[str, str]:
+    """The environment of compilers loading the plugin: a sanitizer build's
+    plugin needs its runtimes preloaded (LLVM itself leaks on purpose)."""
+    env = dict(os.environ)
+    preload = os.environ.get("MLBRIDGE_PLUGIN_PRELOAD", "")
+    if preload:
+        env["LD_PRELOAD"] = preload
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    for key in list(env):
+        if key.startswith("MLBRIDGE_") and key not in ("MLBRIDGE_PLUGIN",):
+            del env[key]
+    return env

@@ -1,0 +1,228 @@
+"""The mlbridge-inline-advisor plugin in stock opt-19 and clang-19: it
+loads, a pipe-served default policy reproduces LLVM's inlining byte for
+byte on real programs, in-process models (ONNX Runtime, AOT module) of
+LLVM's rule do too, runner failures fall back to LLVM's advice, and the
+training log and statistics are right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pytest
+
+from mlbridge.training_log import read_training_log
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "python" / "mlbridge" / "demo" / "data"
+CORPUS = ROOT / ".cache" / "corpus"
+
+
+def llvm_rule_model(path: Path) -> None:
+    """An ONNX model of LLVM's -Oz rule as MLGO's features show it: inline
+    iff cost_estimate <= 0 (argmax of [c - 0.5, 0.5 - c])."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    nodes = [helper.make_node("Cast", ["cost_estimate"], ["c"], to=TensorProto.FLOAT),
+             helper.make_node("Sub", ["c", "half"], ["shifted"]),
+             helper.make_node("Neg", ["shifted"], ["negated"]),
+             helper.make_node("Concat", ["shifted", "negated"], ["pair"], axis=0),
+             helper.make_node("Reshape", ["pair", "row"], ["logits"]),
+             helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1,
+                              keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "llvm_rule",
+        [helper.make_tensor_value_info("cost_estimate", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("inlining_decision", TensorProto.INT64, [1])],
+        [numpy_helper.from_array(np.float32(0.5), "half"),
+         numpy_helper.from_array(np.asarray([1, 2], np.int64), "row")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    save(model, str(path))
+
+
+def run(command: Sequence[str], env: Dict[str, str], extra: Optional[Dict[str, str]] = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    full = dict(env)
+    full.update(extra or {})
+    done = subprocess.run(list(command), env=full, capture_output=True, text=True,
+                          timeout=600)
+    if check and done.returncode != 0:
+        pytest.fail(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-3000:]}")
+    return done
+
+
+def stats(path: Path) -> Dict[str, int]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows, "the plugin wrote no statistics"
+    return {k: sum(r[k] for r in rows) for k in ("decisions", "inlined", "fallbacks",
+                                                 "compared", "agreed")}
+
+
+@pytest.fixture(scope="module")
+def ir(tmp_path_factory) -> Path:
+    """A real C program as unoptimised IR (for opt-19)."""
+    out = tmp_path_factory.mktemp("ir") / "hashtable.ll"
+    subprocess.run(["clang-19", "-Oz", "-S", "-emit-llvm", "-Xclang", "-disable-llvm-optzns",
+                    str(DEMO / "hashtable.c"), "-o", str(out)], check=True)
+    return out
+
+
+def opt(ir: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
+        options: Sequence[str] = (), extra: Optional[Dict[str, str]] = None,
+        ) -> subprocess.CompletedProcess:
+    command = ["opt-19", *([f"-load-pass-plugin={plugin}"] if plugin else []), *options,
+               "-passes=default<Oz>", str(ir), "-S", "-o", str(out)]
+    return run(command, env, extra)
+
+
+def clang(source: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
+          flags: Sequence[str] = (), extra: Optional[Dict[str, str]] = None,
+          check: bool = True) -> subprocess.CompletedProcess:
+    plug = [f"-fpass-plugin={plugin}", f"-fplugin={plugin}"] if plugin else []
+    return run(["clang-19", "-Oz", "-c", "-w", *plug, *flags, str(source), "-o", str(out)],
+               env, extra, check)
+
+
+def test_loads_in_opt_and_changes_nothing_by_default(plugin, compiler_env, ir, tmp_path):
+    opt(ir, tmp_path / "plain.ll", None, compiler_env)
+    opt(ir, tmp_path / "plugin.ll", plugin, compiler_env)
+    assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "plugin.ll").read_bytes()
+
+
+def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir, tmp_path):
+    opt(ir, tmp_path / "plain.ll", None, compiler_env)
+    opt(ir, tmp_path / "default.ll", plugin, compiler_env,
+        ["-mlbridge-runner=default", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+    assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "default.ll").read_bytes()
+    s = stats(tmp_path / "s.jsonl")
+    assert s["decisions"] > 20 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
+
+
+def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path):
+    opt(ir, tmp_path / "plain.ll", None, compiler_env)
+    opt(ir, tmp_path / "never.ll", plugin, compiler_env,
+        ["-mlbridge-runner=constant", "-mlbridge-constant=0",
+         f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+    calls = [p.read_text().count("call ") for p in (tmp_path / "plain.ll",
+                                                    tmp_path / "never.ll")]
+    assert calls[1] > calls[0]
+    assert stats(tmp_path / "s.jsonl")["inlined"] == 0
+
+
+def serve(base: Path, policy: str) -> subprocess.Popen:
+    """`mlbridge serve --pipe` for every compilation until killed."""
+    server = subprocess.Popen([sys.executable, "-m", "mlbridge", "serve", "--pipe", str(base),
+                               "--create", "--policy", policy, "--advisor", "inline",
+                               "--sessions", "0"], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (Path(f"{base}.in").exists() and Path(f"{base}.out").exists()):
+        assert server.poll() is None, server.stderr.read().decode()
+        assert time.monotonic() < deadline, "the server did not create its FIFOs"
+        time.sleep(0.05)
+    return server
+
+
+def real_programs() -> List[tuple]:
+    """(source, flags) of real C programs: the corpus's zstd when fetched,
+    the bundled demo programs always."""
+    programs = [(DEMO / "hashtable.c", []), (DEMO / "kernels.c", [])]
+    zstd = CORPUS / "zstd" / "zstd"
+    if (zstd / "zstd.c").exists():
+        programs.append((zstd / "zstd.c", [f"-I{zstd}"]))
+    return programs
+
+
+def test_pipe_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path):
+    server = serve(tmp_path / "inline", "default")
+    try:
+        for source, flags in real_programs():
+            clang(source, tmp_path / "plain.o", None, compiler_env, flags)
+            clang(source, tmp_path / "pipe.o", plugin, compiler_env, flags,
+                  {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": str(tmp_path / "inline"),
+                   "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
+            assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "pipe.o").read_bytes(), \
+                source.name
+            s = stats(tmp_path / f"{source.stem}.jsonl")
+            assert s["decisions"] > 0 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.parametrize("kind", ["onnx", "aot"])
+def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env, tmp_path,
+                                                           kind):
+    from mlbridge.loop.imitation import build_aot_module
+
+    model = tmp_path / "rule.onnx"
+    llvm_rule_model(model)
+    path = model if kind == "onnx" else build_aot_module(model, tmp_path / "aot", "LlvmRule")
+    for source, flags in real_programs():
+        clang(source, tmp_path / "plain.o", None, compiler_env, flags)
+        clang(source, tmp_path / "model.o", plugin, compiler_env, flags,
+              {"MLBRIDGE_RUNNER": kind, "MLBRIDGE_MODEL": str(path),
+               "MLBRIDGE_COMPARE_DEFAULT": "1",
+               "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
+        s = stats(tmp_path / f"{source.stem}.jsonl")
+        assert s["fallbacks"] == 0 and s["agreed"] == s["compared"] > 0, (source.name, s)
+        assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
+
+
+@pytest.mark.parametrize("setting", [
+    {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": "/nonexistent/channel"},
+    {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
+    {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
+    {"MLBRIDGE_RUNNER": "bogus"},
+], ids=["pipe-without-peer", "missing-aot-module", "missing-onnx-model", "unknown-runner"])
+def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
+    source = DEMO / "hashtable.c"
+    clang(source, tmp_path / "plain.o", None, compiler_env)
+    done = clang(source, tmp_path / "fallback.o", plugin, compiler_env,
+                 extra={**setting, "MLBRIDGE_TIMEOUT_MS": "500"})
+    assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "fallback.o").read_bytes()
+    assert "using LLVM's default advice" in done.stderr
+    assert done.stdout == ""
+
+
+def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path):
+    """A policy that crashes after a few answers: the rest of the call sites
+    get LLVM's advice and the compilation succeeds."""
+    policy = tmp_path / "dies.py"
+    policy.write_text("import os\nN = [0]\n\ndef decide(features):\n"
+                      "    N[0] += 1\n    if N[0] > 5:\n        os._exit(3)\n"
+                      "    return int(features['inlining_default'][0])\n")
+    server = serve(tmp_path / "inline", f"{policy}:decide")
+    try:
+        done = clang(DEMO / "hashtable.c", tmp_path / "o.o", plugin, compiler_env,
+                     extra={"MLBRIDGE_RUNNER": "pipe",
+                            "MLBRIDGE_CHANNEL": str(tmp_path / "inline"),
+                            "MLBRIDGE_TIMEOUT_MS": "2000",
+                            "MLBRIDGE_STATS": str(tmp_path / "s.jsonl")})
+    finally:
+        server.kill()
+        server.wait()
+    s = stats(tmp_path / "s.jsonl")
+    assert s["fallbacks"] > 0 and s["decisions"] > s["fallbacks"]
+    assert "using LLVM's default advice" in done.stderr
+
+
+def test_clang_mllvm_options_and_training_log(plugin, compiler_env, tmp_path):
+    log = tmp_path / "train.log"
+    clang(DEMO / "kernels.c", tmp_path / "o.o", plugin, compiler_env,
+          ["-mllvm", "-mlbridge-runner=default", "-mllvm", f"-mlbridge-log={log}",
+           "-mllvm", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+    s = stats(tmp_path / "s.jsonl")
+    with open(log, "rb") as stream:
+        records = list(read_training_log(stream))
+    assert len(records) == s["decisions"] > 0
+    first = records[0].tensors
+    assert "cost_estimate" in first and "inlining_default" in first
+    assert "callee_basic_block_count" in first  # in-process: not lost
+    assert all(int(r.tensors["inlining_decision"][0]) ==
+               int(r.tensors["inlining_default"][0]) for r in records)
