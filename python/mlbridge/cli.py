@@ -116,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     loop.add_argument("--plugin", help="mlbridge-inline-advisor.so (default: build/)")
     loop.add_argument("--corpus", help="corpus directory (default: .cache/corpus)")
     loop.add_argument("--jobs", type=int, default=2, help="parallel compilations")
+    loop.add_argument("--repeats", type=int, default=1,
+                      help="rounds of deployment measurements (compile time: fastest)")
     return parser
 
 
@@ -269,7 +271,7 @@ def _cmd_loop(args: argparse.Namespace) -> int:
     if args.corpus:
         kwargs["corpus"] = Path(args.corpus)
     results = run_loop(Path(args.out), quick=args.quick, es_iterations=args.es_iterations,
-                       jobs=args.jobs, **kwargs)
+                       jobs=args.jobs, repeats=args.repeats, **kwargs)
     print(summary_markdown(results))
     return 0
 

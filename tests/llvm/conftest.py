@@ -38,3 +38,10 @@ def compiler_env() -> Dict[str, str]:
         if key.startswith("MLBRIDGE_") and key not in ("MLBRIDGE_PLUGIN",):
             del env[key]
     return env
+
+
+@pytest.fixture(scope="session")
+def plugin_env() -> Dict[str, str]:
+    """What compilers loading the plugin need besides their MLBRIDGE_* settings."""
+    preload = os.environ.get("MLBRIDGE_PLUGIN_PRELOAD", "")
+    return {"LD_PRELOAD": preload, "ASAN_OPTIONS": "detect_leaks=0"} if preload else {}

@@ -35,9 +35,12 @@ def _require(tool: str) -> None:
 
 def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".cache" / "corpus",
              quick: bool = False, es_iterations: int = 6, jobs: int = 2,
-             configurations=CONFIGURATIONS, progress: Optional[Progress] = None
-             ) -> Dict[str, Any]:
-    """Runs every step; returns (and writes) the results."""
+             repeats: int = 1, configurations=CONFIGURATIONS,
+             plugin_env: Optional[Dict[str, str]] = None,
+             progress: Optional[Progress] = None) -> Dict[str, Any]:
+    """Runs every step; returns (and writes) the results. ``repeats``: rounds
+    of the deployment measurements (compile times: the fastest round);
+    ``plugin_env``: extra environment of compilers loading the plugin."""
     for tool in ("clang-19", "llvm-size-19", "c++"):
         _require(tool)
     if not plugin.exists():
@@ -59,19 +62,20 @@ def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".c
     module = build_aot_module(onnx_model, out / "aot")
 
     measured = evaluate(held_out, out / "objects", plugin, onnx_model, module,
-                        configurations, jobs, progress.step("deploy"))
+                        configurations, jobs, repeats, plugin_env, progress.step("deploy"))
 
     trace, es_sizes = None, None
     if es_iterations > 0:
         oz_train = {r.program: r.text_bytes
                     for r in compile_all(train, out / "objects" / "train-oz", None, jobs)}
         best, _, trace = evolve(policy, train, plugin, oz_train, es_iterations, jobs=jobs,
-                                progress=progress.step("search"))
+                                plugin_env=plugin_env, progress=progress.step("search"))
         es_onnx = out / "es_policy.onnx"
         best.to_onnx(es_onnx)
         es_sizes = compile_all(held_out, out / "objects" / "es",
                                Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
-                                               "MLBRIDGE_MODEL": str(es_onnx)}), jobs)
+                                               "MLBRIDGE_MODEL": str(es_onnx),
+                                               **(plugin_env or {})}), jobs)
 
     results = _summarise(data, policy, curve, measured, trace, es_sizes, held_out)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")

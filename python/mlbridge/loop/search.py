@@ -29,19 +29,22 @@ class SearchTrace:
 
 
 def size_ratio(policy: Policy, programs: Sequence[Program], plugin: Path,
-               oz_text: Dict[str, int], work: Path, jobs: int = 2) -> float:
+               oz_text: Dict[str, int], work: Path, jobs: int = 2,
+               plugin_env: Optional[Dict[str, str]] = None) -> float:
     """Mean over programs of .text(policy) / .text(-Oz)."""
     model = work / "candidate.onnx"
     policy.to_onnx(model)
     results = compile_all(programs, work / "objects",
                           Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
-                                          "MLBRIDGE_MODEL": str(model)}), jobs)
+                                          "MLBRIDGE_MODEL": str(model),
+                                          **(plugin_env or {})}), jobs)
     return float(np.mean([r.text_bytes / oz_text[r.program] for r in results]))
 
 
 def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
            oz_text: Dict[str, int], iterations: int = 6, pairs: int = 3,
            sigma: float = 0.05, lr: float = 0.5, seed: int = 0, jobs: int = 2,
+           plugin_env: Optional[Dict[str, str]] = None,
            progress: Optional[Callable[[int, int, str], None]] = None
            ) -> tuple:
     """Returns (best policy, its ratio, trace)."""
@@ -62,7 +65,8 @@ def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
 
         def measure(vector: np.ndarray) -> float:
             trace.evaluations += 1
-            return size_ratio(policy_of(vector), programs, plugin, oz_text, work, jobs)
+            return size_ratio(policy_of(vector), programs, plugin, oz_text, work, jobs,
+                              plugin_env)
 
         current = measure(theta)
         best, best_theta = current, theta.copy()
