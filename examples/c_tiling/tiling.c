@@ -1,5 +1,4 @@
-/*===- tiling.c - A C optimiser asking a model for tile sizes --------*- C
- *-*-===*
+/*===- tiling.c - Tile sizes from a model, in C -----------------*- C -*-===*
  *
  * Part of mlbridge, under the Apache License v2.0.
  *
