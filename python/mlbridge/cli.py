@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     loop.add_argument("--out", default="loop-out", help="results directory")
     loop.add_argument("--quick", action="store_true",
                       help="small programs only (minutes -> seconds)")
-    loop.add_argument("--es-iterations", type=int, default=6,
+    loop.add_argument("--es-iterations", type=int, default=8,
                       help="evolution-strategies iterations (0: skip the search)")
     loop.add_argument("--plugin", help="mlbridge-inline-advisor.so (default: build/)")
     loop.add_argument("--corpus", help="corpus directory (default: .cache/corpus)")

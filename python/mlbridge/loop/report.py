@@ -68,8 +68,8 @@ def plot_training(curve, search_trace, path: Path) -> None:
     ax = axes[1]
     if search_trace is not None and search_trace.ratio:
         its = range(1, len(search_trace.ratio) + 1)
-        ax.plot(its, search_trace.ratio, marker="o", label="current policy")
-        ax.plot(its, search_trace.best_ratio, marker="s", label="best so far")
+        ax.plot(its, search_trace.ratio, marker="o", label="mean policy (the result)")
+        ax.plot(its, search_trace.best_ratio, marker="s", label="best single sample so far")
         ax.axhline(1.0, color="gray", linestyle="--", label="-Oz")
         ax.legend()
     ax.set_xlabel("ES iteration")

@@ -34,7 +34,7 @@ def _require(tool: str) -> None:
 
 
 def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".cache" / "corpus",
-             quick: bool = False, es_iterations: int = 6, jobs: int = 2,
+             quick: bool = False, es_iterations: int = 8, jobs: int = 2,
              repeats: int = 1, configurations=CONFIGURATIONS,
              plugin_env: Optional[Dict[str, str]] = None,
              progress: Optional[Progress] = None) -> Dict[str, Any]:
@@ -68,10 +68,10 @@ def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".c
     if es_iterations > 0:
         oz_train = {r.program: r.text_bytes
                     for r in compile_all(train, out / "objects" / "train-oz", None, jobs)}
-        best, _, trace = evolve(policy, train, plugin, oz_train, es_iterations, jobs=jobs,
+        searched, _, trace = evolve(policy, train, plugin, oz_train, es_iterations, jobs=jobs,
                                 plugin_env=plugin_env, progress=progress.step("search"))
         es_onnx = out / "es_policy.onnx"
-        best.to_onnx(es_onnx)
+        searched.to_onnx(es_onnx)
         es_sizes = compile_all(held_out, out / "objects" / "es",
                                Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
                                                "MLBRIDGE_MODEL": str(es_onnx),
@@ -128,6 +128,15 @@ def _summarise(data, policy, curve, measured, trace, es_sizes, held_out) -> Dict
     }
 
 
+def _search_line(search: Optional[Dict[str, Any]]) -> List[str]:
+    if not search or not search["ratio"]:
+        return []
+    return [f"Evolution strategies ({search['evaluations']} compilations of the training "
+            f"programs): their .text / -Oz {search['ratio'][-1]:.4f} under the resulting "
+            f"(mean) policy, {search['best_ratio'][-1]:.4f} under the best single "
+            f"sample; held-out programs below (ES).\n"]
+
+
 def summary_markdown(results: Dict[str, Any]) -> str:
     """The results as Markdown tables."""
     t = results["training"]
@@ -135,6 +144,7 @@ def summary_markdown(results: Dict[str, Any]) -> str:
              f"Imitation: {t['call_sites']} call sites from the training programs, "
              f"{len(t['features'])} features; agreement train {t['train_agreement']:.4f}, "
              f"validation {t['validation_agreement']:.4f}.\n",
+             *_search_line(results["search"]),
              "| held-out program | lines | -Oz .text | aot .text | aot / -Oz | agreement |"
              + (" ES .text | ES / -Oz |" if results["search"] else ""),
              "|---|---|---|---|---|---|" + ("---|---|" if results["search"] else "")]

@@ -3,7 +3,13 @@ strategies (antithetic Gaussian perturbations, rank-normalised returns)
 over the imitation policy's output layer, starting from the imitation
 policy; reward = minus the total ``.text`` of the training programs relative
 to -Oz, measured by compiling them with the candidate policy in-process
-(ONNX Runtime runner, so no C++ build per candidate)."""
+(ONNX Runtime runner, so no C++ build per candidate). The result is the
+search distribution's mean, not the best single candidate: with a handful of
+training programs, the best sample is the one that fits them by luck
+(measured on the held-out programs: the best sample grew .text by 0.2%, and
+with the mean of ratios as reward, where the tiny demo programs weigh as much
+as Brotli, by 10.6% on SQLite; the mean after 8 iterations shrank it by
+0.05%)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ from mlbridge.loop.toolchain import Plugin, compile_all
 
 @dataclass
 class SearchTrace:
-    """Per iteration: the current policy's size ratio and the best so far."""
+    """Per iteration: the size ratio of the search's mean policy and of the
+    best single candidate seen so far."""
 
     ratio: List[float] = field(default_factory=list)
     best_ratio: List[float] = field(default_factory=list)
@@ -31,23 +38,28 @@ class SearchTrace:
 def size_ratio(policy: Policy, programs: Sequence[Program], plugin: Path,
                oz_text: Dict[str, int], work: Path, jobs: int = 2,
                plugin_env: Optional[Dict[str, str]] = None) -> float:
-    """Mean over programs of .text(policy) / .text(-Oz)."""
+    """Total .text of ``programs`` under ``policy`` / their total under -Oz."""
     model = work / "candidate.onnx"
     policy.to_onnx(model)
     results = compile_all(programs, work / "objects",
                           Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
                                           "MLBRIDGE_MODEL": str(model),
                                           **(plugin_env or {})}), jobs)
-    return float(np.mean([r.text_bytes / oz_text[r.program] for r in results]))
+    return (sum(r.text_bytes for r in results) /
+            sum(oz_text[r.program] for r in results))
 
 
 def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
-           oz_text: Dict[str, int], iterations: int = 6, pairs: int = 3,
-           sigma: float = 0.05, lr: float = 0.5, seed: int = 0, jobs: int = 2,
+           oz_text: Dict[str, int], iterations: int = 8, pairs: int = 3,
+           sigma: float = 1.0, lr: float = 0.5, seed: int = 0, jobs: int = 2,
            plugin_env: Optional[Dict[str, str]] = None,
            progress: Optional[Callable[[int, int, str], None]] = None
            ) -> tuple:
-    """Returns (best policy, its ratio, trace)."""
+    """Returns (the final mean policy, its ratio, trace). ``sigma`` is
+    relative to the mean magnitude of the searched parameters: the imitation
+    policy's decisions only move under perturbations of that order (measured:
+    a shift of 2 in the output bias changes the training programs' size by
+    0.4%, one of 0.5 not at all)."""
     rng = np.random.default_rng(seed)
     w, b = start.layers[-1]
     theta = np.concatenate([w.reshape(-1), b]).astype(np.float64)
@@ -69,10 +81,10 @@ def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
                               plugin_env)
 
         current = measure(theta)
-        best, best_theta = current, theta.copy()
+        best = current
         for it in range(iterations):
             if progress:
-                progress(it, iterations, f"size ratio {current:.4f} (best {best:.4f})")
+                progress(it, iterations, f"size ratio {current:.4f} (best sample {best:.4f})")
             noise = rng.standard_normal((pairs, theta.size))
             scores = []
             for eps in noise:
@@ -80,18 +92,16 @@ def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
                     candidate = theta + sign * sigma * scale * eps
                     r = measure(candidate)
                     scores.append(r)
-                    if r < best:
-                        best, best_theta = r, candidate.copy()
+                    best = min(best, r)
             ranks = np.argsort(np.argsort(scores)).astype(np.float64)
             ranks = ranks / max(1, len(ranks) - 1) - 0.5  # low size -> low rank
             plus, minus = ranks[0::2], ranks[1::2]
             grad = ((minus - plus)[:, None] * noise).sum(axis=0) / (pairs * sigma)
             theta = theta + lr * sigma * scale * grad
             current = measure(theta)
-            if current < best:
-                best, best_theta = current, theta.copy()
+            best = min(best, current)
             trace.ratio.append(current)
             trace.best_ratio.append(best)
         if progress:
-            progress(iterations, iterations, f"best size ratio {best:.4f}")
-    return policy_of(best_theta), best, trace
+            progress(iterations, iterations, f"size ratio {current:.4f}")
+    return policy_of(theta), current, trace
