@@ -30,15 +30,6 @@ static const int64_t Shape1[] = {1};
 /** Elements of x and y. */
 enum { NumX = 32, NumY = 48 };
 
-/** Sets \p spec to name, dtype and shape. */
-static void set_spec(mlbridge_tensor_spec *spec, const char *name,
-                     mlbridge_dtype dtype, const int64_t *shape, size_t rank) {
-  spec->name = name;
-  spec->dtype = dtype;
-  spec->shape = shape;
-  spec->rank = rank;
-}
-
 /** Writes \p x (scaled by \p scale) into the runner's input "x", runs it
  * and copies "y" into \p y; returns 1 on success. */
 static int run_gemm(mlbridge_runner *runner, const float *x, float scale,

@@ -76,15 +76,6 @@ static void test_option_defaults(void) {
   mlbridge_grpc_options_init(NULL);
 }
 
-/** Sets \p spec to name, dtype and shape. */
-static void set_spec(mlbridge_tensor_spec *spec, const char *name,
-                     mlbridge_dtype dtype, const int64_t *shape, size_t rank) {
-  spec->name = name;
-  spec->dtype = dtype;
-  spec->shape = shape;
-  spec->rank = rank;
-}
-
 /** The spec checks shared by every creation function, through pipe runners
  * (extended mode: any number of outputs). */
 static void test_spec_checks(void) {

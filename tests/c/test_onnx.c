@@ -25,15 +25,6 @@ static const int64_t ShapeY[] = {2, 24};
 /** Elements of x and y. */
 enum { NumX = 32, NumY = 48 };
 
-/** Sets \p spec to name, dtype and shape. */
-static void set_spec(mlbridge_tensor_spec *spec, const char *name,
-                     mlbridge_dtype dtype, const int64_t *shape, size_t rank) {
-  spec->name = name;
-  spec->dtype = dtype;
-  spec->shape = shape;
-  spec->rank = rank;
-}
-
 /** Writes \p x into input 0 of \p runner, evaluates it and returns output 0
  * (NULL on failure). */
 static const float *run(mlbridge_runner *runner, const float *x) {

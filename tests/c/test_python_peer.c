@@ -37,15 +37,6 @@ static const int64_t Shape3[] = {3};
 static const int64_t Shape5[] = {5};
 static const int64_t Shape2x3[] = {2, 3};
 
-/** Sets \p spec to name, dtype and shape. */
-static void set_spec(mlbridge_tensor_spec *spec, const char *name,
-                     mlbridge_dtype dtype, const int64_t *shape, size_t rank) {
-  spec->name = name;
-  spec->dtype = dtype;
-  spec->shape = shape;
-  spec->rank = rank;
-}
-
 /** Sleeps \p ms milliseconds. */
 static void sleep_ms(long ms) {
   struct timespec t;

@@ -134,6 +134,16 @@ static mlbridge_status test_created_status;
    test_check_created(__FILE__, __LINE__, #call, test_created_status, runner,  \
                       error))
 
+/** Sets \p spec to name, dtype and shape. */
+static inline void set_spec(mlbridge_tensor_spec *spec, const char *name,
+                            mlbridge_dtype dtype, const int64_t *shape,
+                            size_t rank) {
+  spec->name = name;
+  spec->dtype = dtype;
+  spec->shape = shape;
+  spec->rank = rank;
+}
+
 /** Seconds on a monotonic clock. */
 static inline double test_now(void) {
   struct timespec t;

@@ -28,9 +28,9 @@ from mlbridge.aot.graph import CXX_TYPES, SPEC_TYPES, AotError, Graph, Node, Val
 
 ALIGN = 64
 
-#: The C ABI of generated models (version 1). include/mlbridge/mlbridge.h
-#: carries the same block (the C API consumes it); tests/python/test_aot.py
-#: checks that the two are identical.
+#: The C ABI of generated models (version 1). include/mlbridge/AotAbi.h
+#: carries the same block (the C++ and C APIs include it);
+#: tests/python/test_aot.py checks that the two are identical.
 AOT_ABI_V1 = """\
 /* BEGIN MLBRIDGE_AOT_ABI_V1 */
 #ifndef MLBRIDGE_AOT_ABI_V1
