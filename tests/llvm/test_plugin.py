@@ -1,6 +1,6 @@
 """The mlbridge-inline-advisor plugin in stock opt-19 and clang-19: it
-loads, a pipe-served default policy reproduces LLVM's inlining byte for
-byte on real programs, in-process models (ONNX Runtime, AOT module) of
+loads, a default policy served over pipes or gRPC reproduces LLVM's
+inlining byte for byte on real programs, in-process models (ONNX Runtime, AOT module) of
 LLVM's rule do too, runner failures fall back to LLVM's advice, and the
 training log and statistics are right."""
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -115,17 +115,28 @@ def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path):
     assert stats(tmp_path / "s.jsonl")["inlined"] == 0
 
 
-def serve(base: Path, policy: str) -> subprocess.Popen:
-    """`mlbridge serve --pipe` for every compilation until killed."""
-    server = subprocess.Popen([sys.executable, "-m", "mlbridge", "serve", "--pipe", str(base),
-                               "--create", "--policy", policy, "--advisor", "inline",
-                               "--sessions", "0"], stderr=subprocess.PIPE)
+def serve(policy: str, transport: str,
+          where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:
+    """`mlbridge serve` of ``policy`` for every compilation until killed, over
+    ``transport``: "pipe" (channel base ``where``) or "grpc" (unix socket
+    ``where``). Returns the server and the plugin settings that reach it."""
+    if transport == "pipe":
+        where_args = ["--pipe", str(where), "--create", "--sessions", "0"]
+        ready = [Path(f"{where}.in"), Path(f"{where}.out")]
+        settings = {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": str(where)}
+    else:
+        where_args = ["--grpc", f"unix:{where}"]
+        ready = [where]
+        settings = {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": f"unix:{where}"}
+    server = subprocess.Popen([sys.executable, "-m", "mlbridge", "serve", *where_args,
+                               "--policy", policy, "--advisor", "inline"],
+                              stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
-    while not (Path(f"{base}.in").exists() and Path(f"{base}.out").exists()):
+    while not all(path.exists() for path in ready):
         assert server.poll() is None, server.stderr.read().decode()
-        assert time.monotonic() < deadline, "the server did not create its FIFOs"
+        assert time.monotonic() < deadline, "the server is not listening"
         time.sleep(0.05)
-    return server
+    return server, settings
 
 
 def real_programs() -> List[tuple]:
@@ -138,16 +149,19 @@ def real_programs() -> List[tuple]:
     return programs
 
 
-def test_pipe_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path):
-    server = serve(tmp_path / "inline", "default")
+@pytest.mark.parametrize("transport", ["pipe", "grpc"])
+def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path,
+                                                   transport):
+    """LLVM's own decision served by a Python process (the training set-up):
+    the objects are LLVM's, byte for byte."""
+    server, settings = serve("default", transport, tmp_path / "inline")
     try:
         for source, flags in real_programs():
             clang(source, tmp_path / "plain.o", None, compiler_env, flags)
-            clang(source, tmp_path / "pipe.o", plugin, compiler_env, flags,
-                  {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": str(tmp_path / "inline"),
-                   "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
-            assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "pipe.o").read_bytes(), \
-                source.name
+            clang(source, tmp_path / "served.o", plugin, compiler_env, flags,
+                  {**settings, "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
+            assert (tmp_path / "plain.o").read_bytes() == \
+                (tmp_path / "served.o").read_bytes(), source.name
             s = stats(tmp_path / f"{source.stem}.jsonl")
             assert s["decisions"] > 0 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
     finally:
@@ -176,10 +190,11 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
 
 @pytest.mark.parametrize("setting", [
     {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": "/nonexistent/channel"},
+    {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": "unix:/nonexistent/socket"},
     {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
     {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
     {"MLBRIDGE_RUNNER": "bogus"},
-], ids=["pipe-without-peer", "missing-aot-module", "missing-onnx-model", "unknown-runner"])
+], ids=["pipe-without-peer", "grpc-without-server", "missing-aot-module", "missing-onnx-model", "unknown-runner"])
 def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
     source = DEMO / "hashtable.c"
     clang(source, tmp_path / "plain.o", None, compiler_env)
@@ -190,19 +205,18 @@ def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setti
     assert done.stdout == ""
 
 
-def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path):
+@pytest.mark.parametrize("transport", ["pipe", "grpc"])
+def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path, transport):
     """A policy that crashes after a few answers: the rest of the call sites
     get LLVM's advice and the compilation succeeds."""
     policy = tmp_path / "dies.py"
     policy.write_text("import os\nN = [0]\n\ndef decide(features):\n"
                       "    N[0] += 1\n    if N[0] > 5:\n        os._exit(3)\n"
                       "    return int(features['inlining_default'][0])\n")
-    server = serve(tmp_path / "inline", f"{policy}:decide")
+    server, settings = serve(f"{policy}:decide", transport, tmp_path / "inline")
     try:
         done = clang(DEMO / "hashtable.c", tmp_path / "o.o", plugin, compiler_env,
-                     extra={"MLBRIDGE_RUNNER": "pipe",
-                            "MLBRIDGE_CHANNEL": str(tmp_path / "inline"),
-                            "MLBRIDGE_TIMEOUT_MS": "2000",
+                     extra={**settings, "MLBRIDGE_TIMEOUT_MS": "2000",
                             "MLBRIDGE_STATS": str(tmp_path / "s.jsonl")})
     finally:
         server.kill()
