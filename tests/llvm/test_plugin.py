@@ -1,8 +1,8 @@
 """The mlbridge-inline-advisor plugin in stock opt-19 and clang-19: it
 loads, a default policy served over pipes or gRPC reproduces LLVM's
-inlining byte for byte on real programs, in-process models (ONNX Runtime, AOT module) of
-LLVM's rule do too, runner failures fall back to LLVM's advice, and the
-training log and statistics are right."""
+inlining byte for byte on real programs, in-process models (ONNX Runtime,
+AOT module) of LLVM's rule do too, runner failures fall back to LLVM's
+advice, and the training log and statistics are right."""
 
 from __future__ import annotations
 
@@ -194,7 +194,8 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
     {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
     {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
     {"MLBRIDGE_RUNNER": "bogus"},
-], ids=["pipe-without-peer", "grpc-without-server", "missing-aot-module", "missing-onnx-model", "unknown-runner"])
+], ids=["pipe-without-peer", "grpc-without-server", "missing-aot-module",
+        "missing-onnx-model", "unknown-runner"])
 def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
     source = DEMO / "hashtable.c"
     clang(source, tmp_path / "plain.o", None, compiler_env)

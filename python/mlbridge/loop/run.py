@@ -22,7 +22,7 @@ from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
 from mlbridge.loop.imitation import agreement_by_program, build_aot_module, train_imitation
 from mlbridge.loop.report import Progress, plot_sizes, plot_training
 from mlbridge.loop.search import evolve
-from mlbridge.loop.toolchain import Plugin, compile_all
+from mlbridge.loop.toolchain import compile_all, onnx_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_PLUGIN = REPO / "build" / "src" / "llvm" / "mlbridge-inline-advisor.so"
@@ -68,14 +68,13 @@ def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".c
     if es_iterations > 0:
         oz_train = {r.program: r.text_bytes
                     for r in compile_all(train, out / "objects" / "train-oz", None, jobs)}
-        searched, _, trace = evolve(policy, train, plugin, oz_train, es_iterations, jobs=jobs,
-                                plugin_env=plugin_env, progress=progress.step("search"))
+        searched, _, trace = evolve(policy, train, plugin, oz_train, es_iterations,
+                                    jobs=jobs, plugin_env=plugin_env,
+                                    progress=progress.step("search"))
         es_onnx = out / "es_policy.onnx"
         searched.to_onnx(es_onnx)
         es_sizes = compile_all(held_out, out / "objects" / "es",
-                               Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
-                                               "MLBRIDGE_MODEL": str(es_onnx),
-                                               **(plugin_env or {})}), jobs)
+                               onnx_plugin(plugin, es_onnx, plugin_env), jobs)
 
     results = _summarise(data, policy, curve, measured, trace, es_sizes, held_out)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -22,7 +22,7 @@ import numpy as np
 
 from mlbridge.loop.corpus import Program
 from mlbridge.loop.imitation import Policy
-from mlbridge.loop.toolchain import Plugin, compile_all
+from mlbridge.loop.toolchain import compile_all, onnx_plugin
 
 
 @dataclass
@@ -41,10 +41,8 @@ def size_ratio(policy: Policy, programs: Sequence[Program], plugin: Path,
     """Total .text of ``programs`` under ``policy`` / their total under -Oz."""
     model = work / "candidate.onnx"
     policy.to_onnx(model)
-    results = compile_all(programs, work / "objects",
-                          Plugin(plugin, {"MLBRIDGE_RUNNER": "onnx",
-                                          "MLBRIDGE_MODEL": str(model),
-                                          **(plugin_env or {})}), jobs)
+    results = compile_all(programs, work / "objects", onnx_plugin(plugin, model, plugin_env),
+                          jobs)
     return (sum(r.text_bytes for r in results) /
             sum(oz_text[r.program] for r in results))
 

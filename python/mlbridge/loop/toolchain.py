@@ -37,6 +37,13 @@ class Plugin:
         return [f"-fpass-plugin={self.path}", f"-fplugin={self.path}"]
 
 
+def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None) -> Plugin:
+    """The plugin running ``model`` in-process under ONNX Runtime, with the
+    extra environment ``env``."""
+    return Plugin(path, {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": str(model),
+                         **(env or {})})
+
+
 @dataclass
 class ProgramResult:
     """One program compiled under one configuration."""
