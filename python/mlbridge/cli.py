@@ -53,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                       default=None, help="send LLVM's own inlining decision as feature "
                       "'inlining_default' (default: when the policy wants it)")
     llvm.add_argument("--size-increase-threshold", type=_positive,
-                      help="LLVM's -ml-advisor-size-increase-threshold (default 2.0): the "
-                      "inliner stops asking once the module grew by this factor")
+                      help="LLVM's -ml-advisor-size-increase-threshold (default 2.0; "
+                      "lifted for --policy default): the inliner stops asking once the "
+                      "module grew by this factor")
     llvm.add_argument("compiler", nargs=argparse.REMAINDER,
                       help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)")
 

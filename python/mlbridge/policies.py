@@ -22,7 +22,9 @@ Policy specs:
 
 A policy may carry ``wants_default = True`` to ask the LLVM driver to send
 LLVM's own inlining decision (it then corrupts ``callee_basic_block_count``,
-the driver restores ``inlining_default`` and reports that feature as -1).
+the driver restores ``inlining_default`` and reports that feature as -1),
+and ``echoes_default = True`` when it always answers LLVM's own decision (the
+driver then lifts LLVM's size cap, see :mod:`mlbridge.llvm.size_cap`).
 """
 
 from __future__ import annotations
@@ -49,9 +51,14 @@ class PolicyError(MlbridgeError):
 
 
 class InlineDefault:
-    """Echo LLVM's own inlining decision (feature ``inlining_default``)."""
+    """Echo LLVM's own inlining decision (feature ``inlining_default``).
+
+    ``echoes_default``: the LLVM driver lifts LLVM's size cap for it, so that
+    the result is exactly LLVM's default inliner.
+    """
 
     wants_default = True
+    echoes_default = True
 
     def __call__(self, features: Dict[str, np.ndarray]) -> int:
         try:

@@ -28,6 +28,9 @@ PROTO_DTYPES: Dict[str, int] = {name: i + 1 for i, name in enumerate(DTYPES)}
 #: Largest element count accepted for one tensor (bounds every decoder).
 MAX_ELEMENTS = 1 << 40
 
+#: Largest number of dimensions accepted for one tensor (numpy's portable bound).
+MAX_RANK = 32
+
 
 class SpecError(ValueError):
     """A TensorSpec (or a JSON description of one) is invalid."""
@@ -61,6 +64,9 @@ class TensorSpec:
             raise SpecError("tensor name must be a non-empty string")
         if self.type_name not in DTYPES:
             raise SpecError(f"tensor '{self.name}': unknown type '{self.type_name}'")
+        if len(self.shape) > MAX_RANK:
+            raise SpecError(f"tensor '{self.name}': {len(self.shape)} dimensions, at most "
+                            f"{MAX_RANK} are supported")
         shape = tuple(int(d) for d in self.shape)
         if any(d < 0 for d in shape):
             raise SpecError(f"tensor '{self.name}': negative dimension in {list(shape)}")

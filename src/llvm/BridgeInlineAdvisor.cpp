@@ -9,8 +9,10 @@
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fcntl.h>
 #include <unistd.h>
@@ -51,6 +53,38 @@ std::string jsonString(StringRef S) {
   return Out + "\"";
 }
 
+/// LLVM's -ml-advisor-size-increase-threshold (a float cl::opt of
+/// MLInlineAdvisor.cpp), or null if this LLVM has none.
+cl::opt<float> *sizeThresholdOption() {
+  auto &Registered = cl::getRegisteredOptions();
+  auto It = Registered.find("ml-advisor-size-increase-threshold");
+  return It == Registered.end() ? nullptr
+                                : dynamic_cast<cl::opt<float> *>(It->second);
+}
+
+/// Sets LLVM's size threshold to \p Wanted unless the user gave LLVM's
+/// option explicitly (theirs wins).
+void applySizeThreshold(std::optional<double> Wanted) {
+  cl::opt<float> *Opt = sizeThresholdOption();
+  if (!Wanted || !Opt || Opt->getNumOccurrences())
+    return;
+  // Infinity: CurrentIRSize > inf * InitialIRSize never holds.
+  Opt->setValue(std::isinf(*Wanted) ? HUGE_VALF : float(*Wanted));
+}
+
+/// The threshold in force as JSON: a number, or null for no cap.
+std::string sizeThresholdJson() {
+  cl::opt<float> *Opt = sizeThresholdOption();
+  if (!Opt)
+    return "null";
+  float V = Opt->getValue();
+  if (std::isinf(V))
+    return "null";
+  char Buf[32];
+  std::snprintf(Buf, sizeof(Buf), "%g", double(V));
+  return Buf;
+}
+
 } // namespace
 
 InlineAdvisor *
@@ -60,6 +94,11 @@ BridgeInlineAdvisor::create(Module &M, ModuleAnalysisManager &MAM,
   auto Default = std::make_unique<DefaultInlineAdvisor>(M, FAM, Params, IC);
   if (O.Runner == "none")
     return Default.release();
+  if (!O.Problem.empty()) {
+    report(O.Problem + "; using LLVM's default advice");
+    return Default.release();
+  }
+  applySizeThreshold(O.SizeIncreaseThreshold);
   std::vector<llvm::TensorSpec> LLVMInputs = llvmInputs();
   std::vector<TensorSpec> Inputs;
   for (const llvm::TensorSpec &S : LLVMInputs) {
@@ -137,6 +176,11 @@ bool BridgeInlineAdvisor::llvmDecision(CallBase &CB) {
   return GetDefaultAdvice(CB);
 }
 
+std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {
+  AfterSizeStop += isForcedToStop();
+  return MLInlineAdvisor::getAdviceImpl(CB);
+}
+
 std::unique_ptr<MLInlineAdvice>
 BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
                                         OptimizationRemarkEmitter &ORE) {
@@ -181,14 +225,18 @@ BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
 void BridgeInlineAdvisor::writeStats() {
   if (Options.StatsPath.empty())
     return;
-  std::string Line = "{\"module\":" + jsonString(ModuleName) +
-                     ",\"runner\":" + jsonString(Options.Runner) +
-                     ",\"decisions\":" + std::to_string(Decisions) +
-                     ",\"inlined\":" + std::to_string(Inlined) +
-                     ",\"fallbacks\":" + std::to_string(Fallbacks) +
-                     ",\"compared\":" + std::to_string(Compared) +
-                     ",\"agreed\":" + std::to_string(Agreed) +
-                     ",\"first_error\":" + jsonString(FirstError) + "}\n";
+  std::string Line =
+      "{\"module\":" + jsonString(ModuleName) +
+      ",\"runner\":" + jsonString(Options.Runner) +
+      ",\"decisions\":" + std::to_string(Decisions) +
+      ",\"inlined\":" + std::to_string(Inlined) +
+      ",\"fallbacks\":" + std::to_string(Fallbacks) +
+      ",\"compared\":" + std::to_string(Compared) +
+      ",\"agreed\":" + std::to_string(Agreed) +
+      ",\"size_increase_threshold\":" + sizeThresholdJson() +
+      ",\"size_stopped\":" + (isForcedToStop() ? "true" : "false") +
+      ",\"after_size_stop\":" + std::to_string(AfterSizeStop) +
+      ",\"first_error\":" + jsonString(FirstError) + "}\n";
   // One write() per line with O_APPEND: parallel compilations can share it.
   int Fd = ::open(Options.StatsPath.c_str(),
                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -44,6 +44,10 @@ public:
   ~BridgeInlineAdvisor() override;
 
 protected:
+  /// LLVM's MLInlineAdvisor, counting the call sites it no longer asks
+  /// the model about because the module outgrew the size threshold.
+  std::unique_ptr<llvm::InlineAdvice>
+  getAdviceImpl(llvm::CallBase &CB) override;
   std::unique_ptr<llvm::MLInlineAdvice>
   getAdviceFromModel(llvm::CallBase &CB,
                      llvm::OptimizationRemarkEmitter &ORE) override;
@@ -68,6 +72,8 @@ private:
   std::optional<TrainingLogWriter> Log;
   std::string FirstError;
   uint64_t Decisions = 0, Inlined = 0, Fallbacks = 0, Compared = 0, Agreed = 0;
+  /// Call sites seen after the size threshold stopped the advisor.
+  uint64_t AfterSizeStop = 0;
 };
 
 } // namespace mlbridge

@@ -8,6 +8,7 @@
 
 #include "llvm/Support/CommandLine.h"
 
+#include <cmath>
 #include <cstdlib>
 
 using namespace llvm;
@@ -47,6 +48,12 @@ cl::opt<bool> CompareOpt(
     cl::desc("also compute LLVM's decision for every call site, to count "
              "agreement (env MLBRIDGE_COMPARE_DEFAULT=1)"));
 
+cl::opt<std::string> SizeThresholdOpt(
+    "mlbridge-size-increase-threshold",
+    cl::desc("stop asking the model once the module grew by this factor, or "
+             "'none' (env MLBRIDGE_SIZE_INCREASE_THRESHOLD; default: LLVM's "
+             "2.0, none for the default runner)"));
+
 /// The option's value if given on the command line, else \p Env's.
 std::string pick(const cl::opt<std::string> &Opt, const char *Env) {
   if (Opt.getNumOccurrences())
@@ -64,6 +71,24 @@ int64_t pickInt(const cl::opt<int64_t> &Opt, const char *Env, int64_t Default) {
   char *End = nullptr;
   long long N = std::strtoll(V, &End, 10);
   return End && !*End ? N : Default;
+}
+
+/// A size threshold: a factor >= 1, or "none" (no cap, infinity).
+std::optional<double> parseThreshold(const std::string &Text,
+                                     std::string &Problem) {
+  if (Text.empty())
+    return std::nullopt;
+  if (Text == "none" || Text == "inf")
+    return HUGE_VAL;
+  char *End = nullptr;
+  double V = std::strtod(Text.c_str(), &End);
+  if (End == Text.c_str() || *End || !(V >= 1.0)) {
+    Problem = "-mlbridge-size-increase-threshold must be a factor >= 1 or "
+              "'none', got '" +
+              Text + "'";
+    return std::nullopt;
+  }
+  return V;
 }
 } // namespace
 
@@ -87,6 +112,10 @@ const PluginOptions &pluginOptions() {
     O.CompareDefault = CompareOpt.getNumOccurrences()
                            ? bool(CompareOpt)
                            : (Compare && std::string(Compare) == "1");
+    O.SizeIncreaseThreshold = parseThreshold(
+        pick(SizeThresholdOpt, "MLBRIDGE_SIZE_INCREASE_THRESHOLD"), O.Problem);
+    if (!O.SizeIncreaseThreshold && O.Runner == "default")
+      O.SizeIncreaseThreshold = HUGE_VAL;
     return O;
   }();
   return Options;

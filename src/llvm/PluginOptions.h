@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlbridge {
@@ -44,6 +45,15 @@ struct PluginOptions {
   /// Compute LLVM's own decision for every call site (counted in the stats)
   /// even when the runner does not need it.
   bool CompareDefault = false;
+  /// LLVM's -ml-advisor-size-increase-threshold for this process: the
+  /// advisor stops asking the runner once the module grew by this factor.
+  /// Unset: LLVM's own value (2.0), except for the "default" runner, whose
+  /// cap is lifted so that it reproduces LLVM's default inliner. Infinity
+  /// means no cap. A threshold given to LLVM directly always wins.
+  std::optional<double> SizeIncreaseThreshold;
+  /// Whether the options were valid; otherwise Problem says why and the
+  /// plugin gives LLVM's default advice.
+  std::string Problem;
 };
 
 /// The options of this process (parsed command line, then environment).

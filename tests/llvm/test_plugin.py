@@ -241,3 +241,54 @@ def test_clang_mllvm_options_and_training_log(plugin, compiler_env, tmp_path):
     assert "callee_basic_block_count" in first  # in-process: not lost
     assert all(int(r.tensors["inlining_decision"][0]) ==
                int(r.tensors["inlining_default"][0]) for r in records)
+
+
+def size_cap_ir(tmp_path: Path) -> Path:
+    """tests/data/size_cap.c as inliner input: its inlining outgrows
+    MLInlineAdvisor's 2x size cap at -O2."""
+    out = tmp_path / "size_cap.ll"
+    subprocess.run(["clang-19", "-O1", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm",
+                    str(ROOT / "tests" / "data" / "size_cap.c"), "-o", str(out)], check=True)
+    return out
+
+
+def opt_o2(ir: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
+           options: Sequence[str] = (), check: bool = True) -> subprocess.CompletedProcess:
+    command = ["opt-19", *([f"-load-pass-plugin={plugin}"] if plugin else []), *options,
+               "-passes=default<O2>", str(ir), "-S", "-o", str(out)]
+    return run(command, env, check=check)
+
+
+def test_default_runner_lifts_the_size_cap(plugin, compiler_env, tmp_path):
+    """Issue 11 #6: the default runner is LLVM's default inliner even where
+    MLInlineAdvisor's size cap would stop it; the cap is an option, and the
+    statistics say when it stopped the advisor."""
+    ir = size_cap_ir(tmp_path)
+    opt_o2(ir, tmp_path / "plain.ll", None, compiler_env)
+    rows = tmp_path / "s.jsonl"
+    opt_o2(ir, tmp_path / "default.ll", plugin, compiler_env,
+           ["-mlbridge-runner=default", f"-mlbridge-stats={rows}"])
+    assert (tmp_path / "plain.ll").read_text() == (tmp_path / "default.ll").read_text()
+    row = json.loads(rows.read_text())
+    assert row["size_increase_threshold"] is None and row["size_stopped"] is False
+    rows.unlink()
+    opt_o2(ir, tmp_path / "capped.ll", plugin, compiler_env,
+           ["-mlbridge-runner=default", "-mlbridge-size-increase-threshold=2",
+            f"-mlbridge-stats={rows}"])
+    assert (tmp_path / "plain.ll").read_text() != (tmp_path / "capped.ll").read_text()
+    row = json.loads(rows.read_text())
+    assert row["size_increase_threshold"] == 2 and row["size_stopped"] is True
+    assert row["after_size_stop"] > 0 and row["decisions"] > 0
+    # LLVM's own option, given explicitly, wins over the plugin's choice.
+    opt_o2(ir, tmp_path / "llvm.ll", plugin, compiler_env,
+           ["-mlbridge-runner=default", "-ml-advisor-size-increase-threshold=2"])
+    assert (tmp_path / "llvm.ll").read_text() == (tmp_path / "capped.ll").read_text()
+
+
+def test_bad_size_threshold_falls_back_to_llvm(plugin, compiler_env, tmp_path):
+    ir = size_cap_ir(tmp_path)
+    opt_o2(ir, tmp_path / "plain.ll", None, compiler_env)
+    done = opt_o2(ir, tmp_path / "bad.ll", plugin, compiler_env,
+                  ["-mlbridge-runner=constant", "-mlbridge-size-increase-threshold=0.5"])
+    assert "-mlbridge-size-increase-threshold must be a factor >= 1" in done.stderr
+    assert (tmp_path / "plain.ll").read_text() == (tmp_path / "bad.ll").read_text()

@@ -163,3 +163,44 @@ def test_illegal_eviction_answer_is_never_sent(work):
                           {"evict": illegal}, timeout=60)
     assert "not a legal candidate" in result.error
     assert result.returncode < 0
+
+
+SIZE_CAP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "data", "size_cap.c")
+
+
+def _size_cap_run(tmp_path, name, extra=(), compiler=("opt-19", "-passes=default<O2>")):
+    """``mlbridge llvm --policy default`` over tests/data/size_cap.c (whose
+    inlining outgrows LLVM's 2x cap); returns (output bytes, inline stats)."""
+    import json
+    ir = tmp_path / "size_cap.bc"
+    if not ir.exists():
+        make_inliner_ir(SIZE_CAP_SOURCE, str(ir))
+    out, stats = tmp_path / f"{name}.o", tmp_path / f"{name}.json"
+    source = str(ir) if compiler[0].startswith("opt") else SIZE_CAP_SOURCE
+    rc = main(["llvm", "--advisor", "inline", "--policy", "default", *extra,
+               "--stats-json", str(stats), "--", *compiler, source, "-o", str(out)])
+    assert rc == 0
+    return out.read_bytes(), json.loads(stats.read_text())["advisors"]["inline"]
+
+
+def test_default_policy_lifts_llvm_size_cap(tmp_path):
+    """Issue 11 #6: the default policy is LLVM's default inliner even where
+    MLInlineAdvisor's size cap would have stopped it."""
+    make_inliner_ir(SIZE_CAP_SOURCE, str(tmp_path / "size_cap.bc"))
+    subprocess.run(["opt-19", "-passes=default<O2>", str(tmp_path / "size_cap.bc"), "-o",
+                    str(tmp_path / "plain.o")], check=True)
+    lifted, stats = _size_cap_run(tmp_path, "lifted")
+    assert lifted == (tmp_path / "plain.o").read_bytes()
+    assert stats["size_increase_threshold"] is None and stats["size_stopped"] is False
+    capped, stats = _size_cap_run(tmp_path, "capped", ["--size-increase-threshold", "2"])
+    assert capped != lifted
+    assert stats["size_increase_threshold"] == 2.0 and stats["size_stopped"] is True
+    assert stats["after_size_stop"] > 0
+
+
+def test_size_cap_reported_through_clang(tmp_path):
+    _, stats = _size_cap_run(tmp_path, "clang", ["--size-increase-threshold", "2"],
+                             ("clang-19", "-O2", "-c", "-w"))
+    assert stats["size_stopped"] is True and stats["after_size_stop"] > 0
+    _, stats = _size_cap_run(tmp_path, "clang-lifted", (), ("clang-19", "-O2", "-c", "-w"))
+    assert stats["size_stopped"] is False and stats["decisions"] > 0

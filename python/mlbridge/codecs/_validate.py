@@ -7,10 +7,11 @@ from typing import Any, Dict, List, Mapping, Sequence, Set
 import numpy as np
 
 from mlbridge.errors import CodecError
+from mlbridge.limits import DEFAULT_MAX_BYTES
 from mlbridge.tensor_spec import MAX_ELEMENTS, SpecError, TensorSpec
 
-#: Default bound on one encoded message (64 MiB).
-DEFAULT_MAX_BYTES = 64 << 20
+__all__ = ["DEFAULT_MAX_BYTES", "SchemaMatcher", "array_from_bytes", "arrays_for",
+           "check_payload_size", "element_count"]
 
 
 def check_payload_size(payload: bytes, max_bytes: int, what: str) -> None:

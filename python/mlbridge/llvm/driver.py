@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, TextI
 
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
+from mlbridge.llvm import size_cap
 from mlbridge.llvm.command import with_llvm_options
 from mlbridge.pipe_host import HostStats, PipeHost, Policy
 
@@ -39,9 +40,19 @@ class AdvisorRun:
     stats: HostStats = field(default_factory=HostStats)
     opened: bool = False            #: False: the compiler never opened the channel
     error: Optional[str] = None     #: host-side error (the compiler was then killed)
+    #: inline only: LLVM's size threshold in force (None: no cap) and the
+    #: call sites it kept from the policy (None: not measured).
+    size_increase_threshold: Optional[float] = None
+    after_size_stop: Optional[int] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
+        out = {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
+        if self.advisor == "inline":
+            out.update(size_increase_threshold=self.size_increase_threshold,
+                       size_stopped=(None if self.after_size_stop is None
+                                     else self.after_size_stop > 0),
+                       after_size_stop=self.after_size_stop)
+        return out
 
 
 @dataclass
@@ -163,6 +174,10 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
       (reported as -1, see :func:`restore_inlining_default`).
     - ``size_increase_threshold``: LLVM's ``-ml-advisor-size-increase-threshold``
       (default 2.0): the inliner stops asking once the module grew that much.
+      Lifted by default for a policy marked ``echoes_default`` (so that it
+      reproduces LLVM's default inliner, which has no such cap); while a cap
+      is in force, the call sites it kept from the policy are counted
+      (:mod:`mlbridge.llvm.size_cap`) in the inline advisor's run.
     - ``stdout``: the compiler's stdout (inherited by default); its stderr is
       captured in the result and also copied to ``echo_stderr`` if given.
     """
@@ -173,6 +188,8 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
     options: List[str] = []
     guarded: Dict[str, Policy] = {}
     patches: Dict[str, Any] = {}
+    remarks: Optional[str] = None
+    threshold: Optional[float] = None
     try:
         for name, policy in policies.items():
             advisor = get_advisor(name)
@@ -180,13 +197,26 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
                      if include_default is None else include_default)
             wants = wants and name == "inline"
             channels[name] = create_channel(channel_dir, name)
-            options += advisor.flags(channels[name].base, wants, size_increase_threshold
-                                     if name == "inline" else None)
+            if name == "inline":
+                threshold = size_cap.effective_threshold(
+                    size_increase_threshold, bool(getattr(policy, "echoes_default", False)))
+            options += advisor.flags(channels[name].base, wants,
+                                     threshold if name == "inline" else None)
             guarded[name] = advisor.guard(policy)
             patches[name] = restore_inlining_default if wants else None
         full = with_llvm_options(command, options)
-        return _run(full, guarded, patches, channels, timeout, open_timeout, io_timeout,
-                    logs, stdout, echo_stderr, env)
+        if "inline" in policies and size_cap.threshold_text(threshold) is not None:
+            remarks = channels["inline"].base + ".remarks.yaml"
+            flags = size_cap.remark_flags(full, remarks)
+            full = full[:1] + (flags or []) + full[1:]
+        result = _run(full, guarded, patches, channels, timeout, open_timeout, io_timeout,
+                      logs, stdout, echo_stderr, env)
+        if "inline" in result.advisors:
+            run = result.advisors["inline"]
+            run.size_increase_threshold = size_cap.threshold_text(threshold)
+            run.after_size_stop = (0 if remarks is None
+                                   else size_cap.count_size_stops(remarks))
+        return result
     finally:
         for channel in channels.values():
             channel.close()
