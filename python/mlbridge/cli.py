@@ -30,6 +30,51 @@ def _positive(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    """A whole number, at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _size(text: str) -> int:
+    """Bytes, with an optional K, M or G suffix (powers of 1024)."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    try:
+        return _count(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text} (e.g. 1048576, 64M, 1G)") \
+            from None
+
+
+def _add_grpc_limits(serve: argparse.ArgumentParser) -> None:
+    """The limits of `serve --grpc` (mlbridge.grpc_sessions.ServerLimits)."""
+    from mlbridge import grpc_sessions as limits
+
+    group = serve.add_argument_group("limits of --grpc (see docs/grpc.md, Limits)")
+    group.add_argument("--workers", type=_count, default=limits.DEFAULT_WORKERS,
+                       help="server threads (default: %(default)s)")
+    group.add_argument("--max-streams", type=_count,
+                       help=f"streams open at once (default: workers - "
+                       f"{limits.RESERVED_WORKERS}); more are refused at once")
+    group.add_argument("--max-sessions", type=_count, default=limits.DEFAULT_MAX_SESSIONS,
+                       help="open unary sessions; when full the stalest idle one is "
+                       "evicted (default: %(default)s)")
+    group.add_argument("--session-memory", type=_size, default=limits.DEFAULT_SESSION_MEMORY,
+                       help="bytes all sessions and streams may hold together, e.g. 512M "
+                       "(default: %(default)s)")
+    group.add_argument("--max-message-bytes", type=_size, default=limits.DEFAULT_MAX_BYTES,
+                       help="largest request or reply (default: %(default)s)")
+    group.add_argument("--session-idle-timeout", type=_positive,
+                       default=limits.DEFAULT_SESSION_IDLE_TIMEOUT,
+                       help="drop unary sessions unused for S seconds (default: %(default)s)")
+    group.add_argument("--stream-idle-timeout", type=_positive,
+                       default=limits.DEFAULT_STREAM_IDLE_TIMEOUT,
+                       help="end streams whose client is silent for S seconds "
+                       "(default: %(default)s)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlbridge", description=__doc__.split("::")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", help="with --grpc: the certificate's PEM key")
     serve.add_argument("--tls-client-ca",
                        help="with --grpc: require client certificates signed by this CA")
+    _add_grpc_limits(serve)
     serve.add_argument("--policy", required=True)
     serve.add_argument("--advisor", choices=ADVISORS,
                        help="advisor, for the built-in policies default/always/never")
@@ -211,8 +257,13 @@ def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
             [pair], root_certificates=client_ca, require_client_auth=client_ca is not None)
     try:
         running = start_server(policy, args.grpc, allow_remote=args.allow_remote,
-                               credentials=credentials)
-    except AddressError as err:
+                               credentials=credentials, workers=args.workers,
+                               max_streams=args.max_streams, max_sessions=args.max_sessions,
+                               session_memory=args.session_memory,
+                               max_message_bytes=args.max_message_bytes,
+                               session_idle_timeout=args.session_idle_timeout,
+                               stream_idle_timeout=args.stream_idle_timeout)
+    except (AddressError, ValueError) as err:
         print(f"mlbridge serve: {err}", file=sys.stderr)
         return 2
     print(f"mlbridge serve: serving {args.policy} at {running.target}", file=sys.stderr)

@@ -138,13 +138,19 @@ def test_non_loopback_bind_needs_the_explicit_option():
 
 
 def test_oversized_message_is_rejected(tmp_path):
+    """A session declaring a tensor larger than the message limit is refused at
+    open; one at the limit opens, and gRPC refuses its framed request."""
     running = start_server(echo, "127.0.0.1:0", max_message_bytes=1024)
-    big = [TensorSpec("big", "uint8_t", (4096,))]
+    out = [TensorSpec("big_out", "uint8_t", (1,))]
     try:
-        with ModelClient(running.target, big, [TensorSpec("big_out", "uint8_t", (4096,))]) \
+        with pytest.raises(grpc.RpcError) as info:
+            ModelClient(running.target, [TensorSpec("big", "uint8_t", (4096,))], out)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "'big'" in info.value.details()
+        with ModelClient(running.target, [TensorSpec("big", "uint8_t", (1024,))], out) \
                 as client:
             with pytest.raises(grpc.RpcError) as info:
-                client.evaluate({"big": np.zeros(4096, np.uint8)})
+                client.evaluate({"big": np.zeros(1024, np.uint8)})
             assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     finally:
         running.stop(0)
