@@ -4,13 +4,20 @@
 #   mlbridge_add_aot_model(<target> MODEL <file.onnx>
 #                          [CLASS <CppClass>] [NAMESPACE <ns>]
 #                          [INPUT_SHAPES <name>=<d0>,<d1>... ...]
+#                          [OPTIONS <mlbridge-aot options>...]
 #                          [DEPENDS <files>...] [SHARED])
 #
 # Runs mlbridge-aot (MLBRIDGE_AOT_COMMAND: the mlbridge-aot program, found on
-# PATH or in the source tree's .venv) to generate <CppClass>.h and .cpp in the
-# target's binary directory, and builds them into the static library
-# <target>, whose include directory carries the header. The class defaults to
-# the model file's name in CamelCase, the namespace to mlbridge_models.
+# PATH or in the source tree's .venv) to generate <CppClass>.h, .cpp and
+# .weights.bin in the target's binary directory, and builds them into the
+# static library <target>, whose include directory carries the header. The
+# weights file holds the model's constants when they are too big to be C++
+# arrays (it is empty otherwise); the source pulls it in with the assembler
+# (.incbin, by absolute path) and changes whenever it does (it carries its
+# SHA-256), and the object depends on it too. OPTIONS are passed to
+# mlbridge-aot as they are (e.g. --max-memory 4294967296,
+# --inline-weights-limit 0). The class defaults to the model file's name in
+# CamelCase, the namespace to mlbridge_models.
 # With SHARED, <target> is a loadable module instead, exporting the model's C
 # interface as mlbridge_aot_model_v1_entry (for dlopen: the C API's
 # mlbridge_aot_runner_load, the LLVM plugin's -mlbridge-runner=aot).
@@ -25,7 +32,7 @@ endif()
 
 function(mlbridge_add_aot_model TARGET)
   cmake_parse_arguments(ARG "SHARED" "MODEL;CLASS;NAMESPACE"
-                        "INPUT_SHAPES;DEPENDS" ${ARGN})
+                        "INPUT_SHAPES;OPTIONS;DEPENDS" ${ARGN})
   if(NOT ARG_MODEL)
     message(FATAL_ERROR "mlbridge_add_aot_model(${TARGET}): MODEL is required")
   endif()
@@ -57,13 +64,17 @@ function(mlbridge_add_aot_model TARGET)
   foreach(shape IN LISTS ARG_INPUT_SHAPES)
     list(APPEND shape_args --input-shape ${shape})
   endforeach()
+  set(weights ${out_dir}/${class}.weights.bin)
   add_custom_command(
-    OUTPUT ${out_dir}/${class}.h ${out_dir}/${class}.cpp
+    OUTPUT ${out_dir}/${class}.h ${out_dir}/${class}.cpp ${weights}
     COMMAND ${MLBRIDGE_AOT_COMMAND} ${model} -o ${out_dir} --class ${class}
-            --namespace ${namespace} ${shape_args}
+            --namespace ${namespace} --always-write-weights ${shape_args}
+            ${ARG_OPTIONS}
     DEPENDS ${model} ${ARG_DEPENDS} ${MLBRIDGE_AOT_GENERATOR_SOURCES}
     COMMENT "mlbridge-aot: ${ARG_MODEL} -> ${class}"
     VERBATIM)
+  set_source_files_properties(${out_dir}/${class}.cpp PROPERTIES
+    OBJECT_DEPENDS ${weights})
   if(ARG_SHARED)
     add_library(${TARGET} MODULE ${out_dir}/${class}.cpp ${out_dir}/${class}.h)
     target_compile_definitions(${TARGET} PRIVATE MLBRIDGE_AOT_ENTRY_POINT)

@@ -216,6 +216,12 @@ def cases() -> list:
     out.append(Case("const_folding", fold, [("x", F, [2, 6])], [("y", F, [2, 3])],
                     {"zero": np.int64(0), "zero_axes": const_i64("zero_axes", [0]),
                      "minus_one": const_i64("minus_one", [-1]), "last": const_i64("last", [2])}))
+    # --- Weights beyond the inline limit: a weights file (.incbin) -----------
+    out.append(Case("gemm_weights_file",  # 300 KB of weights (last: other cases' RNG draws stay)
+                    [node("Gemm", ["x", "w", "b"], ["h"]), node("Relu", ["h"], ["r"]),
+                     node("Gemm", ["r", "w2"], ["y"])],
+                    [("x", F, [2, 300])], [("y", F)],
+                    {"w": w(300, 256, scale=0.06), "b": w(256), "w2": w(256, 10, scale=0.06)}))
     return out
 
 

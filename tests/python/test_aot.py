@@ -1,6 +1,9 @@
 """mlbridge-aot's behaviour: errors naming the node or tensor, shape pinning,
 constant folding, Relu fusion, deterministic output, the command line and
-warning-free generated C++ (numeric correctness is tested in C++, ctest)."""
+warning-free generated C++ (numeric correctness is tested in C++, ctest).
+
+The helpers below (models, compiling and running generated code) serve the
+other mlbridge-aot tests too (test_aot_*.py)."""
 
 from __future__ import annotations
 
@@ -22,14 +25,18 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from mlbridge.aot import (AotError, Generated, compile_model,  # noqa: E402
                           default_class_name, supported_ops)
-from mlbridge.aot.cxx import float_literal  # noqa: E402
+from mlbridge.aot.cxx import float_literal, string_literal  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
 #: A graph input or output: (name, element type, shape).
 Tensor = Tuple[str, int, Sequence[Any]]
-CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-O1", "-c"]
+#: Generated code must compile without a warning.
+WARNINGS = ["-std=c++17", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+CXXFLAGS = WARNINGS + ["-O1", "-c"]
+#: How mlbridge_add_aot_model compiles generated code.
+BUILD_FLAGS = ["-O3", "-ffp-contract=fast"]
 
 
 # -- helpers -------------------------------------------------------------------
@@ -332,12 +339,92 @@ def generated_sources(tmp_path_factory: pytest.TempPathFactory) -> List[Path]:
             for case in module.cases()]
 
 
-def _compile_cxx(compiler: str, source: Path) -> Optional[str]:
+def _compile_cxx(compiler: str, source: Path, flags: Sequence[str] = CXXFLAGS,
+                 output: Optional[Path] = None) -> Optional[str]:
     """None if ``source`` compiles cleanly, else the compiler's messages."""
-    done = subprocess.run([compiler, *CXXFLAGS, "-I", str(source.parent), str(source),
-                           "-o", str(source.with_suffix(f".{compiler}.o"))],
+    output = output or source.with_suffix(f".{compiler}.o")
+    done = subprocess.run([compiler, *flags, "-I", str(source.parent), str(source),
+                           "-o", str(output)],
                           capture_output=True, text=True, timeout=300)
     return None if done.returncode == 0 else f"{source.name}:\n{done.stderr[:2000]}"
+
+
+def compilers() -> List[str]:
+    """The C++ compilers installed among g++ and clang++-19."""
+    return [c for c in ("g++", "clang++-19") if shutil.which(c)]
+
+
+def _main_source(generated: Generated) -> str:
+    """A program running the model once: inputs from stdin, outputs to
+    stdout (raw bytes), after checking every name's lookup; exit 1 on a
+    failed Run(), 2 on a short input, 3 on a wrong lookup."""
+    cls = f"{generated.model.namespace}::{generated.model.class_name}"
+    checks = []
+    for kind, values in (("Arg", generated.graph.args), ("Result", generated.graph.results)):
+        info = "argInfo" if kind == "Arg" else "resultInfo"
+        for i, v in enumerate(values):
+            name = string_literal(v.name)
+            checks.append(f"  if (M::Lookup{kind}Index({name}) != {i} || "
+                          f"std::strcmp(M::{info}({i}).Name, {name}) != 0)\n    return 3;")
+    return f"""#include "{generated.model.header_name}"
+#include <cstdio>
+#include <cstring>
+using M = {cls};
+int main() {{
+{chr(10).join(checks)}
+  static M Model;
+  for (int I = 0; I < M::NumArgs; ++I)
+    if (std::fread(Model.arg_data(I), 1, M::argInfo(I).ByteSize, stdin) !=
+        M::argInfo(I).ByteSize)
+      return 2;
+  if (!Model.Run()) {{
+    std::fprintf(stderr, "%s\\n", Model.error());
+    return 1;
+  }}
+  for (int I = 0; I < M::NumResults; ++I)
+    std::fwrite(Model.result_data(I), 1, M::resultInfo(I).ByteSize, stdout);
+  return 0;
+}}
+"""
+
+
+def run_generated(generated: Generated, out: Path, inputs: Sequence[np.ndarray],
+                  compiler: str = "g++", flags: Sequence[str] = BUILD_FLAGS) -> List[np.ndarray]:
+    """Writes ``generated`` into ``out``, compiles it (warnings are errors)
+    with a main, runs it on ``inputs`` and returns its outputs. The program
+    must print the outputs and nothing else."""
+    _, source = generated.write(out)
+    main = out / "main.cpp"
+    main.write_text(_main_source(generated))
+    objects = [out / f"model.{compiler}.o", out / f"main.{compiler}.o"]
+    for src, obj in zip((source, main), objects):
+        failure = _compile_cxx(compiler, src, WARNINGS + list(flags) + ["-c"], obj)
+        assert failure is None, failure
+    program = out / f"model.{compiler}"
+    done = subprocess.run([compiler, *map(str, objects), "-o", str(program)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[:2000]
+    data = b"".join(np.ascontiguousarray(x, v.dtype).tobytes()
+                    for x, v in zip(inputs, generated.graph.args))
+    ran = subprocess.run([str(program)], input=data, capture_output=True, timeout=300)
+    assert ran.returncode == 0 and ran.stderr == b"", (ran.returncode, ran.stderr[:2000])
+    sizes = [v.nbytes for v in generated.graph.results]
+    assert len(ran.stdout) == sum(sizes), ran.stdout[:200]
+    outputs, offset = [], 0
+    for v, size in zip(generated.graph.results, sizes):
+        outputs.append(np.frombuffer(ran.stdout[offset:offset + size], v.dtype)
+                       .reshape(v.shape))
+        offset += size
+    return outputs
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
+    """What ONNX Runtime computes for ``inputs`` (in the graph's input order)."""
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, inputs)))
 
 
 @pytest.mark.parametrize("compiler", ["g++", "clang++-19"])

@@ -1,4 +1,11 @@
-"""C++ spelling helpers: identifiers, string literals, exact constant arrays."""
+"""C++ spelling helpers: identifiers, comments, string literals, exact
+constant arrays.
+
+Every string a model provides (tensor, node and graph names, file names...)
+reaches generated code through exactly one of three doors: :func:`comment`
+(inside any comment), :func:`string_literal` (inside a string literal) or
+:func:`unique_identifier` (a name derived from it, never the text itself).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +26,22 @@ typename union unsigned using virtual void volatile wchar_t while xor xor_eq
 """.split())
 
 
+#: Alignment of every generated buffer and constant, in bytes (cache lines,
+#: and the dense kernels' vector loads).
+ALIGN = 64
+
+#: Longest identifier derived from a model's name (before a uniqueness suffix).
+IDENTIFIER_LIMIT = 64
+
+#: Longest rendering of untrusted text in a comment (longer text is cut).
+COMMENT_LIMIT = 120
+
+
+def aligned_size(nbytes: int) -> int:
+    """Bytes a buffer of ``nbytes`` takes when aligned (one unit if empty)."""
+    return (max(nbytes, 1) + ALIGN - 1) // ALIGN * ALIGN
+
+
 def identifier(text: str) -> str:
     """A valid C++ identifier derived from ``text`` (e.g. an ONNX tensor name)."""
     ident = re.sub(r"[^0-9A-Za-z_]", "_", text)
@@ -28,6 +51,49 @@ def identifier(text: str) -> str:
     if ident in _KEYWORDS:
         ident += "_"
     return ident
+
+
+def unique_identifier(text: str, taken: set) -> str:
+    """An identifier derived from untrusted ``text``: ASCII letters, digits
+    and single underscores, at most IDENTIFIER_LIMIT characters plus a
+    ``_<n>`` suffix when needed to differ from every name in ``taken`` (to
+    which it is added). Safe to join with ``_`` to other such parts: it
+    neither starts nor ends with an underscore."""
+    base = identifier(text)[:IDENTIFIER_LIMIT].strip("_") or "t"
+    if base[0].isdigit() or base in _KEYWORDS:
+        base = "t_" + base
+    ident, n = base, 1
+    while ident in taken:
+        n += 1
+        ident = f"{base}_{n}"
+    taken.add(ident)
+    return ident
+
+
+def comment(text: str, limit: int = COMMENT_LIMIT) -> str:
+    """Untrusted ``text`` rendered for the inside of any comment (``//``,
+    ``///`` or ``/* */``): printable ASCII only, on one line, never ending
+    in a backslash, with no ``*/``, ``/*`` or ``??`` (a trigraph), cut after
+    ``limit`` characters, and padded with a space where it starts or ends
+    with ``*``, ``/`` or ``?``. Other characters (newlines, backslashes,
+    control and non-ASCII characters) are spelled ``<U+XXXX>``."""
+    out: list = []
+    for c in text[:limit]:
+        if c == "\\" or not " " <= c <= "~":
+            out.append(f"<U+{ord(c):04X}>")
+            continue
+        if out and out[-1][-1:] + c in ("*/", "/*", "??"):
+            out.append(" ")
+        out.append(c)
+    if len(text) > limit:
+        out.append(f"... ({len(text) - limit} more characters)")
+    rendered = "".join(out)
+    # Whatever surrounds it, no "*/", "/*" or "??" can form across the edges.
+    if rendered[:1] in ("*", "/", "?"):
+        rendered = " " + rendered
+    if rendered[-1:] in ("*", "/", "?"):
+        rendered += " "
+    return rendered
 
 
 def is_identifier(text: str) -> bool:

@@ -5,7 +5,9 @@ shapes out, constants folded.
 dimension is an error unless the caller supplies it), folds every node whose
 inputs are all constant (with ONNX's reference implementation, so shape
 arithmetic exported by PyTorch disappears), infers the shape of every other
-node through its operator's rules, and drops nodes no output needs.
+node through its operator's rules, and drops nodes no output needs. Every
+shape and every tensor's data is checked against the memory budget
+(:mod:`mlbridge.aot.budget`) before anything is allocated for it.
 """
 
 from __future__ import annotations
@@ -15,19 +17,14 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mlbridge.errors import MlbridgeError
+from mlbridge.aot import budget
+from mlbridge.aot.errors import AotError
 
 try:
     import onnx
-    from onnx import helper, numpy_helper
+    from onnx import helper
 except ImportError:  # pragma: no cover - reported by load_graph
     onnx = None
-
-
-class AotError(MlbridgeError, ValueError):
-    """The model cannot be compiled ahead of time (unsupported operator,
-    dynamic shape, unsupported type, invalid model); the message names the
-    node or tensor."""
 
 
 #: Element types a runtime (non-constant) tensor may have.
@@ -100,7 +97,8 @@ def _require_onnx() -> None:
 
 def _runtime_dtype(elem_type: int, what: str) -> np.dtype:
     if elem_type not in RUNTIME_DTYPES:
-        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "unknown"
+        name = onnx.TensorProto.DataType.Name(elem_type) \
+            if elem_type in onnx.TensorProto.DataType.values() else f"unknown ({elem_type})"
         raise AotError(f"{what} has element type {name}; mlbridge-aot supports "
                        "float32 and int64 tensors at run time")
     return RUNTIME_DTYPES[elem_type]
@@ -150,7 +148,8 @@ def _load_model(model: Any) -> tuple:
     else:
         what = f"'{model}'"
         try:
-            proto = onnx.load(str(model))
+            # External data is refused (budget.refuse_external_data), never read.
+            proto = onnx.load(str(model), load_external_data=False)
         except OSError as e:
             raise AotError(f"cannot read model {what}: {e}") from e
         except Exception as e:
@@ -160,24 +159,39 @@ def _load_model(model: Any) -> tuple:
     return proto, what
 
 
-def _attributes(node: Any) -> dict:
+def _attributes(node: Any, where: str, max_memory: int) -> dict:
     attrs = {}
     for a in node.attribute:
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             continue  # control flow: rejected as an unsupported operator
         value = helper.get_attribute_value(a)
         if isinstance(value, bytes):
-            value = value.decode()
+            value = value.decode(errors="replace")
         elif a.type == onnx.AttributeProto.TENSOR:
-            value = numpy_helper.to_array(value)
+            value = budget.tensor_array(value, f"{where}: attribute '{a.name}'", max_memory)
         attrs[a.name] = value
     return attrs
 
 
-def _fold(node: Any, inputs: list, opset: int, where: str) -> list:
+#: Operators never folded: their result is random.
+_RANDOM_OPS = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+               "Multinomial", "Bernoulli")
+
+
+def _foldable(node: Any, present: list) -> bool:
+    """All inputs constant, a deterministic operator and no subgraph (a Loop
+    on constants could run forever at compile time)."""
+    return (all(v.const is not None for v in present)
+            and node.op_type not in _RANDOM_OPS
+            and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                        for a in node.attribute))
+
+
+def _fold(node: Any, inputs: list, opset: int, where: str, max_memory: int) -> list:
     """Evaluates a node whose inputs are all constant."""
     from onnx.reference import ReferenceEvaluator
 
+    budget.check_folded_outputs(node, inputs, opset, where, max_memory)
     feeds = {name: v.const for name, v in zip(node.input, inputs) if name}
     try:
         results = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
@@ -186,21 +200,107 @@ def _fold(node: Any, inputs: list, opset: int, where: str) -> list:
     return [np.asarray(r) for r in results]
 
 
-def load_graph(model: Any,
-               input_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Graph:
-    """Builds the static :class:`Graph` of ``model`` (a ModelProto, a path or
-    bytes). ``input_shapes`` pins the shapes of inputs with dynamic
-    dimensions (e.g. ``{"x": [1, 64]}``)."""
+def _check_io_name(name: str, what: str) -> None:
+    if "\0" in name:
+        raise AotError(f"{what} {name!r}: the names of inputs and outputs must not "
+                       "contain NUL characters (the C interface spells them as C strings)")
+
+
+def _graph_inputs(g: Any, values: dict, pinned: dict, max_memory: int) -> list:
+    """The runtime inputs (initializers listed as inputs are constants)."""
+    args = []
+    for vi in g.input:
+        if vi.name in values:
+            continue  # an initializer listed as input (old IR): a constant
+        _check_io_name(vi.name, "input")
+        if not vi.type.HasField("tensor_type"):
+            raise AotError(f"input '{vi.name}' is not a tensor")
+        dtype = _runtime_dtype(vi.type.tensor_type.elem_type, f"input '{vi.name}'")
+        shape = budget.check_shape(f"input '{vi.name}'", _input_shape(vi, pinned),
+                                   dtype.itemsize, max_memory, runtime=True)
+        pinned.pop(vi.name, None)
+        v = Value(vi.name, dtype, shape)
+        values[vi.name] = v
+        args.append(v)
+    if pinned:
+        raise AotError(f"--input-shape names no input of the model: {sorted(pinned)}")
+    return args
+
+
+def _node(proto: Any, index: int, values: dict, opset: int,
+          max_memory: int) -> Optional[Node]:
+    """Folds ``proto`` into constants or builds its runtime :class:`Node`;
+    records its outputs in ``values``."""
     from mlbridge.aot.ops import OPERATORS, supported_ops
 
+    name = proto.name or f"{proto.op_type}_{index}"
+    where = f"node '{name}' ({proto.op_type})"
+    if proto.domain not in ("", "ai.onnx"):
+        raise AotError(f"{where}: operator domain '{proto.domain}' is not "
+                       f"supported; mlbridge-aot supports: {supported_ops()}")
+    budget.check_attribute_tensors(proto, where, max_memory)
+    inputs = []
+    for i in proto.input:
+        if not i:
+            inputs.append(None)
+        elif i not in values:
+            raise AotError(f"{where}: input '{i}' is not produced by any node")
+        else:
+            inputs.append(values[i])
+    present = [v for v in inputs if v is not None]
+    if proto.op_type == "Shape" and present:
+        folded = [np.asarray(present[0].shape, dtype=np.int64)]
+        attrs = _attributes(proto, where, max_memory)
+        folded = [folded[0][attrs.get("start", 0):attrs.get("end", None)]]
+    elif _foldable(proto, present):
+        folded = _fold(proto, inputs, opset, where, max_memory)
+    else:
+        folded = None
+    if folded is not None:
+        for out, arr in zip(proto.output, folded):
+            budget.check_shape(f"{where}: output '{out}'", arr.shape, arr.dtype.itemsize,
+                               max_memory)
+            values[out] = Value(out, arr.dtype, arr.shape, arr)
+        return None
+    impl = OPERATORS.get(proto.op_type)
+    if impl is None:
+        raise AotError(f"{where}: operator {proto.op_type} is not supported; "
+                       f"mlbridge-aot supports: {supported_ops()}")
+    node = Node(proto.op_type, name, inputs, [], _attributes(proto, where, max_memory), opset)
+    shapes = impl.infer(node)
+    if len(shapes) < len([o for o in proto.output if o]):
+        raise AotError(f"{where}: produces {len(proto.output)} outputs; "
+                       f"mlbridge-aot computes only {len(shapes)}")
+    for out, (dtype, shape) in zip(proto.output, shapes):
+        dtype = np.dtype(dtype)
+        if dtype not in CXX_TYPES:
+            raise AotError(f"{where}: output '{out}' would have element type "
+                           f"{dtype.name}; only float32 and int64 are supported")
+        shape = budget.check_shape(f"{where}: output '{out}'", shape, dtype.itemsize,
+                                   max_memory, runtime=True)
+        v = Value(out, dtype, shape)
+        node.outputs.append(v)
+        if out:
+            values[out] = v
+    return node
+
+
+def load_graph(model: Any,
+               input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+               max_memory: Optional[int] = None) -> Graph:
+    """Builds the static :class:`Graph` of ``model`` (a ModelProto, a path or
+    bytes). ``input_shapes`` pins the shapes of inputs with dynamic
+    dimensions (e.g. ``{"x": [1, 64]}``); every tensor must fit
+    ``max_memory`` bytes (default: :data:`budget.DEFAULT_MAX_MEMORY`)."""
     _require_onnx()
+    max_memory = budget.optional_max_memory(max_memory)
     model, what = _load_model(model)
+    budget.refuse_external_data(model.graph)
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
         raise AotError(f"{what} is not a valid ONNX model: "
                        f"{str(e).splitlines()[0]}") from e
-    pinned = dict(input_shapes or {})
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                  None)
     if opset is None:
@@ -208,81 +308,23 @@ def load_graph(model: Any,
     g = model.graph
     values: dict = {}
     for init in g.initializer:
-        arr = numpy_helper.to_array(init)
+        arr = budget.tensor_array(init, f"initializer '{init.name}'", max_memory)
         values[init.name] = Value(init.name, arr.dtype, arr.shape, arr)
-    args = []
-    for vi in g.input:
-        if vi.name in values:
-            continue  # an initializer listed as input (old IR): a constant
-        if not vi.type.HasField("tensor_type"):
-            raise AotError(f"input '{vi.name}' is not a tensor")
-        dtype = _runtime_dtype(vi.type.tensor_type.elem_type, f"input '{vi.name}'")
-        shape = _input_shape(vi, pinned)
-        pinned.pop(vi.name, None)
-        v = Value(vi.name, dtype, shape)
-        values[vi.name] = v
-        args.append(v)
-    if pinned:
-        raise AotError(f"--input-shape names no input of the model: {sorted(pinned)}")
-
-    nodes = []
-    for index, proto in enumerate(g.node):
-        name = proto.name or f"{proto.op_type}_{index}"
-        where = f"node '{name}' ({proto.op_type})"
-        if proto.domain not in ("", "ai.onnx"):
-            raise AotError(f"{where}: operator domain '{proto.domain}' is not "
-                           f"supported; mlbridge-aot supports: {supported_ops()}")
-        inputs = []
-        for i in proto.input:
-            if not i:
-                inputs.append(None)
-            elif i not in values:
-                raise AotError(f"{where}: input '{i}' is not produced by any node")
-            else:
-                inputs.append(values[i])
-        present = [v for v in inputs if v is not None]
-        if proto.op_type == "Shape" and present:
-            folded = [np.asarray(present[0].shape, dtype=np.int64)]
-            attrs = _attributes(proto)
-            folded = [folded[0][attrs.get("start", 0):attrs.get("end", None)]]
-        elif all(v.const is not None for v in present) and proto.op_type not in (
-                "RandomNormal", "RandomUniform", "RandomNormalLike",
-                "RandomUniformLike", "Multinomial", "Bernoulli"):
-            folded = _fold(proto, inputs, opset, where)
-        else:
-            folded = None
-        if folded is not None:
-            for out, arr in zip(proto.output, folded):
-                values[out] = Value(out, arr.dtype, arr.shape, arr)
-            continue
-        impl = OPERATORS.get(proto.op_type)
-        if impl is None:
-            raise AotError(f"{where}: operator {proto.op_type} is not supported; "
-                           f"mlbridge-aot supports: {supported_ops()}")
-        node = Node(proto.op_type, name, inputs, [], _attributes(proto), opset)
-        shapes = impl.infer(node)
-        if len(shapes) < len([o for o in proto.output if o]):
-            raise AotError(f"{where}: produces {len(proto.output)} outputs; "
-                           f"mlbridge-aot computes only {len(shapes)}")
-        for out, (dtype, shape) in zip(proto.output, shapes):
-            dtype = np.dtype(dtype)
-            if dtype not in CXX_TYPES:
-                raise AotError(f"{where}: output '{out}' would have element type "
-                               f"{dtype.name}; only float32 and int64 are supported")
-            v = Value(out, dtype, tuple(int(d) for d in shape))
-            node.outputs.append(v)
-            if out:
-                values[out] = v
-        nodes.append(node)
-
+    args = _graph_inputs(g, values, dict(input_shapes or {}), max_memory)
+    nodes = [n for n in (_node(proto, index, values, opset, max_memory)
+                         for index, proto in enumerate(g.node)) if n is not None]
     results = []
     for vi in g.output:
+        _check_io_name(vi.name, "output")
         if vi.name not in values:
             raise AotError(f"output '{vi.name}' is not produced by any node")
         v = values[vi.name]
         if v.dtype not in CXX_TYPES:
             raise AotError(f"output {v.describe()}: only float32 and int64 "
                            "outputs are supported")
+        if v.const is not None:
+            budget.check_shape(f"output '{vi.name}'", v.shape, v.dtype.itemsize,
+                               max_memory, runtime=True)
         results.append(v)
     names = [v.name for v in args] + [v.name for v in results]
     if len(set(names)) != len(names):

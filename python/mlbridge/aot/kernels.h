@@ -8,10 +8,14 @@
 /// The loop kernels of generated models. mlbridge-aot pastes this file into
 /// each generated source inside an anonymous namespace, so a binary may link
 /// any number of models; it depends on the C++17 standard library only.
-/// Every kernel is force-inlined into the model's run function, which is
+/// Every kernel is force-inlined into the model's step functions, which are
 /// compiled once per instruction set (generic, AVX2+FMA) so that the same
 /// loops vectorise for the machine the compiler runs on. Shapes are template
-/// arguments or constants: the C++ compiler sees fixed trip counts.
+/// arguments or constants: the C++ compiler sees fixed trip counts. In a
+/// model with many nodes (MLBRIDGE_AOT_OUTLINE_KERNELS), the kernels whose
+/// sizes are run-time arguments (MLBRIDGE_AOT_SHARED) are instead one
+/// out-of-line function per instantiation, shared by all the nodes, for the
+/// baseline instruction set: compile time stays linear in the model.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +25,12 @@
 #else
 #define MLBRIDGE_AOT_INLINE inline
 #define MLBRIDGE_AOT_RESTRICT
+#endif
+#if defined(MLBRIDGE_AOT_OUTLINE_KERNELS) &&                                   \
+    (defined(__GNUC__) || defined(__clang__))
+#define MLBRIDGE_AOT_SHARED __attribute__((noinline))
+#else
+#define MLBRIDGE_AOT_SHARED MLBRIDGE_AOT_INLINE
 #endif
 
 namespace kernels {
@@ -154,7 +164,7 @@ MLBRIDGE_AOT_INLINE void matmul(const T *MLBRIDGE_AOT_RESTRICT X,
 
 /// Y[i] = F(X[i]) for I in [0, Count); X and Y may be the same buffer.
 template <class In, class Out, class F>
-MLBRIDGE_AOT_INLINE void map(const In *X, Out *Y, I64 Count, F Fn) {
+MLBRIDGE_AOT_SHARED void map(const In *X, Out *Y, I64 Count, F Fn) {
   for (I64 I = 0; I < Count; ++I)
     Y[I] = Fn(X[I]);
 }
@@ -162,7 +172,7 @@ MLBRIDGE_AOT_INLINE void map(const In *X, Out *Y, I64 Count, F Fn) {
 /// Y[i] = F(A[i * SA], B[i * SB]): same-shape (strides 1) or scalar (0)
 /// operands of a binary operator. Y may be A (in-place epilogues).
 template <class T, class Out, class F>
-MLBRIDGE_AOT_INLINE void zip(const T *A, I64 SA, const T *B, I64 SB, Out *Y,
+MLBRIDGE_AOT_SHARED void zip(const T *A, I64 SA, const T *B, I64 SB, Out *Y,
                              I64 Count, F Fn) {
   if (SA == 1 && SB == 1) {
     for (I64 I = 0; I < Count; ++I)
@@ -182,7 +192,7 @@ MLBRIDGE_AOT_INLINE void zip(const T *A, I64 SA, const T *B, I64 SB, Out *Y,
 /// output shape, SA and SB the operands' element strides (0 on broadcast
 /// dimensions). The innermost dimension runs as a zip().
 template <class T, class Out, int R, class F>
-MLBRIDGE_AOT_INLINE void zipBroadcast(const T *A, const I64 *SA, const T *B,
+MLBRIDGE_AOT_SHARED void zipBroadcast(const T *A, const I64 *SA, const T *B,
                                       const I64 *SB, Out *Y, const I64 *Shape,
                                       F Fn) {
   I64 Index[R] = {};
@@ -213,7 +223,7 @@ MLBRIDGE_AOT_INLINE void zipBroadcast(const T *A, const I64 *SA, const T *B,
 /// Copies Rows blocks of Count elements from X (rows SX apart) to Y (rows SY
 /// apart): Concat, and copies of results.
 template <class T>
-MLBRIDGE_AOT_INLINE void copyRows(const T *MLBRIDGE_AOT_RESTRICT X, I64 SX,
+MLBRIDGE_AOT_SHARED void copyRows(const T *MLBRIDGE_AOT_RESTRICT X, I64 SX,
                                   T *MLBRIDGE_AOT_RESTRICT Y, I64 SY, I64 Rows,
                                   I64 Count) {
   for (I64 Row = 0; Row < Rows; ++Row)
@@ -224,7 +234,7 @@ MLBRIDGE_AOT_INLINE void copyRows(const T *MLBRIDGE_AOT_RESTRICT X, I64 SX,
 /// Transpose over R dimensions: Y (of shape Shape, row-major) takes element
 /// sum(Index[d] * Strides[d]) of X.
 template <class T, int R>
-MLBRIDGE_AOT_INLINE void
+MLBRIDGE_AOT_SHARED void
 gatherStrided(const T *MLBRIDGE_AOT_RESTRICT X, const I64 *Strides,
               T *MLBRIDGE_AOT_RESTRICT Y, const I64 *Shape) {
   I64 Index[R] = {};
@@ -299,7 +309,7 @@ MLBRIDGE_AOT_INLINE bool gather(const T *MLBRIDGE_AOT_RESTRICT Data,
 /// Sum (or mean, Scale = 1/count) over the axes of X (shape Shape, R dims)
 /// whose output stride OutStrides[d] is 0; Y has OutCount elements.
 template <class T, int R>
-MLBRIDGE_AOT_INLINE void reduceSum(const T *MLBRIDGE_AOT_RESTRICT X,
+MLBRIDGE_AOT_SHARED void reduceSum(const T *MLBRIDGE_AOT_RESTRICT X,
                                    const I64 *Shape, const I64 *OutStrides,
                                    T *MLBRIDGE_AOT_RESTRICT Y, I64 OutCount,
                                    bool Mean, I64 Divisor) {

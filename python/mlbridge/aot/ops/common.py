@@ -20,6 +20,10 @@ class Operator:
     """
 
     view = False
+    #: Its code calls only the kernels kernels.h marks MLBRIDGE_AOT_SHARED
+    #: (shared out-of-line functions in a model of many nodes, which then
+    #: compiles such nodes for one instruction set only).
+    shared_kernels = False
 
     def infer(self, node: Node) -> list:
         raise NotImplementedError
@@ -52,8 +56,13 @@ def const_param(node: Node, i: int, what: str) -> Optional[np.ndarray]:
     return v.const
 
 
-def int_list(values: Any) -> list:
-    return [int(x) for x in np.asarray(values).reshape(-1)]
+def int_list(node: Node, values: Any, what: str) -> list:
+    """The integers of a constant parameter (axes, a shape), which must have
+    an integer type."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise AotError(f"{node.where()}: the {what} must be integers, got {arr.dtype.name}")
+    return [int(x) for x in arr.reshape(-1)]
 
 
 def normalize_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:

@@ -35,6 +35,8 @@ def emit_zip(em, a, b, y, functor: str) -> None:
 
 
 class Binary(Operator):
+    shared_kernels = True
+
     def __init__(self, functor: str) -> None:
         self.functor = functor
 
@@ -57,6 +59,8 @@ class Binary(Operator):
 
 
 class Unary(Operator):
+    shared_kernels = True
+
     def __init__(self, functor: str, dtypes=(F32,)) -> None:
         self.functor = functor
         self.dtypes = dtypes
@@ -87,6 +91,11 @@ class Clip(Unary):
     def __init__(self) -> None:
         super().__init__("", (F32, I64))
 
+    def infer(self, node: Node) -> list:
+        if node.opset < 11:  # min and max are float attributes
+            require_dtype(node, runtime_input(node, 0, "input"), [F32])
+        return super().infer(node)
+
     def emit(self, node: Node, em) -> None:
         x, y = node.inputs[0], node.outputs[0]
         t = em.ctype(x)
@@ -112,6 +121,8 @@ class Clip(Unary):
 
 
 class Cast(Operator):
+    shared_kernels = True
+
     TARGETS = {1: F32, 7: I64}
 
     def infer(self, node: Node) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlbridge.aot.budget import MAX_RANK
 from mlbridge.aot.graph import AotError, Node
 from mlbridge.aot.ops.common import (Operator, const_param, int_list,
                                      normalize_axis, require_dtype, runtime_input,
@@ -20,7 +21,7 @@ def _axes(node: Node, input_index: int, attr_until: int) -> object:
         axes = node.attrs.get("axes")
         return None if axes is None else list(axes)
     axes = const_param(node, input_index, "axes")
-    return None if axes is None else int_list(axes)
+    return None if axes is None else int_list(node, axes, "axes")
 
 
 class Reshape(Operator):
@@ -34,7 +35,7 @@ class Reshape(Operator):
             shape = const_param(node, 1, "target shape")
             if shape is None:
                 raise AotError(f"{node.where()}: missing the shape input")
-            target = int_list(shape)
+            target = int_list(node, shape, "target shape")
         allowzero = node.attrs.get("allowzero", 0)
         out = []
         for i, d in enumerate(target):
@@ -97,8 +98,11 @@ class Unsqueeze(Operator):
         if axes is None:
             raise AotError(f"{node.where()}: missing axes")
         rank = len(x.shape) + len(axes)
-        positions = sorted(normalize_axis(node, a, rank, "axes entry") for a in axes)
-        if len(set(positions)) != len(positions):
+        if rank > MAX_RANK:
+            raise AotError(f"{node.where()}: {len(axes)} axes would make {rank} dimensions; "
+                           f"at most {MAX_RANK} are supported")
+        positions = {normalize_axis(node, a, rank, "axes entry") for a in axes}
+        if len(positions) != len(axes):
             raise AotError(f"{node.where()}: repeated axes {axes}")
         out, rest = [], iter(x.shape)
         for d in range(rank):
@@ -107,6 +111,8 @@ class Unsqueeze(Operator):
 
 
 class Concat(Operator):
+    shared_kernels = True
+
     def infer(self, node: Node) -> list:
         xs = [v for v in node.inputs if v is not None]
         if not xs:
@@ -142,6 +148,8 @@ class Concat(Operator):
 
 
 class Transpose(Operator):
+    shared_kernels = True
+
     def _perm(self, node: Node) -> list:
         x = node.inputs[0]
         rank = len(x.shape)

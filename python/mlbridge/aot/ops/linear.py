@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from mlbridge.aot.cxx import float_literal
+from mlbridge.aot.cxx import float_literal, int64_literal
 from mlbridge.aot.graph import AotError, Node
 from mlbridge.aot.ops.common import (Operator, broadcast_shape, broadcast_strides,
                                      collapse, require_dtype, runtime_input,
@@ -141,7 +141,11 @@ class Gemm(Operator):
         em.line(f"kernels::matmul<{t}, {m}, {k}, {n}>({x}, {wptr}, {em.ptr(y)});")
         yp = em.ptr(y)
         if alpha != 1.0:
-            lit = float_literal(alpha) if t == "float" else str(int(alpha))
+            if t != "float" and not (np.isfinite(alpha) and abs(alpha) < 2 ** 63
+                                     and alpha.is_integer()):
+                raise AotError(f"{node.where()}: int64 Gemm with alpha {alpha} (not an "
+                               "int64) is not supported")
+            lit = float_literal(alpha) if t == "float" else int64_literal(int(alpha))
             em.line(f"kernels::map({yp}, {yp}, {m * n}, [](auto V) {{ return V * {lit}; }});")
         if c is not None and beta != 0.0:
             if t == "float":
@@ -200,21 +204,33 @@ class MatMul(Operator):
             em.line(f"kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {a_off[0]}, "
                     f"{em.ptr(b)} + {b_off[0]}, {em.ptr(y)});")
         else:
-            ao, bo = em.i64s(a_off), em.i64s(b_off)
+            ao, bo = self._offset_expr(em, a_off, m * k), self._offset_expr(em, b_off, k * n)
             em.line(f"for (int Batch = 0; Batch < {nbatch}; ++Batch)")
-            em.line(f"  kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {ao}[Batch], "
-                    f"{em.ptr(b)} + {bo}[Batch], {em.ptr(y)} + Batch * {m * n});")
+            em.line(f"  kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {ao}, "
+                    f"{em.ptr(b)} + {bo}, {em.ptr(y)} + Batch * {m * n});")
         if relu:
             em.line(f"kernels::map({em.ptr(y)}, {em.ptr(y)}, {y.size}, kernels::Relu{{}});")
 
     @staticmethod
-    def _batch_offsets(shape: tuple, batch: tuple, matrix: int) -> list:
-        own = shape[:-2]
-        strides = broadcast_strides(own, batch) if batch else []
-        offsets = []
-        for index in np.ndindex(*batch) if batch else [()]:
-            offsets.append(sum(i * s for i, s in zip(index, strides)) * matrix)
-        return offsets
+    def _batch_offsets(shape: tuple, batch: tuple, matrix: int) -> np.ndarray:
+        """Element offset of each batch's matrix in an operand of ``shape``
+        broadcast to ``batch`` (row-major over the batch)."""
+        if not batch:
+            return np.zeros(1, np.int64)
+        strides = broadcast_strides(shape[:-2], batch)
+        offsets = np.zeros((), np.int64)
+        for d, s in zip(batch, strides):
+            offsets = np.add.outer(offsets, np.arange(d, dtype=np.int64) * s)
+        return offsets.reshape(-1) * matrix
+
+    @staticmethod
+    def _offset_expr(em, offsets: np.ndarray, matrix: int) -> str:
+        """``Batch``'s offset: an expression when regular, else a table."""
+        if not offsets.any():
+            return "0"
+        if np.array_equal(offsets, np.arange(offsets.size, dtype=np.int64) * matrix):
+            return f"Batch * {matrix}"
+        return f"{em.i64s(offsets)}[Batch]"
 
 
 LINEAR = {"Gemm": Gemm(), "MatMul": MatMul()}

@@ -14,6 +14,8 @@ I64 = np.dtype(np.int64)
 
 
 class Reduce(Operator):
+    shared_kernels = True
+
     def __init__(self, mean: bool, axes_input_since: int) -> None:
         self.mean = mean
         self.axes_input_since = axes_input_since
@@ -25,7 +27,7 @@ class Reduce(Operator):
             axes = node.attrs.get("axes")
         else:
             axes = const_param(node, 1, "axes")
-            axes = None if axes is None else int_list(axes)
+            axes = None if axes is None else int_list(node, axes, "axes")
         if not axes:
             if node.attrs.get("noop_with_empty_axes", 0) and \
                     node.opset >= self.axes_input_since:
