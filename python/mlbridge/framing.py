@@ -6,8 +6,8 @@ import enum
 import struct
 from typing import BinaryIO, Tuple
 
-from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.errors import EndOfStream, FrameError
+from mlbridge.limits import DEFAULT_MAX_BYTES
 
 _HEADER = struct.Struct("<II")
 HEADER_SIZE = _HEADER.size

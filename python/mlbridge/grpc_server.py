@@ -41,7 +41,7 @@ from mlbridge.grpc_sessions import (DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_T
 from mlbridge.limits import (DEFAULT_MAX_BYTES, DEFAULT_SESSION_MEMORY, BudgetError,
                              MemoryBudget, check_schema)
 from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays, scalar_packer
-from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec
+from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec, check_unique_names
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
 
@@ -71,9 +71,7 @@ def specs_from_proto(specs: Sequence[Any], what: str) -> List[TensorSpec]:
             out.append(TensorSpec(spec.name, type_name, tuple(spec.shape), spec.port))
         except SpecError as err:
             raise InvalidRequest(f"{what}: {err}") from None
-    names = [s.name for s in out]
-    if len(set(names)) != len(names):
-        raise InvalidRequest(f"{what}: a tensor name appears twice")
+    check_unique_names(out, what, InvalidRequest)
     return out
 
 

@@ -10,20 +10,40 @@ Non-finite values are the bare tokens ``NaN``, ``Infinity`` and ``-Infinity``.
 Strings are quoted like LLVM's ``llvm::json``: UTF-8 passes through, ``"`` and
 ``\\`` are backslash-escaped, ``\\t`` ``\\n`` ``\\r`` use short escapes and the
 other control characters ``\\u00XX`` (lowercase hex).
+
+:func:`load_json` parses JSON text from a peer (a compiler, a model, a log
+file): it raises only the caller's mlbridge error class and refuses nesting
+deeper than :data:`MAX_JSON_DEPTH` before the recursive parser sees it.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Callable, Tuple
+from typing import Any, Callable, Dict, Tuple, Type, Union
 
 import numpy as np
+
+from mlbridge.errors import CodecError, MlbridgeError
 
 _F32_EXACT_INT = float(1 << 24)   # below this every float32 integer is exact
 _F64_EXACT_INT = float(1 << 53)   # below this every float64 integer is exact
 _SAFE_STRING = re.compile(r'[^"\\\x00-\x1f]*\Z')
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+#: Deepest nesting of arrays and objects accepted in a peer's JSON. mlbridge's
+#: documents need 4 levels. CPython's parser recurses once per level: deeper
+#: input raises RecursionError, or overflows the C stack (a crash) when a
+#: program has raised ``sys.setrecursionlimit``.
+MAX_JSON_DEPTH = 512
+
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_LEVEL_STEP = np.zeros(256, np.int64)
+_LEVEL_STEP[list(b"[{")] = 1
+_LEVEL_STEP[list(b"]}")] = -1
+_QUOTE = ord('"')
+_DEPTH_CHUNK = 1 << 20
 
 
 def quote_string(text: str) -> str:
@@ -135,3 +155,57 @@ def format_array(arr: np.ndarray) -> str:
     if arr.dtype.kind == "f":
         return ",".join(map(float_formatter(arr.dtype), values))
     return ",".join(map(str, values))
+
+
+def load_json(data: Union[bytes, bytearray], what: str,
+              error: Type[MlbridgeError] = CodecError, **options: Any) -> Dict[str, Any]:
+    """Parse untrusted JSON text that must hold an object, or raise ``error``.
+
+    ``what`` names the text in the message (``"json request"``, ``"bad header
+    line b'...'"``). Invalid JSON, bad UTF-8, numbers Python refuses and
+    nesting deeper than :data:`MAX_JSON_DEPTH` all raise ``error``, never
+    anything else. ``options`` go to :func:`json.loads` (e.g. ``parse_int``).
+    """
+    try:
+        # Cheap bound first: the nesting cannot exceed the number of brackets.
+        if (data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH
+                and _nesting_depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH):
+            raise RecursionError
+        obj = json.loads(data, **options)
+    except RecursionError:
+        raise error(f"{what}: invalid JSON: nested deeper than {MAX_JSON_DEPTH} "
+                    f"levels") from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, huge integers
+        raise error(f"{what}: invalid JSON: {err}") from None
+    if not isinstance(obj, dict):
+        raise error(f"{what}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _nesting_depth(data: Union[bytes, bytearray], limit: int) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings, at least up to
+    ``limit`` (scanning stops once it is exceeded).
+
+    For every prefix that is valid JSON this is the parser's own depth, so it
+    bounds how deep the parser can recurse. Vectorised: escapes are removed,
+    then only quotes and brackets are kept and counted with numpy, in chunks
+    (bounded memory).
+    """
+    encoding = json.detect_encoding(data)
+    if not encoding.startswith("utf-8"):  # UTF-16/32 text: count characters, not bytes
+        data = data.decode(encoding, "surrogatepass").encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        # Escaped backslashes first, then escaped quotes: what is left of a
+        # string is its two delimiting quotes and characters that do not matter.
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    codes = np.frombuffer(data.translate(None, _NOT_STRUCTURE), np.uint8)
+    depth = deepest = quotes = 0
+    for start in range(0, codes.size, _DEPTH_CHUNK):
+        part = codes[start:start + _DEPTH_CHUNK]
+        inside = (np.cumsum(part == _QUOTE) + quotes) & 1  # 1: within a string
+        levels = np.cumsum(_LEVEL_STEP[part] * (1 - inside)) + depth
+        deepest = max(deepest, int(levels.max()))
+        if deepest > limit:
+            break
+        depth, quotes = int(levels[-1]), int(inside[-1])
+    return deepest

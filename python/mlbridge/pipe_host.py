@@ -23,7 +23,12 @@ means the extended mode (handshake reply, then frames), anything else with
 In mlgo mode a failing policy cannot be reported to the compiler: :meth:`serve`
 raises :class:`PolicyFailed` and the caller must kill the compiler (LLVM 19
 spins forever if its input is merely closed). In extended mode the failure is
-sent as an ERROR frame and serving goes on.
+sent as an ERROR frame and serving goes on, and so is a request the host
+cannot decode (the compiler falls back for that call).
+
+Everything the compiler declares is checked before anything is allocated for
+it: specs (bounded shapes, unique names) and sizes (each tensor, and one
+message, within ``max_bytes``: :func:`mlbridge.limits.check_schema`).
 """
 
 from __future__ import annotations
@@ -39,11 +44,12 @@ import numpy as np
 
 from mlbridge.channel import HostEnds, Watch, open_host_ends
 from mlbridge.codecs import FORMATS, get_codec
-from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.codecs.tensor_buffer import TensorBuffer
-from mlbridge.errors import EndOfStream, MlbridgeError
+from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
-from mlbridge.tensor_spec import SpecError, TensorSpec
+from mlbridge.jsontext import load_json
+from mlbridge.limits import DEFAULT_MAX_BYTES, BudgetError, check_schema
+from mlbridge.tensor_spec import SpecError, TensorSpec, specs_from_json
 from mlbridge.training_log import TrainingLogWriter
 
 Policy = Callable[..., Any]
@@ -53,6 +59,7 @@ DecisionFn = Callable[[Dict[str, np.ndarray], str], Any]
 _MAX_HEADER_LINE = 64 << 20
 _MAX_EVENT_LINE = 1 << 20
 _OBS_PREFIX = b'{"observation":'
+_MAX_REFUSAL_CHARS = 4096  # at most 6 bytes each as JSON: the reply line stays < 64 KiB
 
 
 class ProtocolError(MlbridgeError):
@@ -276,24 +283,15 @@ class PipeHost:
     # -- LLVM's mlgo mode -------------------------------------------------
 
     def _serve_mlgo(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
-        try:
-            features = [TensorSpec.from_json(s) for s in header["features"]]
-            advice = TensorSpec.from_json(header["advice"])
-        except (SpecError, TypeError) as err:
-            raise ProtocolError(f"bad mlgo header: {err}") from None
-        names = [s.name for s in features]
-        if len(set(names)) != len(names):
-            raise ProtocolError("mlgo header names a feature twice")
+        session = _mlgo_session(header, self.max_bytes)
+        features, advice = session.features, session.outputs[0]
         stats.outputs = [advice.name]
         total = sum(s.nbytes for s in features)
-        if total + 1 > self.max_bytes:
-            raise ProtocolError(f"observations of {total} bytes exceed the maximum "
-                                f"of {self.max_bytes}")
         tensors = TensorBuffer(features, trailing=1)  # the record ends with "\n"
         buf, target = tensors.buffer, tensors.memory
         views, writable = tensors.views, tensors.writable
         patch = self.patch
-        logger = self._begin(Session("mlgo", features, [advice]))
+        logger = self._begin(session)
         fast = scalar_packer(advice)
         read_record = ends.reader.read_record
         readline, readinto, write = ends.reader.readline, ends.reader.readinto, ends.writer.write
@@ -360,9 +358,10 @@ class PipeHost:
                         stats: HostStats) -> None:
         writer = ends.writer
         try:
-            session = _extended_session(header)
+            session = _extended_session(header, self.max_bytes)
         except ProtocolError as err:
-            reply = {"mlbridge": 1, "error": str(err)}
+            # The compiler reads at most 64 KiB: bound what a peer's names make of it.
+            reply = {"mlbridge": 1, "error": str(err)[:_MAX_REFUSAL_CHARS]}
             writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
             raise
         writer.write(b'{"mlbridge":1}\n')
@@ -390,7 +389,11 @@ class PipeHost:
             if kind != OBSERVATION:
                 raise ProtocolError(f"unexpected {kind.name} frame from the compiler")
             start = time.perf_counter()
-            _, features = codec.decode_request(payload, session.features, into=requests)
+            try:
+                _, features = codec.decode_request(payload, session.features, into=requests)
+            except CodecError as err:  # the compiler falls back for this call only
+                self._report(writer, f"malformed request: {err}", stats, start)
+                continue
             try:
                 value = self._decide(features, context)
                 result = fast(value) if fast is not None else None
@@ -398,10 +401,7 @@ class PipeHost:
                     answer = output_arrays(outputs, value)
                     result = codec.encode_reply(outputs, answer)
             except Exception as err:  # reported to the compiler; serving goes on
-                message = f"{type(err).__name__}: {err}"
-                write_frame(writer, ERROR, message.encode("utf-8", "replace"))
-                stats.errors_reported += 1
-                stats.reply_seconds += time.perf_counter() - start
+                self._report(writer, f"{type(err).__name__}: {err}", stats, start)
                 continue
             write_frame(writer, RESULT, result)
             if logger is not None:
@@ -409,15 +409,22 @@ class PipeHost:
             stats.reply_seconds += time.perf_counter() - start
             stats.decisions += 1
 
+    @staticmethod
+    def _report(writer: BinaryIO, message: str, stats: HostStats, start: float) -> None:
+        """Answer the current request with an ERROR frame carrying ``message``.
+
+        Nothing of the failed request reaches the policy or the log: a decode
+        that fails half-way may have written some tensors into the session's
+        buffer, and the next request that decodes rewrites every one of them.
+        """
+        write_frame(writer, ERROR, message.encode("utf-8", "replace"))
+        stats.errors_reported += 1
+        stats.reply_seconds += time.perf_counter() - start
+
 
 def _parse_line(line: bytes, what: str) -> Dict[str, Any]:
-    try:
-        obj = json.loads(line)
-    except ValueError as err:
-        raise ProtocolError(f"bad {what} line {line[:100]!r}: {err}") from None
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"bad {what} line {line[:100]!r}: not a JSON object")
-    return obj
+    """A header or event line from the compiler: a JSON object, else ProtocolError."""
+    return load_json(line, f"bad {what} line {line[:100]!r}", ProtocolError)
 
 
 def _observation_number(line: bytes) -> Optional[int]:
@@ -430,7 +437,42 @@ def _observation_number(line: bytes) -> Optional[int]:
         return None
 
 
-def _extended_session(header: Mapping[str, Any]) -> Session:
+def _declared_specs(header: Mapping[str, Any], key: str, what: str) -> List[TensorSpec]:
+    """The spec list ``header[key]`` (bounded shapes, unique names), else ProtocolError."""
+    try:
+        return specs_from_json(header.get(key), key)
+    except SpecError as err:
+        raise ProtocolError(f"{what}: {err}") from None
+
+
+def _check_sizes(session: Session, max_bytes: int, what: str, extra: int = 0) -> Session:
+    """``session`` when one request and one reply each fit ``max_bytes``.
+
+    ``extra`` bytes of framing follow the features (mlgo's newline). Checked
+    before any buffer is made: a tensor too large to be received is refused
+    with its name rather than allocated.
+    """
+    try:
+        check_schema(session.features, max_bytes, f"{what}: features", extra)
+        check_schema(session.outputs, max_bytes, f"{what}: outputs")
+    except BudgetError as err:
+        raise ProtocolError(str(err)) from err
+    return session
+
+
+def _mlgo_session(header: Mapping[str, Any], max_bytes: int) -> Session:
+    """The session LLVM's mlgo header declares, checked; else ProtocolError."""
+    features = _declared_specs(header, "features", "bad mlgo header")
+    try:
+        advice = TensorSpec.from_json(header.get("advice"))
+    except SpecError as err:
+        raise ProtocolError(f"bad mlgo header: advice: {err}") from None
+    return _check_sizes(Session("mlgo", features, [advice]), max_bytes, "bad mlgo header",
+                        extra=1)
+
+
+def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
+    """The session an extended handshake declares, checked; else ProtocolError."""
     version = header.get("mlbridge")
     if version != 1:
         raise ProtocolError(f"unsupported mlbridge protocol version {version!r} "
@@ -438,14 +480,12 @@ def _extended_session(header: Mapping[str, Any]) -> Session:
     fmt = header.get("format")
     if fmt not in FORMATS:
         raise ProtocolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    try:
-        features = [TensorSpec.from_json(s) for s in header["features"]]
-        outputs = [TensorSpec.from_json(s) for s in header["outputs"]]
-    except (KeyError, TypeError, SpecError) as err:
-        raise ProtocolError(f"bad handshake: {err}") from None
+    features = _declared_specs(header, "features", "bad handshake")
+    outputs = _declared_specs(header, "outputs", "bad handshake")
     if not outputs:
         raise ProtocolError("bad handshake: no outputs declared")
-    return Session("extended", features, outputs, fmt)
+    return _check_sizes(Session("extended", features, outputs, fmt), max_bytes,
+                        "bad handshake")
 
 
 __all__ = ["DecisionFn", "HostStats", "PipeHost", "Policy", "PolicyFailed", "ProtocolError",

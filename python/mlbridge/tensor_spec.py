@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -32,8 +33,28 @@ MAX_ELEMENTS = 1 << 40
 MAX_RANK = 32
 
 
+#: Ports are 32-bit signed integers (LLVM's ``int``, the protobuf ``int32``).
+PORT_LIMIT = 1 << 31
+
+
 class SpecError(ValueError):
     """A TensorSpec (or a JSON description of one) is invalid."""
+
+
+def _integer(value: Any) -> Optional[int]:
+    """``value`` as an int when it is an integer (Python or numpy, not a bool), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _excerpt(value: Any, limit: int = 80) -> str:
+    """A bounded repr of a value from a peer, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def type_name_of(dtype: Any) -> str:
@@ -62,20 +83,37 @@ class TensorSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise SpecError("tensor name must be a non-empty string")
-        if self.type_name not in DTYPES:
-            raise SpecError(f"tensor '{self.name}': unknown type '{self.type_name}'")
-        if len(self.shape) > MAX_RANK:
-            raise SpecError(f"tensor '{self.name}': {len(self.shape)} dimensions, at most "
+        if not isinstance(self.type_name, str) or self.type_name not in DTYPES:
+            raise SpecError(f"tensor '{self.name}': unknown type {_excerpt(self.type_name)}")
+        port = _integer(self.port)
+        if port is None or not -PORT_LIMIT <= port < PORT_LIMIT:
+            raise SpecError(f"tensor '{self.name}': port {_excerpt(self.port)} is not a "
+                            f"32-bit integer")
+        try:
+            dims = tuple(self.shape)
+        except TypeError:
+            raise SpecError(f"tensor '{self.name}': shape {_excerpt(self.shape)} is not a "
+                            f"sequence of integers") from None
+        if len(dims) > MAX_RANK:
+            raise SpecError(f"tensor '{self.name}': {len(dims)} dimensions, at most "
                             f"{MAX_RANK} are supported")
-        shape = tuple(int(d) for d in self.shape)
-        if any(d < 0 for d in shape):
-            raise SpecError(f"tensor '{self.name}': negative dimension in {list(shape)}")
+        shape = tuple(map(_integer, dims))
         count = 1
-        for d in shape:
-            count *= d
+        for dim, given in zip(shape, dims):
+            if dim is None:
+                raise SpecError(f"tensor '{self.name}': dimension {_excerpt(given)} is not "
+                                f"an integer")
+            if dim < 0:
+                raise SpecError(f"tensor '{self.name}': negative dimension {dim}")
+            if dim > MAX_ELEMENTS:
+                raise SpecError(f"tensor '{self.name}': dimension {dim} is larger than "
+                                f"{MAX_ELEMENTS}")
+            count *= dim
         if count > MAX_ELEMENTS:
-            raise SpecError(f"tensor '{self.name}': shape {list(shape)} is too large")
+            raise SpecError(f"tensor '{self.name}': shape {list(shape)} is too large "
+                            f"(more than {MAX_ELEMENTS} elements)")
         object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "port", port)
         # Cached: asked for on every decode.
         object.__setattr__(self, "_count", count)
         object.__setattr__(self, "_nbytes", count * DTYPES[self.type_name].itemsize)
@@ -116,19 +154,16 @@ class TensorSpec:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "TensorSpec":
-        """Parse LLVM's JSON form (a dict)."""
+        """Parse LLVM's JSON form (a dict); SpecError names what is wrong."""
         if not isinstance(obj, Mapping):
-            raise SpecError(f"tensor spec must be a JSON object, got {obj!r}")
+            raise SpecError(f"tensor spec must be a JSON object, got {type(obj).__name__}")
         try:
             name, type_name, shape = obj["name"], obj["type"], obj["shape"]
         except KeyError as missing:
-            raise SpecError(f"tensor spec {obj!r} lacks key {missing}") from None
-        if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
-            raise SpecError(f"tensor '{name}': shape must be a list of integers")
-        port = obj.get("port", 0)
-        if not isinstance(port, int):
-            raise SpecError(f"tensor '{name}': port must be an integer")
-        return cls(str(name), str(type_name), tuple(shape), port)
+            raise SpecError(f"tensor spec {_excerpt(obj)} lacks key {missing}") from None
+        if not isinstance(shape, list):
+            raise SpecError(f"tensor {_excerpt(name)}: shape must be a list of integers")
+        return cls(name, type_name, tuple(shape), obj.get("port", 0))
 
     def check(self, value: Any) -> np.ndarray:
         """Convert ``value`` to a contiguous array of this spec, or raise.
@@ -144,9 +179,38 @@ class TensorSpec:
         if arr.dtype != self.dtype:
             converted = arr.astype(self.dtype)
             with np.errstate(invalid="ignore"):
-                same = np.array_equal(converted.astype(arr.dtype), arr, equal_nan=arr.dtype.kind == "f")
+                same = np.array_equal(converted.astype(arr.dtype), arr,
+                                      equal_nan=arr.dtype.kind == "f")
             if not same:
                 raise SpecError(f"tensor '{self.name}': values of dtype {arr.dtype} "
                                 f"do not fit {self.type_name}")
             arr = converted
         return np.ascontiguousarray(arr.reshape(self.shape))
+
+
+def check_unique_names(specs: Iterable[TensorSpec], what: str,
+                       error: Type[Exception] = SpecError) -> None:
+    """Raise ``error`` naming the first tensor name that ``specs`` declare twice.
+
+    Every list of specs that comes from a peer goes through this check:
+    tensors are looked up by name, so a duplicate would silently shadow one.
+    """
+    seen = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise error(f"{what}: tensor '{spec.name}' is declared twice")
+        seen.add(spec.name)
+
+
+def specs_from_json(items: Any, what: str) -> List[TensorSpec]:
+    """Parse a peer's JSON list of LLVM tensor specs (names unique), or SpecError."""
+    if not isinstance(items, list):
+        raise SpecError(f"{what} must be a list of tensor specs, got {type(items).__name__}")
+    specs = []
+    for index, item in enumerate(items):
+        try:
+            specs.append(TensorSpec.from_json(item))
+        except SpecError as err:
+            raise SpecError(f"{what}[{index}]: {err}") from None
+    check_unique_names(specs, what)
+    return specs

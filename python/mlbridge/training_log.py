@@ -10,13 +10,14 @@
     <raw bytes of the score tensor>\\n
 
 Readers use the sizes from the header, never newlines: tensor bytes may
-contain 0x0a. Observation numbers count from 0 within a context (as in LLVM,
-switching back to a context continues its numbering).
+contain 0x0a. A reader checks the header before reading any record: valid
+specs with unique names, and each record (the features, the score) within
+``max_record_bytes``. Observation numbers count from 0 within a context (as
+in LLVM, switching back to a context continues its numbering).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import (Any, BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence,
@@ -26,8 +27,9 @@ import numpy as np
 
 from mlbridge.codecs._validate import arrays_for
 from mlbridge.errors import CodecError, TrainingLogError
-from mlbridge.jsontext import format_array, quote_string
-from mlbridge.tensor_spec import SpecError, TensorSpec
+from mlbridge.jsontext import format_array, load_json, quote_string
+from mlbridge.limits import DEFAULT_MAX_BYTES, BudgetError, check_schema
+from mlbridge.tensor_spec import SpecError, TensorSpec, check_unique_names, specs_from_json
 
 _MAX_HEADER_LINE = 64 << 20   # the header lists every feature spec
 _MAX_EVENT_LINE = 1 << 20     # {"context":...}, {"observation":n}, {"outcome":n}
@@ -55,6 +57,7 @@ class TrainingLogWriter:
                  advice: Optional[TensorSpec] = None) -> None:
         self._stream = stream
         self.features = list(features)
+        check_unique_names(self.features, "training log", TrainingLogError)
         self.score = score
         self.advice = advice
         self._feature_bytes = sum(spec.nbytes for spec in self.features)
@@ -114,17 +117,25 @@ class TrainingLogWriter:
 
 
 class TrainingLogReader:
-    """Reads an LLVM training log from a binary stream; iterate for records."""
+    """Reads an LLVM training log from a binary stream; iterate for records.
 
-    def __init__(self, stream: BinaryIO) -> None:
+    The header is checked first: a record (the features, or the score) larger
+    than ``max_record_bytes`` is refused, naming the tensor, before anything
+    is read or allocated for it.
+    """
+
+    def __init__(self, stream: BinaryIO, max_record_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._stream = stream
         self._line = 0
         header = self._json_line(_MAX_HEADER_LINE, "header", allow_eof=False)
         try:
-            self.features = [TensorSpec.from_json(s) for s in header["features"]]
+            self.features = specs_from_json(header.get("features"), "features")
             self.score = _optional_spec(header, "score")
             self.advice = _optional_spec(header, "advice")
-        except (KeyError, TypeError, SpecError) as err:
+            check_schema(self.features, max_record_bytes, "features", extra=1)
+            if self.score is not None:
+                check_schema([self.score], max_record_bytes, "score", extra=1)
+        except (SpecError, BudgetError) as err:
             raise TrainingLogError(f"training log: bad header: {err}") from None
 
     def __iter__(self) -> Iterator[Record]:
@@ -193,25 +204,24 @@ class TrainingLogReader:
             if len(line) > limit:
                 raise self._error(f"{what} line longer than {limit} bytes")
             raise self._error(f"truncated file: {what} line has no newline")
-        try:
-            obj = json.loads(line)
-        except ValueError as err:
-            raise self._error(f"bad {what} line {line[:80]!r}: {err}") from None
-        if not isinstance(obj, dict):
-            raise self._error(f"bad {what} line {line[:80]!r}: not a JSON object")
-        return obj
+        return load_json(line, f"{self._where()}: bad {what} line {line[:80]!r}",
+                         TrainingLogError)
+
+    def _where(self) -> str:
+        return f"training log, line {self._line}"
 
     def _error(self, message: str) -> TrainingLogError:
-        return TrainingLogError(f"training log, line {self._line}: {message}")
+        return TrainingLogError(f"{self._where()}: {message}")
 
 
 def _optional_spec(header: Mapping[str, Any], key: str) -> Optional[TensorSpec]:
     return TensorSpec.from_json(header[key]) if key in header else None
 
 
-def read_training_log(stream: BinaryIO) -> Iterator[Record]:
+def read_training_log(stream: BinaryIO,
+                      max_record_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Record]:
     """Iterate over the records of the training log in ``stream``."""
-    return iter(TrainingLogReader(stream))
+    return iter(TrainingLogReader(stream, max_record_bytes))
 
 
 def _values_text(arr: np.ndarray) -> str:

@@ -115,7 +115,7 @@ def test_every_truncation_point_raises_or_reads_whole_records():
      b'{"observation":0}\n\n{"outcome":1}\n', "outcome 1 follows observation 0"),
     (b'{"features":[],"score":{"name":"r","type":"float","shape":[1]}}\n'
      b'{"observation":0}\n\n{"observation":1}\n', "expected the outcome of observation 0"),
-    (b'{"features":[]}\n[1]\n', "not a JSON object"),
+    (b'{"features":[]}\n[1]\n', "expected a JSON object, got list"),
 ])
 def test_bad_lines(bad, message):
     with pytest.raises(TrainingLogError, match=message):

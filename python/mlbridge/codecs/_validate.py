@@ -8,7 +8,7 @@ import numpy as np
 
 from mlbridge.errors import CodecError
 from mlbridge.limits import DEFAULT_MAX_BYTES
-from mlbridge.tensor_spec import MAX_ELEMENTS, SpecError, TensorSpec
+from mlbridge.tensor_spec import MAX_ELEMENTS, SpecError, TensorSpec, check_unique_names
 
 __all__ = ["DEFAULT_MAX_BYTES", "SchemaMatcher", "array_from_bytes", "arrays_for",
            "check_payload_size", "element_count"]
@@ -31,6 +31,7 @@ def arrays_for(specs: Sequence[TensorSpec], tensors: Mapping[str, Any],
     to the declared dtype only when no value changes (see TensorSpec.check).
     """
     if len(tensors) != len(specs) or any(spec.name not in tensors for spec in specs):
+        check_unique_names(specs, what, CodecError)
         declared = {spec.name for spec in specs}
         missing = [spec.name for spec in specs if spec.name not in tensors]
         if missing:
@@ -75,6 +76,8 @@ class SchemaMatcher:
 
     def __init__(self, specs: Sequence[TensorSpec], what: str) -> None:
         self._specs = {spec.name: spec for spec in specs}
+        if len(self._specs) != len(specs):
+            check_unique_names(specs, what, CodecError)
         self._order = specs
         self._seen: Dict[str, np.ndarray] = {}
         self._claimed: Set[str] = set()

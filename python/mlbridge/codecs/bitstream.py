@@ -10,7 +10,7 @@ from mlbridge.codecs._validate import arrays_for, check_payload_size
 from mlbridge.codecs.base import Codec, Tensors
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
-from mlbridge.tensor_spec import TensorSpec
+from mlbridge.tensor_spec import TensorSpec, check_unique_names
 
 
 class BitstreamCodec(Codec):
@@ -64,4 +64,6 @@ class BitstreamCodec(Codec):
             else:
                 result[spec.name] = np.zeros(spec.shape, dtype=spec.dtype)
             offset = end
+        if len(result) != len(specs):
+            check_unique_names(specs, what, CodecError)
         return result

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
-from decimal import Decimal
-from fractions import Fraction
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -14,7 +12,7 @@ from mlbridge.codecs._validate import SchemaMatcher, arrays_for, check_payload_s
 from mlbridge.codecs.base import Codec, Tensors
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, ModelError
-from mlbridge.jsontext import format_array, quote_string
+from mlbridge.jsontext import format_array, load_json, quote_string
 from mlbridge.tensor_spec import TensorSpec
 
 _UINT64_LIMIT = 1 << 64
@@ -85,13 +83,7 @@ class JsonCodec(Codec):
             payload = bytes(payload)
         # json reads the token -0 as the integer 0; keep its sign (slow path).
         hook = _parse_int if _NEGATIVE_ZERO_TOKEN.search(payload) else None
-        try:
-            obj = json.loads(payload, parse_int=hook)
-        except (ValueError, RecursionError) as err:
-            raise CodecError(f"{what}: invalid JSON: {err}") from None
-        if not isinstance(obj, dict):
-            raise CodecError(f"{what}: expected a JSON object, got {type(obj).__name__}")
-        return obj
+        return load_json(payload, what, CodecError, parse_int=hook)
 
 
 def _tensors_text(specs: Sequence[TensorSpec], arrays: List[np.ndarray]) -> str:
@@ -148,7 +140,8 @@ def _convert_group(payload: bytes, members: List[_Member],
         if values is not None:
             if members[0][0].type_name == "float":
                 values = _to_float32(values, lambda: [
-                    x for _, _, index in members for x in _reparse_data(payload, index)])
+                    x for _, _, index in members for x in _reparse_data(payload, index)],
+                    what)
             out, offset = [], 0
             for spec, data, _ in members:
                 out.append((spec, values[offset:offset + len(data)]))
@@ -158,7 +151,7 @@ def _convert_group(payload: bytes, members: List[_Member],
     for spec, data, index in members:
         values = _values(spec, data, what)
         if spec.type_name == "float":
-            values = _to_float32(values, lambda: _reparse_data(payload, index))
+            values = _to_float32(values, lambda: _reparse_data(payload, index), what)
         out.append((spec, values))
     return out
 
@@ -197,35 +190,52 @@ def _values(spec: TensorSpec, data: List[Any], what: str) -> np.ndarray:
     return np.array(data, dtype=spec.dtype)
 
 
-def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]]) -> np.ndarray:
+def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]],
+                what: str) -> np.ndarray:
     """Round decimals (read as float64) to float32 without double rounding.
 
     Reading a decimal as float64 and rounding that to float32 is wrong only
     when the float64 lands exactly on a midpoint between two float32s; those
-    rare elements are re-rounded from the exact decimal text.
+    rare elements are re-rounded from the exact decimal text (``exact_data``:
+    the numbers as JSON wrote them, see :func:`_reparse_data`).
     """
-    with np.errstate(over="ignore"):
-        singles = doubles.astype(np.float32)
-    back = singles.astype(np.float64)
-    inexact = (back != doubles) & np.isfinite(singles)
-    if not inexact.any():
-        return singles
-    toward = np.where(doubles > back, np.float32(np.inf), np.float32(-np.inf))
+    # One errstate for all the steps (entering one costs as much as the
+    # steps): overflow to infinity is the correct rounding here.
     with np.errstate(over="ignore", invalid="ignore"):
+        singles = doubles.astype(np.float32)
+        back = singles.astype(np.float64)
+        inexact = (back != doubles) & np.isfinite(singles)
+        if not inexact.any():
+            return singles
+        toward = np.where(doubles > back, np.float32(np.inf), np.float32(-np.inf))
         neighbour = np.nextafter(singles, toward.astype(np.float32)).astype(np.float64)
         gap = np.abs(neighbour - doubles) == np.abs(doubles - back)
     ties = np.flatnonzero(inexact & gap)
     if ties.size:
         exact = exact_data()
         for i in ties:
-            decimal = Fraction(exact[i])
-            midpoint = Fraction(float(doubles[i]))
+            decimal = _exact(exact[i], what)
+            midpoint = Decimal(float(doubles[i]))  # exact; Decimal comparisons are exact
             if decimal != midpoint and (decimal > midpoint) == (neighbour[i] > back[i]):
                 singles[i] = np.float32(neighbour[i])
     return singles
 
 
 def _reparse_data(payload: bytes, index: int) -> List[Any]:
-    """The data of tensors[index] with decimals kept exact (rare slow path)."""
-    obj = json.loads(bytes(payload), parse_float=Decimal)
+    """The data of tensors[index] with each decimal kept as its text (rare slow
+    path: the payload was parsed once already, so this cannot fail)."""
+    obj = load_json(bytes(payload), "json payload", CodecError, parse_float=str)
     return obj["tensors"][index]["data"]
+
+
+def _exact(number: Any, what: str) -> Decimal:
+    """The exact value of a JSON number (an int, or a decimal's text).
+
+    Decimal, not Fraction: a Fraction of ``1e-99999999`` computes a
+    100-million-digit power of ten, Decimal keeps the exponent.
+    """
+    try:
+        return Decimal(number)
+    except InvalidOperation:  # an exponent beyond what decimal represents
+        raise CodecError(f"{what}: the number {str(number)[:40]} cannot be rounded to "
+                         f"float exactly") from None

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlbridge.codecs._validate import SchemaMatcher, array_from_bytes
 from mlbridge.errors import CodecError
-from mlbridge.tensor_spec import TensorSpec
+from mlbridge.tensor_spec import TensorSpec, check_unique_names
 
 
 class TensorBuffer:
@@ -26,8 +26,10 @@ class TensorBuffer:
 
     def __init__(self, specs: Sequence[TensorSpec], trailing: int = 0) -> None:
         """``trailing`` extra bytes follow the tensors in ``buffer`` (e.g. the
-        newline that ends an mlgo observation record)."""
+        newline that ends an mlgo observation record). The caller has checked
+        the size (:func:`mlbridge.limits.check_schema`); names must be unique."""
         self.specs = list(specs)
+        check_unique_names(self.specs, "tensor buffer", CodecError)
         self.nbytes = sum(spec.nbytes for spec in self.specs)
         self._sizes = [spec.nbytes for spec in self.specs]
         self.buffer = bytearray(self.nbytes + trailing)
