@@ -28,6 +28,12 @@ DEFAULT_MAX_BYTES = 64 << 20
 #: Default bound on the memory a server keeps for all its sessions (1 GiB).
 DEFAULT_SESSION_MEMORY = 1 << 30
 
+#: Most tensors one schema may declare (each costs objects beyond its bytes).
+MAX_TENSORS = 1 << 16
+
+#: Longest header line (a JSON list of every spec) a host or log reader reads.
+MAX_HEADER_LINE = 8 << 20
+
 
 class BudgetError(CodecError):
     """A declared size exceeds a budget: nothing was allocated for it."""
@@ -41,6 +47,9 @@ def check_schema(specs: Sequence[TensorSpec], max_bytes: int, what: str,
     closing an mlgo observation). The error names the first tensor that alone
     exceeds the limit, or the total when only the sum does.
     """
+    if len(specs) > MAX_TENSORS:
+        raise BudgetError(f"{what}: {len(specs)} tensors declared, at most {MAX_TENSORS} "
+                          f"are accepted")
     total = extra
     for spec in specs:
         if spec.nbytes > max_bytes:
@@ -89,5 +98,5 @@ class MemoryBudget:
             self._used = max(0, self._used - nbytes)
 
 
-__all__ = ["BudgetError", "DEFAULT_MAX_BYTES", "DEFAULT_SESSION_MEMORY", "MemoryBudget",
-           "check_schema"]
+__all__ = ["BudgetError", "DEFAULT_MAX_BYTES", "DEFAULT_SESSION_MEMORY", "MAX_HEADER_LINE",
+           "MAX_TENSORS", "MemoryBudget", "check_schema"]

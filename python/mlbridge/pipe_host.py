@@ -48,7 +48,7 @@ from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
 from mlbridge.jsontext import load_json
-from mlbridge.limits import DEFAULT_MAX_BYTES, BudgetError, check_schema
+from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
 from mlbridge.tensor_spec import SpecError, TensorSpec, specs_from_json
 from mlbridge.training_log import TrainingLogWriter
 
@@ -56,7 +56,6 @@ Policy = Callable[..., Any]
 #: A policy normalised to ``fn(features, context)``.
 DecisionFn = Callable[[Dict[str, np.ndarray], str], Any]
 
-_MAX_HEADER_LINE = 64 << 20
 _MAX_EVENT_LINE = 1 << 20
 _OBS_PREFIX = b'{"observation":'
 _MAX_REFUSAL_CHARS = 4096  # at most 6 bytes each as JSON: the reply line stays < 64 KiB
@@ -249,7 +248,7 @@ class PipeHost:
             stats = HostStats()
         cpu_start = time.thread_time()
         try:
-            first = ends.reader.readline(_MAX_HEADER_LINE)
+            first = ends.reader.readline(MAX_HEADER_LINE)
             if not first:
                 return stats  # opened and closed without a word
             header = _parse_line(first, "header")

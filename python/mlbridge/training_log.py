@@ -28,10 +28,9 @@ import numpy as np
 from mlbridge.codecs._validate import arrays_for
 from mlbridge.errors import CodecError, TrainingLogError
 from mlbridge.jsontext import format_array, load_json, quote_string
-from mlbridge.limits import DEFAULT_MAX_BYTES, BudgetError, check_schema
+from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
 from mlbridge.tensor_spec import SpecError, TensorSpec, check_unique_names, specs_from_json
 
-_MAX_HEADER_LINE = 64 << 20   # the header lists every feature spec
 _MAX_EVENT_LINE = 1 << 20     # {"context":...}, {"observation":n}, {"outcome":n}
 
 
@@ -127,7 +126,7 @@ class TrainingLogReader:
     def __init__(self, stream: BinaryIO, max_record_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._stream = stream
         self._line = 0
-        header = self._json_line(_MAX_HEADER_LINE, "header", allow_eof=False)
+        header = self._json_line(MAX_HEADER_LINE, "header", allow_eof=False)
         try:
             self.features = specs_from_json(header.get("features"), "features")
             self.score = _optional_spec(header, "score")
