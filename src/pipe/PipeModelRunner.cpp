@@ -8,16 +8,12 @@
 
 #include "pipe/Fifo.h"
 #include "pipe/FrameHeader.h"
+#include "pipe/Replies.h"
 #include "support/Json.h"
 
 #include <cstring>
 
 namespace mlbridge {
-
-namespace {
-constexpr size_t MaxHandshakeLine = 64 * 1024;
-constexpr int64_t ProtocolVersion = 1;
-} // namespace
 
 struct PipeModelRunner::Connection {
   fifo::FileDescriptor In, Out;
@@ -120,43 +116,7 @@ Error PipeModelRunner::handshake() {
                                     "waiting for the handshake reply");
   if (!Line)
     return Line.takeError();
-  json::Reader R(*Line);
-  std::string Scratch, ValueScratch, Refusal;
-  std::optional<int64_t> Version;
-  bool Refused = false;
-  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
-    if (Key == "mlbridge") {
-      auto V = R.readInt();
-      if (!V)
-        return V.takeError();
-      Version = *V;
-      return Error::success();
-    }
-    if (Key == "error") {
-      auto S = R.readString(ValueScratch);
-      if (!S)
-        return S.takeError();
-      Refusal.assign(S->substr(0, 4096));
-      Refused = true;
-      return Error::success();
-    }
-    return R.skipValue();
-  });
-  if (E)
-    return E.withContext("handshake reply");
-  if (!Version)
-    return makeError(ErrorCode::Protocol,
-                     "handshake reply lacks the \"mlbridge\" version");
-  if (Refused)
-    return makeError(ErrorCode::ModelFailure,
-                     "the model side refused the session: ", Refusal);
-  if (*Version != ProtocolVersion)
-    return makeError(ErrorCode::Protocol,
-                     "the model side speaks mlbridge "
-                     "protocol version ",
-                     std::to_string(*Version), ", this library speaks ",
-                     std::to_string(ProtocolVersion));
-  return Error::success();
+  return parseHandshakeReply(*Line);
 }
 
 Error PipeModelRunner::switchContext(std::string_view Name) {
@@ -236,30 +196,15 @@ Error PipeModelRunner::evaluateExtended() {
   if (Error E = fifo::writeAll(Conn->Out.get(), Parts, 2, Until,
                                "sending an observation"))
     return fail(E);
-  auto Head =
-      Conn->Reader.readExact(FrameHeader::Size, Until, "waiting for a reply");
-  if (!Head)
-    return fail(Head.takeError());
-  FrameHeader H = FrameHeader::read(Head->data());
-  if (H.Length > Options.MaxMessageBytes)
-    return fail(makeError(ErrorCode::TooLarge, "reply of ",
-                          std::to_string(H.Length),
-                          " bytes exceeds the limit of ",
-                          std::to_string(Options.MaxMessageBytes)));
-  if (H.Kind != uint32_t(FrameKind::Result) &&
-      H.Kind != uint32_t(FrameKind::Error))
-    return fail(makeError(ErrorCode::Protocol, "unexpected frame kind ",
-                          std::to_string(H.Kind),
-                          " where a reply was expected"));
-  auto Payload = Conn->Reader.readExact(H.Length, Until, "reading a reply");
-  if (!Payload)
-    return fail(Payload.takeError());
-  if (H.Kind == uint32_t(FrameKind::Error))
+  auto Reply = readReplyFrame(Conn->Reader, Options.MaxMessageBytes, Until);
+  if (!Reply)
+    return fail(Reply.takeError());
+  if (Reply->Kind == FrameKind::Error)
     return makeError(ErrorCode::ModelFailure, "model side reported: ",
-                     std::string(Payload->substr(0, 4096)));
+                     std::string(Reply->Payload.substr(0, 4096)));
   // A reply that fails validation leaves the channel in step: only this call
   // fails.
-  return C.decode(*Payload, Outputs);
+  return C.decode(Reply->Payload, Outputs);
 }
 
 } // namespace mlbridge
