@@ -104,6 +104,11 @@ def codec_target(name: str, max_bytes: int = 1 << 20) -> Callable[[bytes], None]
 
 
 def main(test_one_input: Callable[[bytes], None]) -> None:
-    """Run libFuzzer's driver on ``test_one_input`` with the command line."""
-    atheris.Setup(sys.argv, test_one_input)
+    """Run libFuzzer's driver on ``test_one_input`` with the command line.
+
+    libFuzzer's -merge=1 runs its argv[0] again: $MLBRIDGE_FUZZ_ARGV0, when
+    set, is an executable that does (the script itself is not one).
+    """
+    argv = [os.environ.get("MLBRIDGE_FUZZ_ARGV0") or sys.argv[0], *sys.argv[1:]]
+    atheris.Setup(argv, test_one_input)
     atheris.Fuzz()
