@@ -205,7 +205,8 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
             guarded[name] = advisor.guard(policy)
             patches[name] = restore_inlining_default if wants else None
         full = with_llvm_options(command, options)
-        if "inline" in policies and size_cap.threshold_text(threshold) is not None:
+        in_force = size_cap.threshold_in_force(threshold)
+        if "inline" in policies and in_force is not None:
             remarks = channels["inline"].base + ".remarks.yaml"
             flags = size_cap.remark_flags(full, remarks)
             full = full[:1] + (flags or []) + full[1:]
@@ -213,7 +214,7 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
                       logs, stdout, echo_stderr, env)
         if "inline" in result.advisors:
             run = result.advisors["inline"]
-            run.size_increase_threshold = size_cap.threshold_text(threshold)
+            run.size_increase_threshold = in_force
             run.after_size_stop = (0 if remarks is None
                                    else size_cap.count_size_stops(remarks))
         return result

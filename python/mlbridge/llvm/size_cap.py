@@ -64,7 +64,7 @@ def count_size_stops(path: str) -> Optional[int]:
     return count
 
 
-def threshold_text(threshold: Optional[float]) -> Optional[float]:
+def threshold_in_force(threshold: Optional[float]) -> Optional[float]:
     """The threshold in force for statistics: a factor, or None for no cap."""
     if threshold is None:
         return LLVM_DEFAULT_THRESHOLD
@@ -72,4 +72,4 @@ def threshold_text(threshold: Optional[float]) -> Optional[float]:
 
 
 __all__ = ["LLVM_DEFAULT_THRESHOLD", "NO_CAP", "count_size_stops", "effective_threshold",
-           "remark_flags", "threshold_text"]
+           "remark_flags", "threshold_in_force"]
