@@ -33,6 +33,8 @@
 
 namespace mlbridge {
 
+class RunnerFactories;
+
 /// How decisions travel.
 enum class GrpcMode {
   /// One Evaluate call per decision.
@@ -104,6 +106,10 @@ private:
   std::unique_ptr<Impl> P;
   uint64_t Evaluations = 0;
 };
+
+/// Adds the grpc (GrpcModelRunner) runner kind to \p Factories, for
+/// createRunner() (mlbridge/RunnerConfig.h).
+void addGrpcRunners(RunnerFactories &Factories);
 
 } // namespace mlbridge
 

@@ -30,6 +30,8 @@
 
 namespace mlbridge {
 
+class RunnerFactories;
+
 /// Configuration of an OnnxModelRunner.
 struct OnnxOptions {
   /// Threads inside one operator (compilers run many processes: 1).
@@ -64,6 +66,10 @@ private:
 
   std::unique_ptr<Impl> P;
 };
+
+/// Adds the onnx (OnnxModelRunner) runner kind to \p Factories, for
+/// createRunner() (mlbridge/RunnerConfig.h).
+void addOnnxRunners(RunnerFactories &Factories);
 
 } // namespace mlbridge
 

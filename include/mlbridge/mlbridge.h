@@ -169,6 +169,21 @@ mlbridge_status mlbridge_onnx_runner_create(
     size_t num_inputs, const mlbridge_tensor_spec *outputs, size_t num_outputs,
     int intra_op_threads, mlbridge_runner **runner, mlbridge_error **error);
 
+/** Any runner, described by a runner configuration's string form
+ * `KIND[:ARGUMENT][,KEY=VALUE]...` (docs/runner-config.md), e.g.
+ * "pipe:/tmp/run/inline,protocol=extended,format=json",
+ * "grpc:unix:/tmp/run/model.sock", "onnx:policy.onnx", "aot:policy.so",
+ * "constant:1", "echo:inlining_default": the form the LLVM plugin and the
+ * Python tooling accept too. A malformed configuration is
+ * MLBRIDGE_INVALID_ARGUMENT naming the part that is wrong; a kind this build
+ * lacks is MLBRIDGE_UNSUPPORTED. For "aot:", NULL \p inputs or \p outputs
+ * (count 0) stand for the module's own, as in mlbridge_aot_runner_load(). */
+mlbridge_status
+mlbridge_runner_create(const char *config, const mlbridge_tensor_spec *inputs,
+                       size_t num_inputs, const mlbridge_tensor_spec *outputs,
+                       size_t num_outputs, mlbridge_runner **runner,
+                       mlbridge_error **error);
+
 /** A model compiled ahead of time by mlbridge-aot, linked into the program
  * (its header declares the function returning \p model). With \p inputs
  * NULL (and \p num_inputs 0), the runner takes the model's own inputs; with

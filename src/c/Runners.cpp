@@ -6,7 +6,8 @@
 //
 // The mlbridge_*_runner_create functions and the option initialisers: each
 // checks its arguments (pointers, struct_size, enum values, timeouts, specs),
-// builds the C++ runner and wraps it in a C handle. Components this build
+// turns them into a RunnerConfig (mlbridge/RunnerConfig.h) and creates the
+// runner with createRunner(), like the LLVM plugin. Components this build
 // lacks (gRPC: MLBRIDGE_C_HAVE_GRPC, ONNX Runtime:
 // MLBRIDGE_C_HAVE_ONNXRUNTIME) fail with MLBRIDGE_UNSUPPORTED, after the
 // same argument checks.
@@ -17,6 +18,7 @@
 
 #include "mlbridge/AotModelRunner.h"
 #include "mlbridge/PipeModelRunner.h"
+#include "mlbridge/RunnerConfig.h"
 #ifdef MLBRIDGE_C_HAVE_GRPC
 #include "mlbridge/GrpcModelRunner.h"
 #endif
@@ -136,6 +138,39 @@ HandleOrError wrap(Expected<std::unique_ptr<RunnerT>> R) {
   return makeHandle(std::move(*R));
 }
 
+/// The runner kinds of this build.
+const RunnerFactories &factories() {
+  static const RunnerFactories F = [] {
+    RunnerFactories R = RunnerFactories::core();
+#ifdef MLBRIDGE_C_HAVE_GRPC
+    addGrpcRunners(R);
+#endif
+#ifdef MLBRIDGE_C_HAVE_ONNXRUNTIME
+    addOnnxRunners(R);
+#endif
+    return R;
+  }();
+  return F;
+}
+
+/// Creates the runner \p Config describes and wraps it in a C handle (a pipe
+/// runner's handle also knows its channel).
+HandleOrError fromConfig(const RunnerConfig &Config, SpecPair Specs) {
+  auto R = mlbridge::createRunner(Config, std::move(Specs.Inputs),
+                                  std::move(Specs.Outputs), factories());
+  if (!R)
+    return R.takeError();
+  std::string Channel;
+  if (Config.Kind == RunnerKind::Pipe)
+    Channel = static_cast<PipeModelRunner &>(**R).channelBase();
+  auto H = makeHandle(std::move(*R));
+  if (Config.Kind == RunnerKind::Pipe) {
+    H->Channel = std::move(Channel);
+    H->IsPipe = true;
+  }
+  return H;
+}
+
 /// The AOT runner over \p Model or the module at \p Path (exactly one is
 /// given); NULL spec arrays stand for the model's own inputs or outputs.
 HandleOrError makeAot(const mlbridge_aot_model_v1 *Model, const char *Path,
@@ -213,25 +248,25 @@ mlbridge_status mlbridge_pipe_runner_create(
     auto Specs = toSpecPair(inputs, num_inputs, outputs, num_outputs);
     if (!Specs)
       return Specs.takeError();
-    PipeOptions O;
+    RunnerConfig C;
+    C.Kind = RunnerKind::Pipe;
     if (options->channel_base)
-      O.ChannelBase = options->channel_base;
+      C.Argument = options->channel_base;
     long long Protocol = rawEnum(options->protocol);
     if (Protocol != MLBRIDGE_PIPE_MLGO && Protocol != MLBRIDGE_PIPE_EXTENDED)
       return makeError(ErrorCode::InvalidArgument, "options->protocol is ",
                        std::to_string(Protocol),
                        ", not an mlbridge_pipe_protocol");
-    O.Protocol = Protocol == MLBRIDGE_PIPE_MLGO ? PipeProtocol::Mlgo
-                                                : PipeProtocol::Extended;
+    C.ExtendedProtocol = Protocol == MLBRIDGE_PIPE_EXTENDED;
     switch (rawEnum(options->format)) {
     case MLBRIDGE_FORMAT_BITSTREAM:
-      O.Serialization = Format::Bitstream;
+      C.Serialization = Format::Bitstream;
       break;
     case MLBRIDGE_FORMAT_JSON:
-      O.Serialization = Format::Json;
+      C.Serialization = Format::Json;
       break;
     case MLBRIDGE_FORMAT_PROTOBUF:
-      O.Serialization = Format::Protobuf;
+      C.Serialization = Format::Protobuf;
       break;
     default:
       return makeError(ErrorCode::InvalidArgument, "options->format is ",
@@ -244,17 +279,9 @@ mlbridge_status mlbridge_pipe_runner_create(
     auto Io = toTimeout(options->io_timeout_ms, "io_timeout_ms");
     if (!Io)
       return Io.takeError();
-    O.OpenTimeout = *Open;
-    O.IoTimeout = *Io;
-    auto R = PipeModelRunner::create(std::move(Specs->Inputs),
-                                     std::move(Specs->Outputs), std::move(O));
-    if (!R)
-      return R.takeError();
-    std::string Channel = (*R)->channelBase();
-    auto H = makeHandle(std::move(*R));
-    H->Channel = std::move(Channel);
-    H->IsPipe = true;
-    return H;
+    C.ConnectTimeout = *Open;
+    C.Timeout = *Io;
+    return fromConfig(C, std::move(*Specs));
   });
 }
 
@@ -299,20 +326,13 @@ mlbridge_status mlbridge_grpc_runner_create(
     auto Call = toTimeout(options->call_timeout_ms, "call_timeout_ms");
     if (!Call)
       return Call.takeError();
-#ifdef MLBRIDGE_C_HAVE_GRPC
-    GrpcOptions O;
-    O.Target = options->target;
-    O.Mode = options->streaming ? GrpcMode::Streaming : GrpcMode::Unary;
-    O.ConnectTimeout = *Connect;
-    O.CallTimeout = *Call;
-    return wrap(GrpcModelRunner::create(
-        std::move(Specs->Inputs), std::move(Specs->Outputs), std::move(O)));
-#else
-    return makeError(ErrorCode::Unsupported,
-                     "this mlbridge was built without gRPC (configure it "
-                     "with -DMLBRIDGE_ENABLE_GRPC=ON, gRPC and protobuf "
-                     "installed)");
-#endif
+    RunnerConfig C;
+    C.Kind = RunnerKind::Grpc;
+    C.Argument = options->target;
+    C.Streaming = options->streaming == 1;
+    C.ConnectTimeout = *Connect;
+    C.Timeout = *Call;
+    return fromConfig(C, std::move(*Specs));
   });
 }
 
@@ -329,17 +349,11 @@ mlbridge_status mlbridge_onnx_runner_create(
     auto Specs = toSpecPair(inputs, num_inputs, outputs, num_outputs);
     if (!Specs)
       return Specs.takeError();
-#ifdef MLBRIDGE_C_HAVE_ONNXRUNTIME
-    OnnxOptions O;
-    O.IntraOpThreads = intra_op_threads == 0 ? 1 : intra_op_threads;
-    return wrap(OnnxModelRunner::createFromFile(
-        model_path, std::move(Specs->Inputs), std::move(Specs->Outputs), O));
-#else
-    return makeError(ErrorCode::Unsupported,
-                     "this mlbridge was built without ONNX Runtime "
-                     "(configure it with -DMLBRIDGE_ENABLE_ONNXRUNTIME=ON; "
-                     "tools/fetch_onnxruntime.py fetches the binaries)");
-#endif
+    RunnerConfig C;
+    C.Kind = RunnerKind::Onnx;
+    C.Argument = model_path;
+    C.Threads = intra_op_threads == 0 ? 1 : intra_op_threads;
+    return fromConfig(C, std::move(*Specs));
   });
 }
 
@@ -365,6 +379,27 @@ mlbridge_status mlbridge_aot_runner_load(
       return nullArgument("module_path");
     return makeAot(nullptr, module_path, inputs, num_inputs, outputs,
                    num_outputs);
+  });
+}
+
+mlbridge_status
+mlbridge_runner_create(const char *config, const mlbridge_tensor_spec *inputs,
+                       size_t num_inputs, const mlbridge_tensor_spec *outputs,
+                       size_t num_outputs, mlbridge_runner **runner,
+                       mlbridge_error **error) {
+  return createRunner(runner, error, [&]() -> HandleOrError {
+    if (!config)
+      return nullArgument("config");
+    auto C = RunnerConfig::parse(config);
+    if (!C)
+      return C.takeError();
+    if (C->Kind == RunnerKind::Aot)
+      return makeAot(nullptr, C->Argument.c_str(), inputs, num_inputs, outputs,
+                     num_outputs);
+    auto Specs = toSpecPair(inputs, num_inputs, outputs, num_outputs);
+    if (!Specs)
+      return Specs.takeError();
+    return fromConfig(*C, std::move(*Specs));
   });
 }
 

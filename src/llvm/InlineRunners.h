@@ -6,10 +6,11 @@
 ///
 /// \file
 /// makeInlineRunner(): the mlbridge runner the plugin's inline advisor asks,
-/// chosen by -mlbridge-runner: pipe or grpc (training: a Python process
-/// decides), onnx or aot (deployment, in-process), and two baselines without
-/// a model: default (answers LLVM's own decision, the input
-/// "inlining_default") and constant.
+/// made by createRunner() (mlbridge/RunnerConfig.h) from the configuration
+/// the plugin's options resolve to: pipe or grpc (training: a Python process
+/// decides), onnx or aot (deployment, in-process), and the baselines without
+/// a model: default (echo:inlining_default, LLVM's own decision) and
+/// constant.
 ///
 //===----------------------------------------------------------------------===//
 

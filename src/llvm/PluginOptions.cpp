@@ -17,7 +17,8 @@ namespace {
 cl::opt<std::string> RunnerOpt(
     "mlbridge-runner",
     cl::desc("mlbridge inline advisor: none|default|constant|pipe|grpc|onnx|"
-             "aot (env MLBRIDGE_RUNNER)"));
+             "aot, or a runner configuration such as onnx:FILE or "
+             "pipe:BASE,protocol=extended (env MLBRIDGE_RUNNER)"));
 cl::opt<std::string>
     ModelOpt("mlbridge-model",
              cl::desc("ONNX file (onnx) or AOT module (aot) (env "
@@ -90,6 +91,52 @@ std::optional<double> parseThreshold(const std::string &Text,
   }
   return V;
 }
+/// Resolves the runner configuration of \p O: the string form when
+/// O.Runner has one (a ':' or ','; complete by itself, the separate options
+/// are then ignored), otherwise a kind name completed by the separate
+/// options (-mlbridge-model, -mlbridge-channel, -mlbridge-timeout-ms, ...).
+mlbridge::Expected<mlbridge::RunnerConfig>
+resolveConfig(const mlbridge::PluginOptions &O) {
+  using namespace mlbridge;
+  if (O.Runner.find_first_of(":,") != std::string::npos)
+    return RunnerConfig::parse(O.Runner); // complete: other options ignored
+  RunnerConfig C;
+  C.ConnectTimeout = C.Timeout = O.Timeout;
+  if (O.Runner == "default") {
+    C.Kind = RunnerKind::Echo;
+    C.Argument = "inlining_default";
+  } else {
+    auto Kind = parseRunnerKind(O.Runner);
+    if (!Kind)
+      return makeError(ErrorCode::InvalidArgument,
+                       "-mlbridge-runner: ", Kind.error().message(),
+                       " or none, default");
+    C.Kind = *Kind;
+    switch (C.Kind) {
+    case RunnerKind::Pipe:
+      C.Argument = O.Channel;
+      if (C.Argument.empty())
+        return makeError(ErrorCode::InvalidArgument,
+                         "-mlbridge-runner=pipe needs -mlbridge-channel=BASE");
+      break;
+    case RunnerKind::Grpc:
+      C.Argument = O.GrpcTarget;
+      break;
+    case RunnerKind::Onnx:
+    case RunnerKind::Aot:
+      C.Argument = O.Model;
+      break;
+    case RunnerKind::Constant:
+      C.Argument = std::to_string(O.Constant);
+      break;
+    case RunnerKind::Echo:
+      break; // needs the string form, echo:NAME
+    }
+  }
+  if (mlbridge::Error E = C.check())
+    return E;
+  return C;
+}
 } // namespace
 
 namespace mlbridge {
@@ -114,7 +161,18 @@ const PluginOptions &pluginOptions() {
                            : (Compare && std::string(Compare) == "1");
     O.SizeIncreaseThreshold = parseThreshold(
         pick(SizeThresholdOpt, "MLBRIDGE_SIZE_INCREASE_THRESHOLD"), O.Problem);
-    if (!O.SizeIncreaseThreshold && O.Runner == "default")
+    if (O.Runner != "none") {
+      auto Config = resolveConfig(O);
+      if (Config)
+        O.Config = std::move(*Config);
+      else if (O.Problem.empty())
+        O.Problem = Config.error().message();
+    }
+    // The runner answering LLVM's own decision reproduces LLVM's inliner
+    // only without the MLGO size cap.
+    bool EchoesDefault = O.Config.Kind == RunnerKind::Echo &&
+                         O.Config.Argument == "inlining_default";
+    if (!O.SizeIncreaseThreshold && O.Problem.empty() && EchoesDefault)
       O.SizeIncreaseThreshold = HUGE_VAL;
     return O;
   }();

@@ -16,6 +16,8 @@
 #ifndef MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
 #define MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
 
+#include "mlbridge/RunnerConfig.h"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -25,9 +27,14 @@ namespace mlbridge {
 
 /// The plugin's configuration, resolved from options and environment.
 struct PluginOptions {
-  /// none (LLVM's default advisor), default (a runner answering LLVM's own
-  /// decision), constant, pipe, grpc, onnx, aot.
+  /// As given: none (LLVM's default advisor), default (a runner answering
+  /// LLVM's own decision), constant, pipe, grpc, onnx, aot, or a runner
+  /// configuration's string form (mlbridge/RunnerConfig.h), e.g.
+  /// "onnx:/models/inline.onnx".
   std::string Runner;
+  /// The runner to create (unless Runner is "none"), resolved from Runner
+  /// and the other options.
+  RunnerConfig Config;
   /// ONNX file (onnx) or loadable module (aot).
   std::string Model;
   /// Pipe channel base (pipe).

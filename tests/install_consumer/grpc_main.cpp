@@ -1,11 +1,17 @@
-// Uses the installed gRPC component: a runner is created without blocking.
+// Uses the installed gRPC component: a runner from a configuration string is
+// created without blocking, and fails within its deadline with no server.
 #include "mlbridge/GrpcModelRunner.h"
+#include "mlbridge/RunnerConfig.h"
 
 int main() {
-  mlbridge::GrpcOptions O;
-  O.Target = "unix:/nonexistent/model.sock";
-  auto R = mlbridge::GrpcModelRunner::create(
-      {mlbridge::TensorSpec::of<int64_t>("x")},
-      {mlbridge::TensorSpec::of<int64_t>("y")}, O);
-  return R ? 0 : 1;
+  using namespace mlbridge;
+  RunnerFactories F = RunnerFactories::core();
+  addGrpcRunners(F);
+  auto R = createRunner(
+      *RunnerConfig::parse("grpc:unix:/nonexistent/model.sock,timeout_ms=200"),
+      {TensorSpec::of<int64_t>("x")}, {TensorSpec::of<int64_t>("y")}, F);
+  if (!R)
+    return 1;
+  auto Y = (*R)->evaluate<int64_t>();
+  return Y ? 2 : 0;
 }

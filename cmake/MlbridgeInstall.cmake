@@ -1,0 +1,132 @@
+# Installation of every component (included by the top-level CMakeLists.txt):
+#
+#   include/mlbridge/...                   headers
+#   lib/libmlbridge*.{a,so}                libraries
+#   lib/mlbridge/                          the LLVM plugin, bundled ONNX Runtime
+#   libexec/mlbridge/                      the demo's deployment replay program
+#   lib/cmake/mlbridge/                    the CMake package, one export set
+#                                          per component
+#   lib/pkgconfig/mlbridge.pc, mlbridge-c.pc
+#   share/mlbridge/native.json             what `mlbridge config` reads
+#
+# Nothing installed points into the source or build tree: bundled ONNX
+# Runtime binaries are installed beside mlbridge and found through RUNPATHs
+# relative to $ORIGIN.
+
+set(MLBRIDGE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mlbridge)
+set(MLBRIDGE_PRIVATE_LIBDIR ${CMAKE_INSTALL_LIBDIR}/mlbridge)
+set(MLBRIDGE_LIBEXECDIR ${CMAKE_INSTALL_LIBEXECDIR}/mlbridge)
+set(MLBRIDGE_COMPONENTS core c)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mlbridge
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# Core.
+install(TARGETS mlbridge EXPORT mlbridgeTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT mlbridgeTargets NAMESPACE mlbridge::
+        DESTINATION ${MLBRIDGE_CMAKE_DIR})
+
+# The RUNPATH that finds ONNX Runtime from a directory of the install tree
+# (relative to lib/), empty without ONNX Runtime.
+function(mlbridge_ort_runpath out from_dir)
+  if(NOT MLBRIDGE_ENABLE_ONNXRUNTIME)
+    set(${out} "" PARENT_SCOPE)
+  elseif(MLBRIDGE_ORT_BUNDLED)
+    file(RELATIVE_PATH rel "/p/${from_dir}" "/p/${MLBRIDGE_PRIVATE_LIBDIR}")
+    if(rel STREQUAL "")
+      set(${out} "$ORIGIN" PARENT_SCOPE)
+    else()
+      set(${out} "$ORIGIN/${rel}" PARENT_SCOPE)
+    endif()
+  else()
+    set(${out} ${MLBRIDGE_ORT_LIBDIR} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# C API.
+mlbridge_ort_runpath(c_runpath ${CMAKE_INSTALL_LIBDIR})
+set_target_properties(mlbridge_c PROPERTIES INSTALL_RPATH "${c_runpath}")
+install(TARGETS mlbridge_c EXPORT mlbridgeCTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT mlbridgeCTargets NAMESPACE mlbridge::
+        DESTINATION ${MLBRIDGE_CMAKE_DIR})
+
+if(MLBRIDGE_ENABLE_GRPC)
+  list(APPEND MLBRIDGE_COMPONENTS grpc)
+  install(TARGETS mlbridge_grpc EXPORT mlbridgeGrpcTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT mlbridgeGrpcTargets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR})
+endif()
+
+if(MLBRIDGE_ENABLE_ONNXRUNTIME)
+  list(APPEND MLBRIDGE_COMPONENTS onnx)
+  install(TARGETS mlbridge_onnx mlbridge_onnxruntime EXPORT mlbridgeOnnxTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT mlbridgeOnnxTargets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR})
+  if(MLBRIDGE_ORT_BUNDLED)
+    install(FILES ${MLBRIDGE_ORT_LIBRARY} DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR}
+            RENAME libonnxruntime.so.1)
+  endif()
+  if(TARGET mlbridge-example-deploy-replay)
+    mlbridge_ort_runpath(replay_runpath ${MLBRIDGE_LIBEXECDIR})
+    set_target_properties(mlbridge-example-deploy-replay PROPERTIES
+                          INSTALL_RPATH "${replay_runpath}")
+    install(TARGETS mlbridge-example-deploy-replay
+            RUNTIME DESTINATION ${MLBRIDGE_LIBEXECDIR})
+    set(MLBRIDGE_MANIFEST_DEPLOY_REPLAY
+        ",\n  \"deploy_replay\": \"${MLBRIDGE_LIBEXECDIR}/mlbridge-example-deploy-replay\"")
+  endif()
+endif()
+
+if(MLBRIDGE_ENABLE_LLVM)
+  list(APPEND MLBRIDGE_COMPONENTS llvm)
+  mlbridge_ort_runpath(plugin_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
+  set_target_properties(mlbridge-inline-advisor PROPERTIES
+                        INSTALL_RPATH "${plugin_runpath}")
+  install(TARGETS mlbridge_llvm mlbridge-inline-advisor
+          EXPORT mlbridgeLlvmTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+  install(EXPORT mlbridgeLlvmTargets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR})
+  set(MLBRIDGE_MANIFEST_PLUGIN
+      ",\n  \"plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge-inline-advisor.so\"")
+endif()
+
+include(CMakePackageConfigHelpers)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/mlbridgeConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/mlbridgeConfig.cmake
+  INSTALL_DESTINATION ${MLBRIDGE_CMAKE_DIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/mlbridgeConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/mlbridgeConfig.cmake
+              ${PROJECT_BINARY_DIR}/mlbridgeConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/MlbridgeProto.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/MlbridgeAot.cmake
+        DESTINATION ${MLBRIDGE_CMAKE_DIR})
+
+# pkg-config: the C++ core (mlbridge.pc) and the C API (mlbridge-c.pc). Each
+# locates the prefix relative to itself, so both work wherever the package
+# is installed (cmake --install --prefix ...).
+file(RELATIVE_PATH MLBRIDGE_PC_TO_PREFIX
+  "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+foreach(pc mlbridge mlbridge-c)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
+                 ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
+
+# The manifest of the native half, read by `mlbridge config` (Python).
+list(JOIN MLBRIDGE_COMPONENTS "\", \"" MLBRIDGE_MANIFEST_COMPONENTS)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/native.json.in
+               ${PROJECT_BINARY_DIR}/native.json @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/native.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/mlbridge)

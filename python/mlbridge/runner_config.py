@@ -1,0 +1,193 @@
+"""Runner configurations: which runner a compiler uses, as one string.
+
+The same grammar as the C++ ``mlbridge::RunnerConfig`` (include/mlbridge/RunnerConfig.h),
+pinned for both by tests/golden/runner_configs.json::
+
+    KIND[:ARGUMENT][,KEY=VALUE]...
+
+    pipe:/tmp/run/inline,protocol=extended,format=json,timeout_ms=5000
+    grpc:unix:/tmp/run/model.sock,mode=streaming
+    onnx:/models/inline.onnx,threads=1
+    aot:/models/inline_policy.so
+    constant:1
+    echo:inlining_default
+
+The LLVM plugin reads it from ``-mlbridge-runner=`` or ``MLBRIDGE_RUNNER``; the C API from
+``mlbridge_runner_create()``. Python tooling builds configurations here and hands the
+compiler ``plugin_env()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Dict, Tuple
+
+from mlbridge.errors import MlbridgeError
+
+#: Every kind, in the order of the C++ enum.
+KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo")
+#: Serialisations of the extended pipe protocol.
+FORMATS: Tuple[str, ...] = ("bitstream", "json", "protobuf")
+#: The default deadline of remote runners, in milliseconds.
+DEFAULT_TIMEOUT_MS = 10000
+#: The default bound on one message (mlbridge::DefaultMaxMessageBytes).
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+#: Longest timeout accepted (INT32_MAX ms, about 24 days).
+MAX_TIMEOUT_MS = 2**31 - 1
+_INT64 = (-(2**63), 2**63 - 1)
+#: The keys each kind accepts.
+_KEYS: Dict[str, Tuple[str, ...]] = {
+    "pipe": ("protocol", "format", "timeout_ms", "connect_timeout_ms", "call_timeout_ms",
+             "max_message_bytes"),
+    "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms",
+             "max_message_bytes"),
+    "onnx": ("threads",),
+}
+_NEEDS = {
+    "grpc": "a target (grpc:unix:PATH or grpc:HOST:PORT)",
+    "onnx": "a model file (onnx:FILE)",
+    "aot": "a module (aot:FILE.so)",
+    "echo": "an input name (echo:NAME)",
+}
+
+
+class RunnerConfigError(MlbridgeError, ValueError):
+    """A runner configuration that cannot be parsed or is incomplete."""
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """Which runner, and how it is set up (fields a kind does not use are ignored)."""
+
+    kind: str = "pipe"
+    #: Channel base (pipe), target (grpc), model file (onnx, aot), number (constant),
+    #: input name (echo).
+    argument: str = ""
+    extended_protocol: bool = False
+    format: str = "bitstream"
+    streaming: bool = False
+    connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    threads: int = 1
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @classmethod
+    def parse(cls, text: str) -> "RunnerConfig":
+        """Parses the string form; errors name the part that is wrong."""
+        head, *items = text.split(",")
+        kind, colon, argument = head.partition(":")
+        if kind not in KINDS:
+            raise RunnerConfigError(f"runner configuration '{text}': unknown runner '{kind}' "
+                                    f"({', '.join(KINDS)})")
+        fields: Dict[str, object] = {"kind": kind, "argument": argument if colon else ""}
+        for item in items:
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                raise RunnerConfigError(f"runner configuration '{text}': expected KEY=VALUE, "
+                                        f"got '{item}'")
+            _apply(fields, key, value)
+        config = cls(**fields)  # type: ignore[arg-type]
+        config.check()
+        return config
+
+    def check(self) -> None:
+        """Raises RunnerConfigError for what parse() would refuse."""
+        if self.kind not in KINDS:
+            raise RunnerConfigError(f"unknown runner '{self.kind}' ({', '.join(KINDS)})")
+        if self.kind == "pipe" and not self.extended_protocol and self.format != "bitstream":
+            raise RunnerConfigError(f"runner configuration: format={self.format} needs "
+                                    "protocol=extended (LLVM's protocol is bitstream only)")
+        if self.kind == "constant":
+            self.constant()
+        elif self.kind in _NEEDS and not self.argument:
+            raise RunnerConfigError(f"runner configuration: '{self.kind}' needs "
+                                    f"{_NEEDS[self.kind]}")
+
+    def constant(self) -> int:
+        """The value of a constant runner."""
+        return _integer(self.argument, *_INT64, "the constant")
+
+    def __str__(self) -> str:
+        """The canonical string form: parse(str(c)) == c."""
+        default = RunnerConfig()
+        out = self.kind + (f":{self.argument}" if self.argument else "")
+        if self.kind == "pipe":
+            if self.extended_protocol:
+                out += ",protocol=extended"
+            if self.format != default.format:
+                out += f",format={self.format}"
+        if self.kind == "grpc" and self.streaming:
+            out += ",mode=streaming"
+        if self.kind in ("pipe", "grpc"):
+            if self.connect_timeout_ms == self.timeout_ms:
+                if self.timeout_ms != default.timeout_ms:
+                    out += f",timeout_ms={self.timeout_ms}"
+            else:
+                if self.connect_timeout_ms != default.connect_timeout_ms:
+                    out += f",connect_timeout_ms={self.connect_timeout_ms}"
+                if self.timeout_ms != default.timeout_ms:
+                    out += f",call_timeout_ms={self.timeout_ms}"
+            if self.max_message_bytes != default.max_message_bytes:
+                out += f",max_message_bytes={self.max_message_bytes}"
+        if self.kind == "onnx" and self.threads != default.threads:
+            out += f",threads={self.threads}"
+        return out
+
+    def plugin_env(self) -> Dict[str, str]:
+        """The environment that makes the LLVM plugin use this runner."""
+        return {"MLBRIDGE_RUNNER": str(self)}
+
+    def replace(self, **changes: object) -> "RunnerConfig":
+        """A copy with some fields changed, checked."""
+        config = dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        config.check()
+        return config
+
+
+def _integer(text: str, low: int, high: int, what: str) -> int:
+    """A whole decimal number in [low, high] (the C++ side's strtoll rules)."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isdigit() or not digits.isascii() or not low <= int(text) <= high:
+        raise RunnerConfigError(f"runner configuration: {what} must be a whole number from "
+                                f"{low} to {high}, got '{text}'")
+    return int(text)
+
+
+def _choice(key: str, value: str, accepted: Tuple[str, ...]) -> str:
+    if value not in accepted:
+        words = ", ".join(accepted[:-1]) + " or " + accepted[-1]
+        raise RunnerConfigError(f"runner configuration: {key} must be {words}, got '{value}'")
+    return value
+
+
+def _set_timeouts(fields: Dict[str, object], key: str, value: str) -> None:
+    ms = _integer(value, 0, MAX_TIMEOUT_MS, key)
+    if key != "call_timeout_ms":
+        fields["connect_timeout_ms"] = ms
+    if key != "connect_timeout_ms":
+        fields["timeout_ms"] = ms
+
+
+_APPLY: Dict[str, Callable[[Dict[str, object], str, str], None]] = {
+    "protocol": lambda f, k, v: f.__setitem__(
+        "extended_protocol", _choice(k, v, ("mlgo", "extended")) == "extended"),
+    "format": lambda f, k, v: f.__setitem__("format", _choice(k, v, FORMATS)),
+    "mode": lambda f, k, v: f.__setitem__(
+        "streaming", _choice(k, v, ("unary", "streaming")) == "streaming"),
+    "timeout_ms": _set_timeouts,
+    "connect_timeout_ms": _set_timeouts,
+    "call_timeout_ms": _set_timeouts,
+    "max_message_bytes": lambda f, k, v: f.__setitem__(
+        "max_message_bytes", _integer(v, 1, _INT64[1], k)),
+    "threads": lambda f, k, v: f.__setitem__("threads", _integer(v, 1, 1024, k)),
+}
+
+
+def _apply(fields: Dict[str, object], key: str, value: str) -> None:
+    kind = str(fields["kind"])
+    keys = _KEYS.get(kind, ())
+    if key not in keys:
+        raise RunnerConfigError(f"runner configuration: '{kind}' takes no key '{key}' "
+                                f"(its keys: {', '.join(keys) or 'none'})")
+    _APPLY[key](fields, key, value)
