@@ -104,8 +104,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
   return {
-      LLVM_PLUGIN_API_VERSION, "mlbridge-inline-advisor", "0.1.0",
-      [](PassBuilder &PB) {
+      LLVM_PLUGIN_API_VERSION, "mlbridge-inline-advisor",
+      MLBRIDGE_VERSION_STRING, [](PassBuilder &PB) {
         PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
           MAM.registerPass([&MAM] { return MamSentinel(&MAM); });
           MAM.registerPass(

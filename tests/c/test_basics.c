@@ -130,7 +130,7 @@ static void test_spec_checks(void) {
   in[1].shape = ShapeNegative;
   CHECK_CREATE_FAILS(
       mlbridge_pipe_runner_create(in, 3, out, 1, &o, &runner, &error),
-      MLBRIDGE_INVALID_ARGUMENT, "inputs[1]: tensor 'b': shape has a negative");
+      MLBRIDGE_INVALID_ARGUMENT, "inputs[1]: tensor 'b': negative dimension");
   in[1].shape = Shape2x3;
   /* No error out-parameter: the status alone. */
   in[0].name = NULL;
@@ -314,6 +314,64 @@ static void test_onnx_create_checks(void) {
 #else
   CHECK_CREATE_FAILS(
       mlbridge_onnx_runner_create(missing, in, 1, out, 1, 0, &runner, &error),
+      MLBRIDGE_UNSUPPORTED, "MLBRIDGE_ENABLE_ONNXRUNTIME");
+#endif
+}
+
+/** mlbridge_runner_create: the runner configuration's string form (the
+ * grammar itself is pinned by tests/golden/runner_configs.json). */
+static void test_create_from_config(void) {
+  mlbridge_runner *runner = NULL;
+  mlbridge_error *error = NULL;
+  mlbridge_tensor_spec in[2], out[1];
+  int64_t advice = 0;
+  set_spec(&in[0], "a", MLBRIDGE_INT64, Shape1, 1);
+  set_spec(&in[1], "inlining_default", MLBRIDGE_INT64, Shape1, 1);
+  set_spec(&out[0], "y", MLBRIDGE_INT64, Shape1, 1);
+
+  CHECK_CREATE_FAILS(
+      mlbridge_runner_create(NULL, in, 2, out, 1, &runner, &error),
+      MLBRIDGE_INVALID_ARGUMENT, "config is NULL");
+  CHECK_CREATE_FAILS(
+      mlbridge_runner_create("bogus:x", in, 2, out, 1, &runner, &error),
+      MLBRIDGE_INVALID_ARGUMENT, "unknown runner 'bogus'");
+  CHECK_CREATE_FAILS(mlbridge_runner_create("pipe:/tmp/x,format=json", in, 2,
+                                            out, 1, &runner, &error),
+                     MLBRIDGE_INVALID_ARGUMENT, "needs protocol=extended");
+  CHECK_CREATE_FAILS(
+      mlbridge_runner_create("constant:1", in, 2, NULL, 1, &runner, &error),
+      MLBRIDGE_INVALID_ARGUMENT, "outputs is NULL but num_outputs is 1");
+  if (CHECK_CREATED(mlbridge_runner_create("constant:-4", in, 2, out, 1,
+                                           &runner, &error))) {
+    CHECK_STATUS(mlbridge_runner_evaluate_int64(runner, &advice), MLBRIDGE_OK);
+    CHECK(advice == -4);
+    mlbridge_runner_destroy(runner);
+  }
+  if (CHECK_CREATED(mlbridge_runner_create("echo:inlining_default", in, 2, out,
+                                           1, &runner, &error))) {
+    int64_t *fed = NULL;
+    size_t count = 0;
+    CHECK_STATUS(
+        mlbridge_runner_input(runner, 1, MLBRIDGE_INT64, (void **)&fed, &count),
+        MLBRIDGE_OK);
+    if (fed) {
+      *fed = 1;
+      CHECK_STATUS(mlbridge_runner_evaluate_int64(runner, &advice),
+                   MLBRIDGE_OK);
+      CHECK(advice == 1);
+    }
+    mlbridge_runner_destroy(runner);
+  }
+  /* A pipe runner from a configuration knows its channel. */
+  if (CHECK_CREATED(mlbridge_runner_create(
+          "pipe,protocol=extended,format=protobuf,timeout_ms=200", in, 2, out,
+          1, &runner, &error))) {
+    CHECK(mlbridge_pipe_runner_channel(runner) != NULL);
+    mlbridge_runner_destroy(runner);
+  }
+#if !MLBRIDGE_TEST_HAVE_ONNXRUNTIME
+  CHECK_CREATE_FAILS(
+      mlbridge_runner_create("onnx:m.onnx", in, 2, out, 1, &runner, &error),
       MLBRIDGE_UNSUPPORTED, "MLBRIDGE_ENABLE_ONNXRUNTIME");
 #endif
 }
@@ -738,6 +796,7 @@ int main(void) {
   test_grpc_create_checks();
   test_onnx_create_checks();
   test_aot_create_checks();
+  test_create_from_config();
   test_c_model();
   test_null_runner();
   test_runner_use();

@@ -95,20 +95,23 @@ def test_loads_in_opt_and_changes_nothing_by_default(plugin, compiler_env, ir, t
     assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "plugin.ll").read_bytes()
 
 
-def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir, tmp_path):
+@pytest.mark.parametrize("runner", ["default", "echo:inlining_default"])
+def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir, tmp_path,
+                                                       runner):
     opt(ir, tmp_path / "plain.ll", None, compiler_env)
     opt(ir, tmp_path / "default.ll", plugin, compiler_env,
-        ["-mlbridge-runner=default", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+        [f"-mlbridge-runner={runner}", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
     assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "default.ll").read_bytes()
     s = stats(tmp_path / "s.jsonl")
     assert s["decisions"] > 20 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
 
 
-def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path):
+@pytest.mark.parametrize("options", [["-mlbridge-runner=constant", "-mlbridge-constant=0"],
+                                     ["-mlbridge-runner=constant:0"]])
+def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path, options):
     opt(ir, tmp_path / "plain.ll", None, compiler_env)
     opt(ir, tmp_path / "never.ll", plugin, compiler_env,
-        ["-mlbridge-runner=constant", "-mlbridge-constant=0",
-         f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+        options + [f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
     calls = [p.read_text().count("call ") for p in (tmp_path / "plain.ll",
                                                     tmp_path / "never.ll")]
     assert calls[1] > calls[0]
@@ -194,8 +197,12 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
     {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
     {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
     {"MLBRIDGE_RUNNER": "bogus"},
+    {"MLBRIDGE_RUNNER": "onnx:/nonexistent/model.onnx"},
+    {"MLBRIDGE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
+    {"MLBRIDGE_RUNNER": "pipe:/tmp/x,format=json"},
 ], ids=["pipe-without-peer", "grpc-without-server", "missing-aot-module",
-        "missing-onnx-model", "unknown-runner"])
+        "missing-onnx-model", "unknown-runner", "config-missing-onnx-model",
+        "config-pipe-without-peer", "config-malformed"])
 def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
     source = DEMO / "hashtable.c"
     clang(source, tmp_path / "plain.o", None, compiler_env)
