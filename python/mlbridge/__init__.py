@@ -6,7 +6,7 @@ JSON, protobuf), reads and writes LLVM training logs, and drives stock LLVM 19's
 ML advisors. See docs/protocol.md for the wire formats.
 """
 
+from mlbridge._version import __version__
 from mlbridge.tensor_spec import DTYPES, TensorSpec
 
-__all__ = ["DTYPES", "TensorSpec"]
-__version__ = "0.1.0"
+__all__ = ["DTYPES", "TensorSpec", "__version__"]

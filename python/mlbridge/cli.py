@@ -5,47 +5,93 @@
     mlbridge llvm --advisor inline --policy default [--log FILE] [--stats-json FILE]
                   [--timeout S] -- clang-19 -Oz -c f.c
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
+    mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge log dump FILE
     mlbridge demo
-    mlbridge loop [--quick] [--out DIR]
+    mlbridge loop [--quick] [--out DIR] [--corpus DIR]
+    mlbridge config [--prefix | --plugin | --deploy-replay | --cmake-dir | --libdir |
+                     --includedir | --components | --json]
+    mlbridge --version
+
+Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a
+documented exit code (docs/cli.md, :mod:`mlbridge.cli_errors`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import math
 import os
+import shutil
 import sys
 from contextlib import ExitStack
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Dict, List, Optional, Sequence
 
-from mlbridge.errors import MlbridgeError
-from mlbridge.policies import ADVISORS, load_policy
+from mlbridge import __version__
+from mlbridge.cli_errors import (ENVIRONMENT, POLICY_FAILED, USAGE, ArgumentParser,
+                                 CommandError, fail, run_command, warn)
+from mlbridge.policies import ADVISORS, PolicyError, load_policy
+from mlbridge.policy import Policy
+
+if TYPE_CHECKING:
+    from mlbridge.llvm import RunResult
+
+
+def _number(text: str, what: str) -> float:
+    """``text`` as a finite float, else ArgumentTypeError naming ``what``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A duration in seconds: a finite number > 0."""
+    return _number(text, "a positive number of seconds")
 
 
 def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    """A factor: a finite number > 0."""
+    return _number(text, "a positive number")
+
+
+def _whole(text: str, least: int) -> int:
+    """``text`` as an integer >= ``least``, else ArgumentTypeError."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got '{text}'")
     return value
 
 
 def _count(text: str) -> int:
     """A whole number, at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
+    return _whole(text, 1)
+
+
+def _natural(text: str) -> int:
+    """A whole number, at least 0."""
+    return _whole(text, 0)
 
 
 def _size(text: str) -> int:
-    """Bytes, with an optional K, M or G suffix (powers of 1024)."""
+    """Bytes, with an optional K, M or G suffix (powers of 1024); at least 1."""
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
     try:
-        return _count(text[:-1] if scale > 1 else text) * scale
+        value = int(text[:-1] if scale > 1 else text) * scale
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text} (e.g. 1048576, 64M, 1G)") \
-            from None
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a size in bytes >= 1 (e.g. 1048576, 64M, 1G), got '{text}'")
+    return value
 
 
 def _add_grpc_limits(serve: argparse.ArgumentParser) -> None:
@@ -66,18 +112,19 @@ def _add_grpc_limits(serve: argparse.ArgumentParser) -> None:
                        "(default: %(default)s)")
     group.add_argument("--max-message-bytes", type=_size, default=limits.DEFAULT_MAX_BYTES,
                        help="largest request or reply (default: %(default)s)")
-    group.add_argument("--session-idle-timeout", type=_positive,
+    group.add_argument("--session-idle-timeout", type=_seconds,
                        default=limits.DEFAULT_SESSION_IDLE_TIMEOUT,
                        help="drop unary sessions unused for S seconds (default: %(default)s)")
-    group.add_argument("--stream-idle-timeout", type=_positive,
+    group.add_argument("--stream-idle-timeout", type=_seconds,
                        default=limits.DEFAULT_STREAM_IDLE_TIMEOUT,
                        help="end streams whose client is silent for S seconds "
                        "(default: %(default)s)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mlbridge", description=__doc__.split("::")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog="mlbridge", description=__doc__.split("::")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mlbridge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     llvm = sub.add_parser("llvm", help="run an LLVM 19 compiler whose ML advisor(s) "
@@ -90,9 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     llvm.add_argument("--log", help="write an LLVM training log (features + decision); "
                       "with several advisors, FILE.ADVISOR")
     llvm.add_argument("--stats-json", help="write decisions, host cost, return code here")
-    llvm.add_argument("--timeout", type=_positive,
+    llvm.add_argument("--timeout", type=_seconds,
                       help="kill the compilation after S seconds (default: no limit)")
-    llvm.add_argument("--io-timeout", type=_positive,
+    llvm.add_argument("--io-timeout", type=_seconds,
                       help="fail when the compiler is silent for S seconds mid-session")
     llvm.add_argument("--include-default", action=argparse.BooleanOptionalAction,
                       default=None, help="send LLVM's own inlining decision as feature "
@@ -121,11 +168,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="advisor, for the built-in policies default/always/never")
     serve.add_argument("--create", action="store_true",
                        help="create the FIFOs (mode 0600) first and remove them at exit")
-    serve.add_argument("--max-requests", type=int,
+    serve.add_argument("--max-requests", type=_count,
                        help="stop after this many decisions in a session")
-    serve.add_argument("--sessions", type=int, default=1,
+    serve.add_argument("--sessions", type=_natural, default=1,
                        help="sessions to serve one after the other (0: until killed)")
-    serve.add_argument("--timeout", type=_positive,
+    serve.add_argument("--timeout", type=_seconds,
                        help="give up when the compiler does not open or write for S seconds")
     serve.add_argument("--log", help="write an LLVM training log of the decisions")
     serve.add_argument("--stats-json", help="write the statistics of the sessions here")
@@ -137,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     drive.add_argument("--policy", required=True)
     drive.add_argument("--advisor", choices=ADVISORS,
                        help="advisor, for the built-in policies default/always/never")
-    drive.add_argument("--connect-timeout", type=_positive, default=30.0,
+    drive.add_argument("--connect-timeout", type=_seconds, default=30.0,
                        help="seconds to wait for the compiler's server")
     drive.add_argument("--tls-ca", help="TLS: the CA that signed the compiler's certificate")
     drive.add_argument("--tls-cert", help="TLS: this driver's certificate (PEM)")
@@ -158,70 +205,174 @@ def _parser() -> argparse.ArgumentParser:
     loop.add_argument("--out", default="loop-out", help="results directory")
     loop.add_argument("--quick", action="store_true",
                       help="small programs only (minutes -> seconds)")
-    loop.add_argument("--es-iterations", type=int, default=8,
+    loop.add_argument("--es-iterations", type=_natural, default=8,
                       help="evolution-strategies iterations (0: skip the search)")
-    loop.add_argument("--plugin", help="mlbridge-inline-advisor.so (default: build/)")
-    loop.add_argument("--corpus", help="corpus directory (default: .cache/corpus)")
-    loop.add_argument("--jobs", type=int, default=2, help="parallel compilations")
-    loop.add_argument("--repeats", type=int, default=1,
+    loop.add_argument("--plugin", help="mlbridge-inline-advisor.so "
+                      "(default: mlbridge config --plugin)")
+    loop.add_argument("--corpus", help="your C programs: each top-level .c file and each "
+                      "subdirectory of .c files is one program (default: $MLBRIDGE_CORPUS, "
+                      "else ./.cache/corpus; see docs/loop.md)")
+    loop.add_argument("--jobs", type=_count, default=2, help="parallel compilations")
+    loop.add_argument("--repeats", type=_count, default=1,
                       help="rounds of deployment measurements (compile time: fastest)")
+    _add_config(sub)
     return parser
 
 
-def _policies(args: argparse.Namespace) -> Dict[str, object]:
+def _add_config(sub: argparse._SubParsersAction) -> None:
+    """``mlbridge config``: where the native half is (mlbridge.native)."""
+    from mlbridge.native import CONFIG_FIELDS
+
+    config = sub.add_parser("config", help="where the native half is (the CMake package: "
+                            "plugin, libraries, headers), like llvm-config",
+                            description="Print where mlbridge's native half is: "
+                            "$MLBRIDGE_PREFIX, $MLBRIDGE_BUILD_DIR, this Python's prefix, "
+                            "pkg-config, /usr/local, /usr (docs/python-package.md). "
+                            "Several options: one answer a line, in their order.")
+    for field, what in CONFIG_FIELDS.items():
+        config.add_argument(f"--{field.replace('_', '-')}", dest="fields",
+                            action="append_const", const=field, help=f"print {what}")
+    config.add_argument("--json", action="store_true", help="print everything as JSON")
+
+
+def _load_policy(spec: str, advisor: Optional[str]) -> Policy:
+    """The policy ``spec`` names; a spec that names no usable policy is a usage error."""
+    if spec.lower().endswith(".onnx") and importlib.util.find_spec("onnxruntime") is None:
+        fail(f"serving the ONNX model {spec} needs the onnxruntime Python package, "
+             f"which is not installed", ENVIRONMENT)
+    try:
+        return load_policy(spec, advisor)
+    except PolicyError as err:
+        raise CommandError(f"--policy {spec}: {err}", USAGE) from None
+
+
+def _policies(args: argparse.Namespace) -> Dict[str, Policy]:
     if len(args.policy) not in (1, len(args.advisor)):
-        raise MlbridgeError(f"give one --policy, or one per --advisor "
-                            f"({len(args.advisor)}), not {len(args.policy)}")
+        fail(f"give one --policy, or one per --advisor ({len(args.advisor)}), "
+             f"not {len(args.policy)}", USAGE)
     specs = args.policy * len(args.advisor) if len(args.policy) == 1 else args.policy
     if len(set(args.advisor)) != len(args.advisor):
-        raise MlbridgeError("an advisor is given twice")
-    return {adv: load_policy(spec, adv) for adv, spec in zip(args.advisor, specs)}
+        fail("an advisor is given twice", USAGE)
+    return {adv: _load_policy(spec, adv) for adv, spec in zip(args.advisor, specs)}
 
 
 def _exit_code(returncode: int) -> int:
+    """A child's return code as a shell reports it (killed by signal N: 128 + N)."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def _require_executable(program: str, what: str, hint: str = "") -> None:
+    """Fail with ENVIRONMENT when ``program`` is neither on PATH nor an executable path."""
+    if shutil.which(program) is None:
+        where = "is not an executable file" if os.sep in program else "is not on PATH"
+        fail(f"{what} '{program}' {where}{hint}", ENVIRONMENT)
+
+
+def _open_output(path: str, option: str) -> BinaryIO:
+    """``path`` opened for writing; an OSError is one line naming ``option``."""
+    try:
+        return open(path, "wb")
+    except OSError as err:
+        raise CommandError(f"{option} {path}: cannot write: {err.strerror or err}") from None
+
+
+#: What the warning of an advisor that was asked nothing suggests.
+_NO_DECISION_HINTS = {
+    "inline": "inlining decision (is the optimisation level -O0, or the ML inliner "
+              "not enabled?)",
+    "evict": "eviction decision (is the optimisation level -O0, or did register "
+             "allocation never need to evict?)",
+    "priority": "register priority decision (is the optimisation level -O0, or the "
+                "greedy register allocator not used?)",
+}
+
+
+def _llvm_outcome(args: argparse.Namespace, result: RunResult) -> int:
+    """Report a served compilation (one line at most per problem); its exit code."""
+    from mlbridge.pipe_host import PolicyFailed
+
+    failed = [run for run in result.advisors.values() if run.error]
+    if result.timed_out:
+        fail(f"the compilation ran longer than --timeout {args.timeout:g} s and was stopped")
+    for run in failed:
+        if isinstance(run.exception, PolicyFailed):
+            what = str(run.exception)
+            if not what.startswith("policy failed"):
+                what = f"policy failed: {what}"
+            fail(f"the {run.advisor} {what} (the compiler was stopped)", POLICY_FAILED)
+    if failed:
+        fail(f"{result.error} (the compiler was stopped)")
+    if result.returncode == 0:
+        for run in result.advisors.values():
+            if run.stats.decisions == 0:
+                warn("mlbridge llvm", "the compiler asked no "
+                     + _NO_DECISION_HINTS.get(run.advisor, f"{run.advisor} decision"))
+    return _exit_code(result.returncode)
 
 
 def _cmd_llvm(args: argparse.Namespace) -> int:
     from mlbridge.llvm import run_compiler
+    from mlbridge.llvm.temp_outputs import TempOutputs
 
     command = args.compiler[1:] if args.compiler[:1] == ["--"] else args.compiler
     if not command:
-        raise MlbridgeError("no compiler command given (mlbridge llvm ... -- COMMAND...)")
+        fail("no compiler command given (mlbridge llvm ... -- COMMAND...)", USAGE)
+    _require_executable(command[0], "the compiler")
     policies = _policies(args)
-    with ExitStack() as stack:
-        logs = {}
-        if args.log:
-            for adv in policies:
-                path = args.log if len(policies) == 1 else f"{args.log}.{adv}"
-                logs[adv] = stack.enter_context(open(path, "wb"))
-        result = run_compiler(command, policies, timeout=args.timeout,
-                              io_timeout=args.io_timeout, logs=logs,
-                              include_default=args.include_default,
-                              size_increase_threshold=args.size_increase_threshold,
-                              echo_stderr=sys.stderr)
+    leftovers = TempOutputs(command)
+    try:
+        with ExitStack() as stack:
+            logs = {}
+            if args.log:
+                for adv in policies:
+                    path = args.log if len(policies) == 1 else f"{args.log}.{adv}"
+                    logs[adv] = stack.enter_context(_open_output(path, "--log"))
+            result = run_compiler(command, policies, timeout=args.timeout,
+                                  io_timeout=args.io_timeout, logs=logs,
+                                  include_default=args.include_default,
+                                  size_increase_threshold=args.size_increase_threshold,
+                                  echo_stderr=sys.stderr)
+    finally:
+        leftovers.remove_new()  # what a stopped compiler could not clean up
     if args.stats_json:
-        with open(args.stats_json, "w") as out:
-            json.dump(result.to_dict(), out, indent=2)
-            out.write("\n")
-    if result.error:
-        print(f"mlbridge: error: {result.error}", file=sys.stderr)
-        return _exit_code(result.returncode) or 1
-    return _exit_code(result.returncode)
+        with _open_output(args.stats_json, "--stats-json") as out:
+            out.write(json.dumps(result.to_dict(), indent=2).encode() + b"\n")
+    return _llvm_outcome(args, result)
+
+
+def _check_pipe(base: str, create: bool) -> None:
+    """Usage errors of ``--pipe BASE`` found before serving (a missing
+    directory, FIFOs missing without ``--create`` or present with it)."""
+    directory = os.path.dirname(os.path.abspath(base))
+    if not os.path.isdir(directory):
+        fail(f"--pipe {base}: the directory {directory} does not exist", USAGE)
+    ends = (base + ".in", base + ".out")
+    if create:
+        for path in ends:
+            if os.path.lexists(path):
+                fail(f"--pipe {base}: {path} already exists (remove it, or serve the "
+                     f"existing FIFOs without --create)", USAGE)
+    else:
+        for path in ends:
+            if not os.path.lexists(path):
+                fail(f"--pipe {base}: {path} does not exist (give --create to make the "
+                     f"FIFOs, or make them first: mkfifo {ends[0]} {ends[1]})", USAGE)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from mlbridge.channel import make_fifos
-    from mlbridge.pipe_host import PipeHost
+    from mlbridge.pipe_host import PipeHost, PolicyFailed
 
-    policy = load_policy(args.policy, args.advisor)
+    if args.pipe:
+        _check_pipe(args.pipe, args.create)
+    policy = _load_policy(args.policy, args.advisor)
     if args.grpc:
         return _serve_grpc(args, policy)
     all_stats: List[dict] = []
     with ExitStack() as stack:
         if args.create:
             stack.enter_context(make_fifos(args.pipe))
-        log = stack.enter_context(open(args.log, "wb")) if args.log else None
+        log = stack.enter_context(_open_output(args.log, "--log")) if args.log else None
         host = PipeHost(policy, open_timeout=args.timeout, io_timeout=args.timeout, log=log,
                         max_requests=args.max_requests)
         served = 0
@@ -229,15 +380,27 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             while args.sessions == 0 or served < args.sessions:
                 all_stats.append(host.serve(args.pipe).to_dict())
                 served += 1
+        except PolicyFailed as err:
+            fail(f"the policy failed: {err} (the session was ended)", POLICY_FAILED)
         finally:
             if args.stats_json:
-                with open(args.stats_json, "w") as out:
-                    json.dump({"sessions": all_stats}, out, indent=2)
-                    out.write("\n")
+                with _open_output(args.stats_json, "--stats-json") as out:
+                    out.write(json.dumps({"sessions": all_stats}, indent=2).encode() + b"\n")
     return 0
 
 
-def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
+def _read_file(path: Optional[str], what: str) -> Optional[bytes]:
+    """The bytes of ``path`` (None for None); OSError as one line naming ``what``."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise CommandError(f"{what} {path}: {err.strerror or err}") from None
+
+
+def _serve_grpc(args: argparse.Namespace, policy: Policy) -> int:
     from mlbridge.grpc_server import AddressError, start_server
 
     credentials = None
@@ -245,14 +408,9 @@ def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
         import grpc
 
         if not (args.tls_cert and args.tls_key):
-            print("mlbridge serve: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
-            return 2
-        with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
-            pair = (key.read(), cert.read())
-        client_ca = None
-        if args.tls_client_ca:
-            with open(args.tls_client_ca, "rb") as ca:
-                client_ca = ca.read()
+            fail("TLS needs both --tls-cert and --tls-key", USAGE)
+        pair = (_read_file(args.tls_key, "--tls-key"), _read_file(args.tls_cert, "--tls-cert"))
+        client_ca = _read_file(args.tls_client_ca, "--tls-client-ca")
         credentials = grpc.ssl_server_credentials(
             [pair], root_certificates=client_ca, require_client_auth=client_ca is not None)
     try:
@@ -264,12 +422,11 @@ def _serve_grpc(args: argparse.Namespace, policy: object) -> int:
                                session_idle_timeout=args.session_idle_timeout,
                                stream_idle_timeout=args.stream_idle_timeout)
     except (AddressError, ValueError) as err:
-        print(f"mlbridge serve: {err}", file=sys.stderr)
-        return 2
+        raise CommandError(str(err), USAGE) from None
     print(f"mlbridge serve: serving {args.policy} at {running.target}", file=sys.stderr)
     try:
         running.wait()
-    except KeyboardInterrupt:
+    finally:  # Ctrl-C or SIGTERM: stop serving (then exit 130 / 143)
         running.stop()
     return 0
 
@@ -281,34 +438,44 @@ def _cmd_drive(args: argparse.Namespace) -> int:
 
     credentials = None
     if args.tls_ca:
-        def read(path: Optional[str]) -> Optional[bytes]:
-            if path is None:
-                return None
-            with open(path, "rb") as f:
-                return f.read()
-        credentials = grpc.ssl_channel_credentials(read(args.tls_ca), read(args.tls_key),
-                                                   read(args.tls_cert))
+        credentials = grpc.ssl_channel_credentials(_read_file(args.tls_ca, "--tls-ca"),
+                                                   _read_file(args.tls_key, "--tls-key"),
+                                                   _read_file(args.tls_cert, "--tls-cert"))
+    policy = _load_policy(args.policy, args.advisor)
     try:
-        stats = drive(args.grpc, load_policy(args.policy, args.advisor),
-                      connect_timeout=args.connect_timeout, credentials=credentials)
-    except (DriverError, grpc.RpcError, grpc.FutureTimeoutError) as err:
-        print(f"mlbridge drive: {type(err).__name__}: {err}", file=sys.stderr)
-        return 1
+        stats = drive(args.grpc, policy, connect_timeout=args.connect_timeout,
+                      credentials=credentials)
+    except grpc.FutureTimeoutError:
+        fail(f"no compiler server answered at {args.grpc} within {args.connect_timeout:g} s "
+             f"(--connect-timeout): is the compiler running and serving "
+             f"mlbridge.v1.CompilerService there?")
+    except grpc.RpcError as err:
+        code = err.code() if callable(getattr(err, "code", None)) else None
+        details = err.details() if callable(getattr(err, "details", None)) else str(err)
+        name = code.name if code is not None else type(err).__name__
+        fail(f"the session with the compiler at {args.grpc} failed: {name}: {details}")
+    except DriverError as err:
+        fail(f"the compiler at {args.grpc} broke the protocol: {err}")
     print(f"mlbridge drive: {stats.decisions} decisions, {stats.errors_reported} policy "
           f"errors in {stats.seconds:.2f} s", file=sys.stderr)
     return 0
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
+    from mlbridge.errors import TrainingLogError
     from mlbridge.training_log import dump
 
-    dump(args.file, sys.stdout)
+    try:
+        dump(args.file, sys.stdout)
+    except TrainingLogError as err:
+        fail(f"{args.file} is not a valid training log: {err}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from mlbridge.demo.run import run_demo
 
+    _require_executable("clang-19", "the tool", " (Debian: apt-get install clang-19)")
     return run_demo(keep=args.keep)
 
 
@@ -316,33 +483,58 @@ def _cmd_loop(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mlbridge.loop.run import run_loop, summary_markdown
+    from mlbridge.native import NativeError, plugin_path
 
-    kwargs = {}
-    if args.plugin:
-        kwargs["plugin"] = Path(args.plugin)
-    if args.corpus:
-        kwargs["corpus"] = Path(args.corpus)
-    results = run_loop(Path(args.out), quick=args.quick, es_iterations=args.es_iterations,
-                       jobs=args.jobs, repeats=args.repeats, **kwargs)
+    if args.corpus and not os.path.isdir(args.corpus):
+        fail(f"--corpus {args.corpus}: no such directory", USAGE)
+    for tool in ("clang-19", "llvm-size-19", "c++"):
+        _require_executable(tool, "the tool", " (scripts/setup installs it)")
+    try:
+        plugin = Path(args.plugin) if args.plugin else plugin_path()
+    except NativeError as err:
+        raise CommandError(f"{err} (give --plugin, or see 'mlbridge config --help')",
+                           ENVIRONMENT) from None
+    if not plugin.is_file():
+        fail(f"the plugin {plugin} does not exist (build it: scripts/setup, or give "
+             f"--plugin)", ENVIRONMENT)
+    results = run_loop(Path(args.out), plugin=plugin,
+                       corpus=Path(args.corpus) if args.corpus else None, quick=args.quick,
+                       es_iterations=args.es_iterations, jobs=args.jobs, repeats=args.repeats)
     print(summary_markdown(results))
     return 0
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    from mlbridge.native import NativeError, config_text
+
+    if args.json and args.fields:
+        fail("--json prints everything: give it alone", USAGE)
+    try:
+        print(config_text(args.fields or [], as_json=args.json))
+    except NativeError as err:
+        fail(str(err), ENVIRONMENT)
+    return 0
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    """``mlbridge COMMAND`` (``mlbridge log dump``...), the prefix of its errors."""
+    words = ["mlbridge", args.command]
+    sub = getattr(args, f"{args.command}_command", None)
+    if isinstance(sub, str):
+        words.append(sub)
+    return " ".join(words)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the ``mlbridge`` command; returns the exit code."""
+    """Run the ``mlbridge`` command; returns the exit code (docs/cli.md).
+
+    Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr
+    (:func:`mlbridge.cli_errors.run_command`); usage errors exit 2 from here.
+    """
     args = _parser().parse_args(argv)
     handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "drive": _cmd_drive, "log": _cmd_log,
-               "demo": _cmd_demo, "loop": _cmd_loop}[args.command]
-    try:
-        return handler(args)
-    except BrokenPipeError:  # e.g. `mlbridge log dump f | head`: quietly stop
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    except (MlbridgeError, OSError) as err:
-        print(f"mlbridge: error: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+               "demo": _cmd_demo, "loop": _cmd_loop, "config": _cmd_config}[args.command]
+    return run_command(_command_name(args), lambda: handler(args))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 import grpc
 import numpy as np
 
-from mlbridge.codecs._validate import DEFAULT_MAX_BYTES, arrays_for
+from mlbridge.codecs.schema import DEFAULT_MAX_BYTES, arrays_for
 from mlbridge.errors import MlbridgeError, ModelError
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.v1 import model_service_pb2 as pb

@@ -18,7 +18,7 @@ import grpc
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError
 from mlbridge.grpc_server import InvalidRequest, specs_from_proto
-from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays
+from mlbridge.policy import Policy, as_decision_fn, output_arrays
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
 

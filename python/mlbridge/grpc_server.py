@@ -1,6 +1,6 @@
 """Serve a policy over gRPC (mlbridge.v1.ModelService) to many compilers.
 
-The same policy callables as the pipe host (see :mod:`mlbridge.pipe_host`).
+The same policy callables as the pipe host (see :mod:`mlbridge.policy`).
 Each compilation opens its own session (unary calls) or its own stream, so one
 server handles many concurrent compilations with no cross-talk: every session
 has its own input buffer, context and lock.
@@ -40,7 +40,7 @@ from mlbridge.grpc_sessions import (DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_T
                                     Watchdog, schema_footprint)
 from mlbridge.limits import (DEFAULT_MAX_BYTES, DEFAULT_SESSION_MEMORY, BudgetError,
                              MemoryBudget, check_schema)
-from mlbridge.pipe_host import Policy, as_decision_fn, output_arrays, scalar_packer
+from mlbridge.policy import Policy, as_decision_fn, output_arrays, scalar_packer
 from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec, check_unique_names
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc

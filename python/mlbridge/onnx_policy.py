@@ -27,7 +27,7 @@ class OnnxPolicy:
             import onnxruntime as ort
         except ImportError:
             raise OnnxPolicyError("serving .onnx policies needs the onnxruntime package "
-                                  "(pip install 'onnxruntime==1.30.0')") from None
+                                  "(pip install 'mlbridge-compiler[onnx]')") from None
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1

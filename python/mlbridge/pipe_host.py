@@ -1,21 +1,9 @@
 """Serve a policy to a compiler over a pipe channel (both protocol modes).
 
-A *policy* is a callable taking the features of one decision, a
-``Dict[str, np.ndarray]`` (name -> array shaped per its spec), and returning
-the advice:
-
-- for a single output: anything :meth:`TensorSpec.check` accepts (a Python
-  or numpy scalar, a list, an array), or a one-entry dict;
-- for several outputs (extended mode): a dict name -> value.
-
-A policy that also wants the *context* (the function being compiled, for
-regalloc; ``""`` for LLVM's inliner) declares a ``context`` keyword parameter
-(or ``**kwargs``): ``def policy(features, context=""): ...``. A policy object
-may define ``begin(session: Session)``, called once per session after the
-handshake, e.g. to learn the output specs.
-
-The feature arrays are read-only views into a buffer the host reuses for the
-next decision: copy them (``arr.copy()``) to keep them past the call.
+Policies follow the contract of :mod:`mlbridge.policy` (a callable taking the
+features, optionally the context, with an optional ``begin(session)``); only
+one output is served in mlgo mode, several in extended mode. The feature arrays
+are read-only views into a buffer the host reuses for the next decision.
 
 The mode is detected from the compiler's first line: a ``"mlbridge"`` key
 means the extended mode (handshake reply, then frames), anything else with
@@ -29,16 +17,20 @@ cannot decode (the compiler falls back for that call).
 Everything the compiler declares is checked before anything is allocated for
 it: specs (bounded shapes, unique names) and sizes (each tensor, and one
 message, within ``max_bytes``: :func:`mlbridge.limits.check_schema`).
+
+Compatibility: ``Policy``, ``DecisionFn``, ``Session``, ``takes_context``,
+``as_decision_fn``, ``scalar_packer``, ``output_array``, ``output_arrays`` and
+``output_bytes`` moved to :mod:`mlbridge.policy` (they belong to every
+transport). They are re-exported here for code written against older versions;
+new code imports them from :mod:`mlbridge.policy`.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -49,12 +41,10 @@ from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
 from mlbridge.jsontext import load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
+from mlbridge.policy import (DecisionFn, Policy, Session, as_decision_fn, output_array,
+                             output_arrays, output_bytes, scalar_packer, takes_context)
 from mlbridge.tensor_spec import SpecError, TensorSpec, specs_from_json
 from mlbridge.training_log import TrainingLogWriter
-
-Policy = Callable[..., Any]
-#: A policy normalised to ``fn(features, context)``.
-DecisionFn = Callable[[Dict[str, np.ndarray], str], Any]
 
 _MAX_EVENT_LINE = 1 << 20
 _OBS_PREFIX = b'{"observation":'
@@ -67,16 +57,6 @@ class ProtocolError(MlbridgeError):
 
 class PolicyFailed(MlbridgeError):
     """The policy raised (or returned an unusable value) in mlgo mode."""
-
-
-@dataclass(frozen=True)
-class Session:
-    """What the compiler declared at the start of a session."""
-
-    mode: str                       #: "mlgo" or "extended"
-    features: Sequence[TensorSpec]
-    outputs: Sequence[TensorSpec]   #: the advice spec alone in mlgo mode
-    format: str = "bitstream"       #: extended mode's serialisation
 
 
 @dataclass
@@ -111,90 +91,6 @@ class HostStats:
                 "errors_reported": self.errors_reported, "host_seconds": self.host_seconds,
                 "host_seconds_per_decision": self.host_seconds_per_decision,
                 "reply_seconds_per_decision": self.reply_seconds_per_decision}
-
-
-def takes_context(policy: Policy) -> bool:
-    """True when ``policy`` accepts a ``context`` keyword (or ``**kwargs``)."""
-    if not callable(policy):
-        raise TypeError(f"a policy must be callable, got {type(policy).__name__}")
-    try:
-        params = inspect.signature(policy).parameters.values()
-    except (TypeError, ValueError):  # builtins without a signature
-        params = ()
-    return any(p.name == "context" and p.kind != p.POSITIONAL_ONLY
-               or p.kind == p.VAR_KEYWORD for p in params)
-
-
-def as_decision_fn(policy: Policy) -> DecisionFn:
-    """Normalise ``policy`` to ``fn(features, context)`` (see the module doc)."""
-    if takes_context(policy):
-        return lambda features, context: policy(features, context=context)
-    return lambda features, context: policy(features)
-
-
-def scalar_packer(spec: TensorSpec) -> Optional[Callable[[Any], Optional[bytes]]]:
-    """A fast path for one-element outputs given as Python/numpy scalars."""
-    if spec.element_count != 1:
-        return None
-    code = {"int64_t": "q", "int32_t": "i", "float": "f", "double": "d"}.get(spec.type_name)
-    if code is None:
-        return None
-    packer = struct.Struct("<" + code)
-    is_int = code in "qi"
-
-    def pack(value: Any) -> Optional[bytes]:
-        if isinstance(value, np.generic):
-            value = value.item()
-        if type(value) is int or type(value) is bool:
-            if is_int:
-                try:
-                    return packer.pack(value)
-                except (struct.error, OverflowError):
-                    return None
-            return packer.pack(float(value)) if float(value) == value else None
-        if type(value) is float and not is_int:
-            try:
-                return packer.pack(value)  # rounds to float32 like output_bytes
-            except OverflowError:
-                return None
-        return None
-    return pack
-
-
-def output_array(spec: TensorSpec, value: Any) -> np.ndarray:
-    """``value`` as an array of tensor ``spec``, or SpecError.
-
-    Floating-point values are rounded to a floating-point output's precision
-    (a Python float 0.1 is a fine ``float`` output); every other conversion
-    must keep the values (:meth:`TensorSpec.check`).
-    """
-    arr = np.asarray(value)
-    if arr.dtype.kind == "f" and spec.dtype.kind == "f" and arr.dtype != spec.dtype:
-        with np.errstate(over="ignore"):
-            rounded = arr.astype(spec.dtype)
-        if np.isinf(rounded).any() and not np.isinf(arr).any():
-            raise SpecError(f"tensor '{spec.name}': value out of the range of "
-                            f"{spec.type_name}")
-        arr = rounded
-    return spec.check(arr)
-
-
-def output_arrays(specs: Sequence[TensorSpec], value: Any) -> Dict[str, np.ndarray]:
-    """A policy's answer as one array per output spec, or SpecError/TypeError."""
-    if not isinstance(value, Mapping):
-        if len(specs) != 1:
-            raise TypeError(f"a policy serving {len(specs)} outputs must return a dict "
-                            f"name -> value, got {type(value).__name__}")
-        value = {specs[0].name: value}
-    names = [s.name for s in specs]
-    if set(value) != set(names):
-        raise SpecError(f"expected outputs {names}, got {sorted(value)}")
-    return {s.name: output_array(s, value[s.name]) for s in specs}
-
-
-def output_bytes(spec: TensorSpec, value: Any) -> bytes:
-    """The raw bytes of a single-output answer (see :func:`output_array`)."""
-    return output_arrays([spec], value)[spec.name].tobytes()
 
 
 class PipeHost:
@@ -487,5 +383,7 @@ def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
                         "bad handshake")
 
 
-__all__ = ["DecisionFn", "HostStats", "PipeHost", "Policy", "PolicyFailed", "ProtocolError",
-           "Session", "as_decision_fn", "output_array", "output_arrays", "output_bytes"]
+__all__ = ["HostStats", "PipeHost", "PolicyFailed", "ProtocolError",
+           # re-exported from mlbridge.policy for compatibility (see the module doc)
+           "DecisionFn", "Policy", "Session", "as_decision_fn", "output_array",
+           "output_arrays", "output_bytes", "scalar_packer", "takes_context"]

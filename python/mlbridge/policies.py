@@ -38,7 +38,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.pipe_host import Policy, Session
+from mlbridge.policy import Policy, Session
 
 ADVISORS = ("inline", "evict", "priority")
 

@@ -25,7 +25,7 @@ from typing import (Any, BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequ
 
 import numpy as np
 
-from mlbridge.codecs._validate import arrays_for
+from mlbridge.codecs.schema import arrays_for
 from mlbridge.errors import CodecError, TrainingLogError
 from mlbridge.jsontext import format_array, load_json, quote_string
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema

@@ -47,9 +47,10 @@ def test_serve_creates_fifos_and_prints_nothing(tmp_path, capsys):
 
 
 def test_bad_policy_and_onnx_are_clear_errors(capsys):
-    assert main(["llvm", "--advisor", "evict", "--policy", "always", "--", "llc-19"]) == 1
+    """A --policy naming no usable policy is a usage error (exit 2, docs/cli.md)."""
+    assert main(["llvm", "--advisor", "evict", "--policy", "always", "--", "llc-19"]) == 2
     assert "no meaning" in capsys.readouterr().err
-    assert main(["llvm", "--advisor", "inline", "--policy", "model.onnx", "--", "opt-19"]) == 1
+    assert main(["llvm", "--advisor", "inline", "--policy", "model.onnx", "--", "opt-19"]) == 2
     assert "ONNX" in capsys.readouterr().err
 
 

@@ -414,11 +414,13 @@ def _serve_cli(address: str) -> subprocess.CompletedProcess:
 
 
 def _assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> None:
-    assert result.returncode != 0
+    """One line ``mlbridge serve: error: cannot bind ...``, exit 2 (docs/cli.md)."""
+    assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert "Traceback" not in result.stderr
-    assert any(line.startswith("mlbridge serve: cannot bind") and words in line
-               for line in lines), result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mlbridge serve: error: cannot bind") and words in lines[0], \
+        result.stderr
 
 
 def test_serve_refuses_a_regular_file(tmp_path):

@@ -26,13 +26,14 @@ from tensor_cases import ALL_DTYPE_SPECS, random_values
 from mlbridge import jsontext
 from mlbridge.channel import FdReader, HostEnds
 from mlbridge.codecs import FORMATS, get_codec, json_codec
-from mlbridge.codecs._validate import SchemaMatcher, arrays_for
+from mlbridge.codecs.schema import SchemaMatcher, arrays_for
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, EndOfStream, MlbridgeError, TrainingLogError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
 from mlbridge.jsontext import MAX_JSON_DEPTH, load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES
-from mlbridge.pipe_host import HostStats, PipeHost, ProtocolError, Session
+from mlbridge.pipe_host import HostStats, PipeHost, ProtocolError
+from mlbridge.policy import Session
 from mlbridge.tensor_spec import (MAX_ELEMENTS, MAX_RANK, SpecError, TensorSpec,
                                   check_unique_names, specs_from_json)
 from mlbridge.training_log import TrainingLogReader, TrainingLogWriter, read_training_log

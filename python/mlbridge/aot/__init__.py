@@ -23,7 +23,8 @@ from typing import Any, Mapping, Optional, Sequence
 from mlbridge.aot.budget import DEFAULT_MAX_MEMORY
 from mlbridge.aot.emit import GeneratedModel, generate
 from mlbridge.aot.errors import AotError
-from mlbridge.aot.graph import Graph, load_graph
+from mlbridge.aot.graph import load_graph
+from mlbridge.aot.ir import Graph
 from mlbridge.aot.optimize import fuse_relu, mark_sparse_inputs
 from mlbridge.aot.weights import DEFAULT_INLINE_LIMIT, incbin_path
 

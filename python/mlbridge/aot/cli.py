@@ -5,16 +5,26 @@
                  [--max-memory BYTES] [--inline-weights-limit BYTES]
                  [--always-write-weights]
     mlbridge-aot --list-ops
+    mlbridge-aot --version
+
+Every failure is one line ``mlbridge-aot: error: MESSAGE`` on stderr and a
+documented exit code (docs/cli.md, :mod:`mlbridge.cli_errors`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
 from typing import Optional, Sequence
 
+from mlbridge import __version__
 from mlbridge.aot import (DEFAULT_INLINE_LIMIT, DEFAULT_MAX_MEMORY, AotError, compile_model,
                           default_class_name, supported_ops)
+from mlbridge.cli_errors import ENVIRONMENT, ArgumentParser, CommandError, fail, run_command
+
+PROG = "mlbridge-aot"
 
 
 def _shape(text: str) -> tuple:
@@ -38,14 +48,9 @@ def _bytes(text: str) -> int:
     return value
 
 
-def _printable(text: str) -> str:
-    """``text`` without control characters (a model's names may hold any)."""
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="mlbridge-aot",
+def _parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog=PROG,
         description="Compile an ONNX model ahead of time into dependency-free C++17 "
                     "(a header and a source with the weights embedded).")
     p.add_argument("model", nargs="?", help="the .onnx file")
@@ -70,12 +75,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--list-ops", action="store_true", help="print the supported operators")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print what was written (silent otherwise, as build steps are)")
-    args = p.parse_args(argv)
-    if args.list_ops:
-        print(supported_ops())
-        return 0
-    if not args.model:
-        p.error("the model is required")
+    p.add_argument("--version", action="version", version=f"{PROG} (mlbridge) {__version__}")
+    return p
+
+
+def _compile(args: argparse.Namespace) -> int:
+    """Compile ``args.model`` into ``args.output_dir``; failures as CommandError."""
+    if importlib.util.find_spec("onnx") is None:
+        fail("reading ONNX models needs the onnx Python package, which is not installed",
+             ENVIRONMENT)
+    out = args.output_dir
+    if os.path.exists(out) and not os.path.isdir(out):
+        fail(f"-o {out}: exists and is not a directory")
     class_name = args.class_name or default_class_name(args.model)
     try:
         generated = compile_model(args.model, class_name=class_name,
@@ -83,11 +94,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                   input_shapes=dict(args.input_shape),
                                   inline_weights_limit=args.inline_weights_limit,
                                   max_memory=args.max_memory)
-        header, source = generated.write(args.output_dir,
-                                         always_write_weights=args.always_write_weights)
     except AotError as e:
-        print(f"mlbridge-aot: error: {_printable(str(e))}", file=sys.stderr)
-        return 1
+        raise CommandError(str(e)) from None
+    try:
+        header, source = generated.write(out, always_write_weights=args.always_write_weights)
+    except OSError as e:
+        raise CommandError(f"cannot write {e.filename or out}: {e.strerror or e} "
+                           f"(-o {out})") from None
     if args.verbose:
         g = generated.graph
         weights = f"{len(generated.weights)} bytes of weights in " \
@@ -95,6 +108,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             else "weights inline"
         print(f"{header}\n{source}\n{weights}\n{len(g.nodes)} nodes, "
               f"{len(g.args)} inputs, {len(g.results)} outputs")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run ``mlbridge-aot``; returns the exit code (docs/cli.md)."""
+    p = _parser()
+    args = p.parse_args(argv)
+    if not args.list_ops and not args.model:
+        p.error("the model is required")
+    return run_command(PROG, lambda: _list_ops() if args.list_ops else _compile(args))
+
+
+def _list_ops() -> int:
+    """``--list-ops``: print the supported operators."""
+    print(supported_ops())
     return 0
 
 

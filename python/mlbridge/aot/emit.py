@@ -1,31 +1,37 @@
-"""Turns a static :class:`~mlbridge.aot.graph.Graph` into a C++17 header and
-source with no dependency beyond the standard library.
+"""Turns a static :class:`~mlbridge.aot.ir.Graph` into a C++17 header and
+source with no dependency beyond the standard library: :func:`generate`.
 
-Storage: every model object owns one 64-byte aligned block holding default
-buffers for its arguments and results and a scratch arena for intermediate
-tensors; intermediates share arena space when their lifetimes do not overlap
-(greedy best fit). View operators (Reshape, Flatten, Squeeze, Unsqueeze,
-Identity) emit no code. Nodes producing a result write straight into the
-result buffer, which the caller may redirect (``set_result_data``), as it may
-redirect the arguments (``set_arg_data``): the mlbridge runner binds both to
-its own buffers so that evaluation copies nothing.
+Three stages, each its own module:
 
-The run function is cut into steps compiled twice, generic and for AVX2+FMA
-(:mod:`mlbridge.aot.runfn`), and the model picks one set once, when
-constructed (x86-64 with GCC or Clang; elsewhere the generic one). Constants
-are inline arrays or a weights file (:mod:`mlbridge.aot.weights`); the text
-of both files is in :mod:`mlbridge.aot.templates`.
+1. planning (:mod:`mlbridge.aot.plan`): names, where every tensor lives
+   (arguments, results, the scratch arena shared by intermediates, views),
+   the layout of the model object's storage;
+2. emission (here): the operators write the C++ statements of every node
+   through an :class:`Emitter`, following the plan; constants are collected
+   as they are asked for (:mod:`mlbridge.aot.weights`);
+3. rendering (:mod:`mlbridge.aot.render`): the template files of
+   :mod:`mlbridge.aot.templates` filled with the names, the layout, the tensor
+   tables, the constants and the run function, cut into steps compiled twice,
+   generic and for AVX2+FMA (:mod:`mlbridge.aot.runfn`); the model picks one
+   set once, when constructed (x86-64 with GCC or Clang; elsewhere the generic
+   one).
+
+The caller may redirect the argument and result buffers (``set_arg_data``,
+``set_result_data``): the mlbridge runner binds both to its own buffers so that
+evaluation copies nothing.
 """
 
 from __future__ import annotations
 
-import re
-from typing import List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from mlbridge.aot import budget, cxx, weights
-from mlbridge.aot.graph import CXX_TYPES, AotError, Graph, Node, Value
+from mlbridge.aot.errors import AotError
+from mlbridge.aot.ir import CXX_TYPES, Graph, Node, Value
+from mlbridge.aot.plan import (InArena, InResult, OfConstant, SharedWith, StoragePlan,
+                               plan_layout, plan_names, plan_storage)
 from mlbridge.aot.render import GeneratedModel, render
 from mlbridge.aot.runfn import NodeCode
 from mlbridge.aot.templates import AOT_ABI_V1
@@ -35,48 +41,22 @@ from mlbridge.aot.weights import ConstantPool
 MAX_CONSTEXPR_DIMS = 256
 
 
-class _Arena:
-    """Greedy best-fit allocation of byte ranges with known lifetimes."""
-
-    def __init__(self) -> None:
-        self.free: list = []  # (offset, size)
-        self.top = 0
-
-    def alloc(self, size: int) -> int:
-        size = cxx.aligned_size(size)
-        fits = [b for b in self.free if b[1] >= size]
-        if fits:
-            off, avail = min(fits, key=lambda b: b[1])
-            self.free.remove((off, avail))
-            if avail > size:
-                self.free.append((off + size, avail - size))
-            return off
-        off, self.top = self.top, self.top + size
-        return off
-
-    def release(self, off: int, size: int) -> None:
-        size = cxx.aligned_size(size)
-        self.free.append((off, size))
-        self.free.sort()
-        merged: list = []
-        for o, s in self.free:
-            if merged and merged[-1][0] + merged[-1][1] == o:
-                merged[-1] = (merged[-1][0], merged[-1][1] + s)
-            else:
-                merged.append((o, s))
-        self.free = merged
-
-
 class Emitter:
-    """What operator implementations write C++ through."""
+    """What operator implementations write C++ through.
+
+    It holds what the emission produces: the code of each node
+    (:attr:`nodes`), namespace-scope declarations (:attr:`decls`) and the
+    constants (:attr:`pool`).
+    """
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.nodes: List[NodeCode] = []  # the run function, node by node
-        self.decls: list = []  # namespace-scope constexpr arrays
+        self.decls: List[str] = []  # namespace-scope constexpr arrays
         self.pool = ConstantPool()
-        self._ptr: dict = {}  # id(Value) -> C++ pointer expression
-        self._io: dict = {}  # expression of an argument / result -> ("A", i) / ("R", j)
+        self._ptr: Dict[int, str] = {}  # id(Value) -> C++ pointer expression
+        #: expression of an argument / result -> ("A", i) / ("R", j)
+        self._io: Dict[str, Tuple[str, int]] = {}
         self._scratch: Optional[str] = None
         self._counter = 0
 
@@ -91,21 +71,22 @@ class Emitter:
         return self.io(*self._io[expr]) if expr in self._io else expr
 
     def ctype(self, v: Value) -> str:
+        """The C++ element type of ``v``."""
         return CXX_TYPES[v.dtype]
 
     def const(self, arr: np.ndarray, hint: str) -> str:
         """Embeds ``arr`` (float32 or int64) as a constant; its symbol."""
         return self.pool.add(arr, hint)
 
-    def i64s(self, values) -> str:
+    def i64s(self, values: Iterable[int]) -> str:
         """A constant int64 array (shapes, strides); its symbol. Small ones are
         constexpr (the compiler folds them), long ones go with the constants."""
-        values = [int(x) for x in values]
-        if len(values) > MAX_CONSTEXPR_DIMS:
-            return self.pool.add(np.asarray(values, np.int64), "dimensions")
+        ints = [int(x) for x in values]
+        if len(ints) > MAX_CONSTEXPR_DIMS:
+            return self.pool.add(np.asarray(ints, np.int64), "dimensions")
         self._counter += 1
         sym = f"kDims{self._counter}"
-        items = ", ".join(cxx.int64_literal(x) for x in values) or "0"
+        items = ", ".join(cxx.int64_literal(x) for x in ints) or "0"
         self.decls.append(f"constexpr kernels::I64 {sym}[] = {{{items}}};")
         return sym
 
@@ -116,18 +97,22 @@ class Emitter:
         return self._scratch
 
     def line(self, text: str) -> None:
+        """Appends a statement to the current node's code."""
         self.nodes[-1].lines.append("  " + text)
 
     def fail(self, node: Node, message: str) -> str:
         """A statement making Run() fail with ``message`` about ``node``."""
         return f"return {cxx.string_literal(node.where() + ': ' + message)};"
 
-    # -- driven by generate() ------------------------------------------------
-    def begin(self, comment: str) -> None:
-        """Starts the code of the next node; ``comment`` is untrusted text."""
+    # -- driven by emit_run() ------------------------------------------------
+    def begin(self, comment: str, scratch: Optional[int] = None) -> None:
+        """Starts the code of the next node; ``comment`` is untrusted text,
+        ``scratch`` the arena offset of the node's scratch bytes, if any."""
         self.nodes.append(NodeCode(cxx.comment(comment)))
+        self._scratch = f"(Scratch + {scratch})" if scratch is not None else None
 
     def bind(self, v: Value, expr: str) -> None:
+        """``expr`` points to the elements of ``v`` from now on."""
         self._ptr[id(v)] = expr
 
     def bind_io(self, v: Value, kind: str, index: int) -> None:
@@ -145,83 +130,35 @@ class Emitter:
         return self._ptr.get(id(v))
 
 
-def _plan_and_emit(graph: Graph) -> tuple:
-    """Emits the run function node by node; returns (emitter, arena bytes)."""
-    from mlbridge.aot.ops import OPERATORS
-
+def emit_run(graph: Graph, storage: StoragePlan) -> Emitter:
+    """The code of every node of ``graph``, in order, stored as ``storage`` says,
+    then the copies of the results computed elsewhere."""
     em = Emitter(graph)
-    root: dict = {}  # id(view Value) -> Value owning the bytes
     for i, v in enumerate(graph.args):
         em.bind_io(v, "A", i)
-    result_of: dict = {}
-    for j, v in enumerate(graph.results):
-        result_of.setdefault(id(v), j)
-
-    def owner(v: Value) -> Value:
-        while id(v) in root:
-            v = root[id(v)]
-        return v
-
-    # Views share their input's bytes; find owners and last uses first.
-    producers = {id(o): n for n in graph.nodes for o in n.outputs}
-    last_use: dict = {}
-    for index, node in enumerate(graph.nodes):
-        impl = OPERATORS[node.op]
-        if impl.view:
-            src = node.inputs[0]
-            if src.const is None or id(src) in producers:
-                root[id(node.outputs[0])] = src
-        for v in node.inputs:
-            if v is not None:
-                last_use[id(owner(v))] = index
-    arena = _Arena()
-    offsets: dict = {}
-    for index, node in enumerate(graph.nodes):
-        impl = OPERATORS[node.op]
-        em.begin(node.where())
-        for out in node.outputs:
-            if impl.view and id(out) in root:
-                continue
-            if id(out) in result_of and not impl.view:
-                em.bind_io(out, "R", result_of[id(out)])
-                continue
-            if impl.view:  # a view of a constant: the constant itself
-                em.bind(out, em.ptr(node.inputs[0]))
-                continue
-            off = arena.alloc(out.nbytes)
-            offsets[id(out)] = (off, out.nbytes)
-            em.bind(out, f"reinterpret_cast<{em.ctype(out)} *>(Scratch + {off})")
-        extra = impl.scratch_bytes(node)
-        extra_off = arena.alloc(extra) if extra else None
-        em._scratch = f"(Scratch + {extra_off})" if extra else None
-        for out in node.outputs:
-            if id(out) in root:
-                em.bind(out, em.peek(owner(out)) or em.ptr(owner(out)))
+    for step in storage.nodes:
+        node, impl = step.node, step.operator
+        em.begin(node.where(), step.scratch)
+        for out, place in step.places:
+            if isinstance(place, InResult):
+                em.bind_io(out, "R", place.index)
+            elif isinstance(place, InArena):
+                em.bind(out, f"reinterpret_cast<{em.ctype(out)} *>(Scratch + {place.offset})")
+            elif isinstance(place, OfConstant):
+                em.bind(out, em.ptr(place.value))
+            elif isinstance(place, SharedWith):
+                em.bind(out, em.peek(place.owner) or em.ptr(place.owner))
         if not impl.view:
             em.line("{")
             impl.emit(node, em)
             em.line("}")
         em.nodes[-1].per_isa = not impl.view and not impl.shared_kernels
-        if extra:
-            arena.release(extra_off, extra)
-        for v in node.inputs:
-            if v is None:
-                continue
-            o = owner(v)
-            if last_use.get(id(o)) == index and id(o) in offsets:
-                arena.release(*offsets.pop(id(o)))
-        for out in node.outputs:  # outputs nobody reads
-            if id(out) in offsets and id(owner(out)) not in last_use:
-                arena.release(*offsets.pop(id(out)))
-    written = set()
-    for j, v in enumerate(graph.results):
-        if em.peek(v) == f"R{j}" and j not in written:
-            written.add(j)
-            continue
+    for j in storage.copies:
+        v = graph.results[j]
         em.begin(f"result {j} '{v.name}' is another tensor's bytes: copy")
         em.nodes[-1].per_isa = False
         em.line(f"kernels::copyRows({em.ptr(v)}, 0, {em.io('R', j)}, 0, 1, {v.size});")
-    return em, arena.top
+    return em
 
 
 def generate(graph: Graph, class_name: str, namespace: str, header_name: str,
@@ -231,18 +168,14 @@ def generate(graph: Graph, class_name: str, namespace: str, header_name: str,
     Constants of more than ``inline_limit`` bytes in all go to a weights file
     (:mod:`mlbridge.aot.weights`); the model's buffers and constants must fit
     ``max_memory`` bytes (:mod:`mlbridge.aot.budget`)."""
-    if not cxx.is_identifier(class_name):
-        raise AotError(f"class name '{class_name}' is not a C++ identifier")
-    for part in namespace.split("::"):
-        if not cxx.is_identifier(part):
-            raise AotError(f"namespace '{namespace}' is not a C++ namespace name")
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", header_name):
-        raise AotError(f"header name {header_name!r} must be a plain file name "
-                       "(letters, digits, '_', '.', '+', '-')")
-    em, arena_bytes = _plan_and_emit(graph)
-    return render(graph, em, arena_bytes, class_name, namespace, header_name,
-                  source_label or graph.name, weights.optional_limit(inline_limit),
-                  budget.optional_max_memory(max_memory))
+    names = plan_names(class_name, namespace, header_name, source_label or graph.name)
+    storage = plan_storage(graph)
+    em = emit_run(graph, storage)
+    layout = plan_layout(graph.args, graph.results, storage.arena_bytes)
+    budget.static_memory(f"the model '{cxx.comment(graph.name)}'", layout.storage,
+                         em.pool.nbytes, budget.optional_max_memory(max_memory))
+    return render(graph, names, layout, em.pool, em.nodes, em.decls,
+                  weights.optional_limit(inline_limit))
 
 
-__all__ = ["AOT_ABI_V1", "Emitter", "GeneratedModel", "generate"]
+__all__ = ["AOT_ABI_V1", "Emitter", "GeneratedModel", "emit_run", "generate"]

@@ -12,13 +12,15 @@ shape and every tensor's data is checked against the memory budget
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from mlbridge.aot import budget
 from mlbridge.aot.errors import AotError
+# The data types live in mlbridge.aot.ir; importable from here as before.
+from mlbridge.aot.ir import CXX_TYPES, RUNTIME_DTYPES, SPEC_TYPES, Graph, Node, Value
+from mlbridge.aot.ops import OPERATORS, supported_ops
 
 try:
     import onnx
@@ -27,72 +29,10 @@ except ImportError:  # pragma: no cover - reported by load_graph
     onnx = None
 
 
-#: Element types a runtime (non-constant) tensor may have.
-RUNTIME_DTYPES = {1: np.dtype(np.float32), 7: np.dtype(np.int64)}
-#: C++ spelling of each runtime element type.
-CXX_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int64): "std::int64_t"}
-#: mlbridge TensorSpec (LLVM) spelling of each runtime element type.
-SPEC_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int64): "int64_t"}
-
-
-@dataclass(eq=False)
-class Value:
-    """A tensor of the graph: fixed shape, element type, maybe a constant."""
-
-    name: str
-    dtype: np.dtype
-    shape: tuple
-    const: Optional[np.ndarray] = None
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    def describe(self) -> str:
-        return f"'{self.name}' ({self.dtype.name} {list(self.shape)})"
-
-
-@dataclass(eq=False)
-class Node:
-    """One operator application whose result is computed at run time."""
-
-    op: str
-    name: str
-    inputs: list  # of Optional[Value]
-    outputs: list  # of Value
-    attrs: dict
-    opset: int
-    #: Set by optimisations (e.g. a Relu fused into a dense layer).
-    fused: dict = field(default_factory=dict)
-
-    def where(self) -> str:
-        return f"node '{self.name}' ({self.op})"
-
-    def input(self, i: int) -> Optional[Value]:
-        return self.inputs[i] if i < len(self.inputs) else None
-
-
-@dataclass
-class Graph:
-    """The runtime part of a model, in execution order."""
-
-    name: str
-    args: list  # of Value (graph inputs)
-    results: list  # of Value (graph outputs)
-    nodes: list  # of Node
-    opset: int
-    doc: str = ""
-
-
 def _require_onnx() -> None:
     if onnx is None:
         raise AotError("mlbridge-aot needs the 'onnx' package "
-                       "(pip install 'mlbridge[aot]')")
+                       "(pip install 'mlbridge-compiler[aot]')")
 
 
 def _runtime_dtype(elem_type: int, what: str) -> np.dtype:
@@ -231,8 +171,6 @@ def _node(proto: Any, index: int, values: dict, opset: int,
           max_memory: int) -> Optional[Node]:
     """Folds ``proto`` into constants or builds its runtime :class:`Node`;
     records its outputs in ``values``."""
-    from mlbridge.aot.ops import OPERATORS, supported_ops
-
     name = proto.name or f"{proto.op_type}_{index}"
     where = f"node '{name}' ({proto.op_type})"
     if proto.domain not in ("", "ai.onnx"):
@@ -343,3 +281,7 @@ def _live_nodes(nodes: list, results: list) -> list:
             live.append(node)
             needed.update(id(v) for v in node.inputs if v is not None)
     return live[::-1]
+
+
+__all__ = ["CXX_TYPES", "RUNTIME_DTYPES", "SPEC_TYPES", "AotError", "Graph", "Node", "Value",
+           "load_graph"]

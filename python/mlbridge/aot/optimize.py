@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlbridge.aot.graph import Graph, Node
+from mlbridge.aot.ir import Graph, Node
+from mlbridge.aot.ops import OPERATORS
 
 
 def _dense_with_row_bias(node: Node) -> bool:
@@ -44,8 +45,6 @@ def mark_sparse_inputs(graph: Graph) -> None:
     """Marks dense layers whose input is a ReLU's output (a Relu node or a
     layer with a fused Relu, possibly through views): their kernel may skip
     the zero entries."""
-    from mlbridge.aot.ops import OPERATORS
-
     after_relu: set = set()
     for node in graph.nodes:
         if node.op in ("Gemm", "MatMul") and node.inputs[0] is not None \

@@ -1,17 +1,21 @@
-"""Fills the header and source templates of a model whose run function has
-been emitted (:mod:`mlbridge.aot.emit`): storage layout, tensor tables,
-accessors, lookups, constants, the static memory budget."""
+"""Writes the header and source of a model whose run function has been
+emitted (:mod:`mlbridge.aot.emit`) as planned (:mod:`mlbridge.aot.plan`): the
+templates of :mod:`mlbridge.aot.templates` filled with the names, the storage
+layout, the tensor tables, accessors and lookups, the constants and the run
+function. Nothing is decided here but the spelling."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
-from mlbridge.aot import budget, cxx, runfn
-from mlbridge.aot.graph import CXX_TYPES, SPEC_TYPES, Graph, Value
-from mlbridge.aot.templates import AOT_ABI_V1, HEADER, SOURCE
-from mlbridge.aot.weights import WeightsFile
+from mlbridge.aot import cxx, runfn, templates
+from mlbridge.aot.ir import CXX_TYPES, SPEC_TYPES, Graph, Value
+from mlbridge.aot.plan import Layout, Names
+from mlbridge.aot.runfn import NodeCode
+from mlbridge.aot.templates import AOT_ABI_V1
+from mlbridge.aot.weights import ConstantPool, WeightsFile
 
 
 @dataclass
@@ -64,11 +68,10 @@ def _accessors(args: Sequence[Value], results: Sequence[Value]) -> str:
             ("output", results, "fetch_", "result", "ResultData")):
         taken: set = set()
         for i, v in enumerate(values):
-            ident = cxx.unique_identifier(prefix + v.name, taken)
-            t = CXX_TYPES[v.dtype]
-            out.append(f"  /// Buffer of {kind} {_describe(v)}.\n"
-                       f"  {t} *{member}_{ident}_data() {{\n"
-                       f"    return static_cast<{t} *>({array}[{i}]);\n  }}")
+            out.append(templates.snippet(
+                "accessor.h.in", kind=kind, description=_describe(v), type=CXX_TYPES[v.dtype],
+                member=member, ident=cxx.unique_identifier(prefix + v.name, taken),
+                array=array, index=i))
     return "\n".join(out)
 
 
@@ -99,59 +102,45 @@ def _tables(args: Sequence[Value], results: Sequence[Value]) -> Dict[str, str]:
                 shape_decls="\n".join(shapes))
 
 
-def _layout(args: Sequence[Value], results: Sequence[Value]) -> Tuple[list, list, int]:
-    """Offsets of the argument and result buffers in the storage, and the
-    offset of the scratch arena after them."""
-    offsets: Dict[str, list] = {"arg": [], "result": []}
-    top = 0
-    for kind, values in (("arg", args), ("result", results)):
-        for v in values:
-            offsets[kind].append(top)
-            top += cxx.aligned_size(v.nbytes)
-    return offsets["arg"], offsets["result"], top
-
-
-def render(graph: Graph, em: Any, arena_bytes: int, class_name: str, namespace: str,
-           header_name: str, source_label: str, inline_limit: int,
-           max_memory: int) -> GeneratedModel:
-    """The :class:`GeneratedModel` of ``graph``, whose run function ``em``
-    (an :class:`~mlbridge.aot.emit.Emitter`) holds."""
+def render(graph: Graph, names: Names, layout: Layout, pool: ConstantPool,
+           nodes: Sequence[NodeCode], decls: Sequence[str], inline_limit: int) -> GeneratedModel:
+    """The :class:`GeneratedModel` of ``graph``: its run function is ``nodes``
+    (with the namespace-scope declarations ``decls``), its constants ``pool``,
+    inline arrays when they take at most ``inline_limit`` bytes, else a
+    weights file."""
     args, results = graph.args, graph.results
-    arg_offsets, result_offsets, scratch_offset = _layout(args, results)
-    storage = max(scratch_offset + arena_bytes, 1)
-    budget.static_memory(f"the model '{cxx.comment(graph.name)}'", storage,
-                         em.pool.nbytes, max_memory)
-    c_symbol = cxx.identifier(f"{namespace.replace('::', '_')}_{class_name}_model")
-    label = cxx.comment(source_label)
-    header = HEADER.format(
-        abi=AOT_ABI_V1, c_symbol=c_symbol,
-        guard=cxx.identifier(f"{namespace}_{class_name}_H").upper(), source=label,
-        namespace=namespace, cls=class_name, num_args=len(args),
-        num_results=len(results), storage=storage, accessors=_accessors(args, results),
-        arg_slots=max(len(args), 1), result_slots=max(len(results), 1))
+    header = templates.fill(
+        "model.h.in", abi=AOT_ABI_V1, c_symbol=names.c_symbol, guard=names.guard,
+        source=names.source_label, namespace=names.namespace, cls=names.class_name,
+        num_args=len(args), num_results=len(results), storage=layout.storage,
+        accessors=_accessors(args, results), arg_slots=max(len(args), 1),
+        result_slots=max(len(results), 1))
 
     weights_file, weights_decls, weights_check = None, "", ""
-    if em.pool.nbytes <= inline_limit:
-        const_decls = em.pool.inline_decls()
+    if pool.nbytes <= inline_limit:
+        const_decls = pool.inline_decls()
     else:
-        weights_file, weights_decls = em.pool.weights_file(c_symbol)
+        weights_file, block = pool.weights_file(names.c_symbol)
+        weights_decls = "\n" + block
         const_decls = ""
-        weights_check = ("  if (!weightsMatch())\n"
-                         "    RunImpl = runWithOtherWeights;\n")
+        weights_check = templates.text("weights_check.cpp.in")
     tables = _tables(args, results)
-    source = SOURCE.format(
-        header_name=header_name, source=label,
+    source = templates.fill(
+        "model.cpp.in", header_name=names.header_name, source=names.source_label,
         kernels=resources.files("mlbridge.aot").joinpath("kernels.h").read_text(),
         weights_decls=weights_decls,
-        outline="#define MLBRIDGE_AOT_OUTLINE_KERNELS 1\n" if runfn.outline(em.nodes) else "",
-        decls="\n\n".join(d for d in [const_decls] + em.decls + [tables.pop("shape_decls")]
-                          if d),
-        run=runfn.render(em.nodes, [CXX_TYPES[v.dtype] for v in args],
+        outline="#define MLBRIDGE_AOT_OUTLINE_KERNELS 1\n" if runfn.outline(nodes) else "",
+        decls="\n\n".join(d for d in [const_decls, *decls, tables.pop("shape_decls")] if d),
+        run=runfn.render(nodes, [CXX_TYPES[v.dtype] for v in args],
                          [CXX_TYPES[v.dtype] for v in results]),
         weights_check=weights_check,
-        namespace=namespace, cls=class_name, scratch_offset=scratch_offset,
-        arg_offsets=", ".join(map(str, arg_offsets or [0])),
-        result_offsets=", ".join(map(str, result_offsets or [0])),
+        namespace=names.namespace, cls=names.class_name, scratch_offset=layout.scratch_offset,
+        arg_offsets=", ".join(map(str, layout.arg_offsets or [0])),
+        result_offsets=", ".join(map(str, layout.result_offsets or [0])),
         num_args=len(args), num_results=len(results),
-        c_symbol=c_symbol, c_name=cxx.string_literal(class_name), **tables)
-    return GeneratedModel(class_name, namespace, header_name, header, source, weights_file)
+        c_symbol=names.c_symbol, c_name=cxx.string_literal(names.class_name), **tables)
+    return GeneratedModel(names.class_name, names.namespace, names.header_name, header, source,
+                          weights_file)
+
+
+__all__ = ["GeneratedModel", "render"]

@@ -13,19 +13,24 @@ whose sizes are run-time arguments (elementwise maps, copies, broadcasts,
 reductions: ``MLBRIDGE_AOT_SHARED`` in kernels.h) as out-of-line functions
 shared by every node, for the baseline instruction set, instead of inlining
 a vectorised copy at every node; a step calling only those is compiled once.
+
+:func:`plan_steps` decides the steps (planning); :func:`render` writes them
+through the templates ``step.cpp.in``, ``step_wrapper.cpp.in``,
+``step_table.cpp.in`` and ``run.cpp.in`` (:mod:`mlbridge.aot.templates`).
 """
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from dataclasses import dataclass
+from typing import List, Sequence, Set, Tuple
+
+from mlbridge.aot import templates
 
 #: Most nodes in one step function.
 STEP_NODES = 32
 
 #: Models with more nodes share out-of-line elementwise kernels.
 OUTLINE_NODES = 256
-
-_SIGNATURE = "void *const *Args, void *const *Results, unsigned char *Scratch"
 
 
 class NodeCode:
@@ -34,7 +39,7 @@ class NodeCode:
 
     def __init__(self, comment: str) -> None:
         self.lines: List[str] = [f"  // {comment}"]
-        self.uses: set = set()  # ("A", i) / ("R", j)
+        self.uses: Set[Tuple[str, int]] = set()  # ("A", i) / ("R", j)
         #: False when the code calls only MLBRIDGE_AOT_SHARED kernels (or none).
         self.per_isa = True
 
@@ -44,37 +49,18 @@ class NodeCode:
         return len(self.lines) > 1
 
 
-def _step(index: int, nodes: Sequence[NodeCode], arg_types: Sequence[str],
-          result_types: Sequence[str]) -> str:
-    uses = sorted(set().union(*(n.uses for n in nodes)))
-    decls = []
-    for kind, i in uses:
-        if kind == "A":
-            t = arg_types[i]
-            decls.append(f"  const {t} *A{i} = static_cast<const {t} *>(Args[{i}]);")
-        else:
-            t = result_types[i]
-            decls.append(f"  {t} *R{i} = static_cast<{t} *>(Results[{i}]);")
-    unused = ["  (void)Args;", "  (void)Results;", "  (void)Scratch;"]
-    unused += [f"  (void){kind}{i};" for kind, i in uses]
-    body = [line for n in nodes for line in n.lines]
-    return (f"/// Step {index} of the run function; instantiated once per instruction set.\n"
-            f"MLBRIDGE_AOT_INLINE const char *step{index}({_SIGNATURE}) {{\n"
-            + "\n".join(decls + unused + body) + "\n  return nullptr;\n}")
+# -- planning: which nodes go in which step, which steps each table owns -------
 
 
-def _table(own: Sequence[bool], isa: str, attribute: str) -> str:
-    """Wrappers of the steps for ``isa`` (where ``own``, else the generic
-    ones), their table and the run function walking it."""
-    wrappers = [f"{attribute}const char *step{i}{isa}({_SIGNATURE}) {{\n"
-                f"  return step{i}(Args, Results, Scratch);\n}}"
-                for i, mine in enumerate(own) if mine]
-    entries = ",\n".join(f"    step{i}{isa if mine else 'Generic'}"
-                         for i, mine in enumerate(own))
-    return ("\n".join(wrappers) + "\n"
-            f"constexpr StepFunction {isa}Steps[] = {{\n{entries}}};\n"
-            f"{attribute}const char *run{isa}({_SIGNATURE}) {{\n"
-            f"  return runSteps({isa}Steps, Args, Results, Scratch);\n}}")
+@dataclass
+class Step:
+    """One step function: its nodes, in order, and what they use."""
+
+    nodes: List[NodeCode]
+    #: The arguments and results the nodes use, sorted (``("A", i)`` / ``("R", j)``).
+    uses: List[Tuple[str, int]]
+    #: Whether the AVX2 table has its own wrapper of the step (else the generic one).
+    avx2: bool
 
 
 def outline(nodes: Sequence[NodeCode]) -> bool:
@@ -82,30 +68,61 @@ def outline(nodes: Sequence[NodeCode]) -> bool:
     return sum(1 for n in nodes if n.computes) > OUTLINE_NODES
 
 
+def plan_steps(nodes: Sequence[NodeCode]) -> List[Step]:
+    """``nodes`` cut into steps of at most :data:`STEP_NODES` (one empty step
+    for no nodes). In a model of many nodes (:func:`outline`), a step whose
+    nodes call shared kernels only has no AVX2 wrapper of its own."""
+    shared = outline(nodes)
+    groups = [list(nodes[i:i + STEP_NODES]) for i in range(0, len(nodes), STEP_NODES)]
+    return [Step(group, sorted(set().union(*(n.uses for n in group))),
+                 not shared or any(n.per_isa for n in group))
+            for group in groups or [[]]]
+
+
+# -- emission: the text of the steps and tables --------------------------------
+
+
+def _step(index: int, step: Step, arg_types: Sequence[str],
+          result_types: Sequence[str]) -> str:
+    decls = []
+    for kind, i in step.uses:
+        if kind == "A":
+            t = arg_types[i]
+            decls.append(f"  const {t} *A{i} = static_cast<const {t} *>(Args[{i}]);")
+        else:
+            t = result_types[i]
+            decls.append(f"  {t} *R{i} = static_cast<{t} *>(Results[{i}]);")
+    unused = ["  (void)Args;", "  (void)Results;", "  (void)Scratch;"]
+    unused += [f"  (void){kind}{i};" for kind, i in step.uses]
+    body = [line for n in step.nodes for line in n.lines]
+    return templates.snippet("step.cpp.in", index=index, body="\n".join(decls + unused + body))
+
+
+def _table(own: Sequence[bool], isa: str, attribute: str) -> str:
+    """Wrappers of the steps for ``isa`` (where ``own``, else the generic
+    ones), their table and the run function walking it."""
+    wrappers = [templates.snippet("step_wrapper.cpp.in", attribute=attribute, index=i,
+                                  isa=isa)
+                for i, mine in enumerate(own) if mine]
+    entries = ",\n".join(f"    step{i}{isa if mine else 'Generic'}"
+                          for i, mine in enumerate(own))
+    return templates.snippet("step_table.cpp.in", wrappers="\n".join(wrappers),
+                             entries=entries, isa=isa, attribute=attribute)
+
+
 def render(nodes: Sequence[NodeCode], arg_types: Sequence[str],
            result_types: Sequence[str]) -> str:
     """The step functions and ``runGeneric`` (and ``runAvx2`` where
-    ``MLBRIDGE_AOT_X86_DISPATCH`` is defined). In a model of many nodes
-    (:func:`outline`), the AVX2 table reuses the generic wrapper of a step
-    whose nodes call shared kernels only."""
-    shared = outline(nodes)
-    groups = [list(nodes[i:i + STEP_NODES]) for i in range(0, len(nodes), STEP_NODES)]
-    groups = groups or [[]]
-    steps = [_step(i, g, arg_types, result_types) for i, g in enumerate(groups)]
-    avx2 = [not shared or any(n.per_isa for n in g) for g in groups]
-    return ("\n\n".join(steps) + "\n\n"
-            f"using StepFunction = const char *(*)({_SIGNATURE});\n\n"
-            "/// Runs the steps in order; the first failure stops the model.\n"
-            "template <std::size_t N>\n"
-            "MLBRIDGE_AOT_INLINE const char *runSteps(const StepFunction (&Steps)[N],\n"
-            f"                                         {_SIGNATURE}) {{\n"
-            "  for (StepFunction Step : Steps)\n"
-            "    if (const char *Error = Step(Args, Results, Scratch))\n"
-            "      return Error;\n"
-            "  return nullptr;\n}\n\n"
-            + _table([True] * len(steps), "Generic", "") + "\n\n"
-            "#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \\\n"
-            "    !defined(MLBRIDGE_AOT_NO_DISPATCH)\n"
-            "#define MLBRIDGE_AOT_X86_DISPATCH 1\n"
-            + _table(avx2, "Avx2", "__attribute__((target(\"avx2,fma\"))) ") + "\n"
-            "#endif")
+    ``MLBRIDGE_AOT_X86_DISPATCH`` is defined), as planned by :func:`plan_steps`."""
+    steps = plan_steps(nodes)
+    return templates.snippet(
+        "run.cpp.in",
+        steps="\n\n".join(_step(i, step, arg_types, result_types)
+                           for i, step in enumerate(steps)),
+        generic_table=_table([True] * len(steps), "Generic", ""),
+        avx2_table=_table([step.avx2 for step in steps], "Avx2",
+                          "__attribute__((target(\"avx2,fma\"))) "))
+
+
+__all__ = ["NodeCode", "OUTLINE_NODES", "STEP_NODES", "Step", "outline", "plan_steps",
+           "render"]

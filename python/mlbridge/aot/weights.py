@@ -17,7 +17,9 @@ derived from the model's C symbol) and each constant as a pointer into it,
 refuses at assembly time a file longer than expected (``.org``),
 checks the digest when a model object is constructed (a shorter or other
 file makes ``Run()`` fail) and carries the digest in its text, so that build
-systems recompile the source whenever the weights change.
+systems recompile the source whenever the weights change. The C++ of those
+declarations and of the assembly block is in the templates ``weights.cpp.in``,
+``weights_check.cpp.in`` and ``weights_asm.cpp.in`` (:mod:`mlbridge.aot.templates`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from mlbridge.aot import cxx
+from mlbridge.aot import cxx, templates
 from mlbridge.aot.errors import AotError
-from mlbridge.aot.graph import CXX_TYPES
+from mlbridge.aot.ir import CXX_TYPES
 
 #: Constants totalling at most this many bytes are C++ arrays in the source.
 DEFAULT_INLINE_LIMIT = 64 << 10
@@ -66,10 +68,22 @@ class WeightsFile:
         its directory on the include path (GCC and Clang pass ``-I`` to the
         assembler; link-time optimisation does not)."""
         lines = self.before + [f".incbin \"{path}\"\n"] + self.after
-        return (f"// The constants: {cxx.comment(Path(path).name)} ({len(self.data)} "
-                "bytes; see kWeightsSha256).\n"
-                "asm(" + "\n    ".join(cxx.string_literal(line) for line in lines)
-                + ");\n")
+        return templates.fill("weights_asm.cpp.in", file_name=cxx.comment(Path(path).name),
+                              size=len(self.data),
+                              lines="\n    ".join(cxx.string_literal(line) for line in lines))
+
+
+@dataclass
+class _Region:
+    """The constants of one element type in the weights file: an extern array."""
+
+    symbol: str         #: the array's (assembly) symbol
+    ctype: str          #: its C++ element type
+    start: int          #: its byte offset in the file
+    nbytes: int         #: its size, padding included
+    elements: int       #: its size in elements
+    #: (symbol, array, hint, element offset in the region) of each constant.
+    constants: List[Tuple[str, np.ndarray, str, int]]
 
 
 class ConstantPool:
@@ -103,6 +117,24 @@ class ConstantPool:
             f"{sym}[{max(arr.size, 1)}] = {cxx.array_body(arr)};"
             for sym, arr, hint in self._items)
 
+    def _regions(self, c_symbol: str) -> Tuple[List[_Region], bytes]:
+        """The layout of the weights file: one region per element type
+        (float32, then int64), each constant 64-byte aligned; and the bytes."""
+        blob = bytearray()
+        regions = []
+        for dtype, t in CXX_TYPES.items():
+            items = [(sym, arr, hint) for sym, arr, hint in self._items if arr.dtype == dtype]
+            if not items:
+                continue
+            start, placed = len(blob), []
+            for sym, arr, hint in items:
+                placed.append((sym, arr, hint, (len(blob) - start) // dtype.itemsize))
+                blob += arr.tobytes() + bytes(cxx.aligned_size(arr.nbytes) - arr.nbytes)
+            nbytes = len(blob) - start
+            regions.append(_Region(f"{c_symbol}_{dtype.name}", t, start, nbytes,
+                                   nbytes // dtype.itemsize, placed))
+        return regions, bytes(blob)
+
     def weights_file(self, c_symbol: str) -> Tuple[WeightsFile, str]:
         """(the weights file, the C++ declarations of its symbols, before the
         anonymous namespace). The file holds one region per element type
@@ -112,55 +144,29 @@ class ConstantPool:
         ``weightsMatch()``, to check when a model object is constructed, and
         ``runWithOtherWeights``, a run function failing with an explanation."""
         base = f".L{c_symbol}_weights"
-        blob = bytearray()
-        externs, aliases, defs = [], [], []
-        for dtype, t in CXX_TYPES.items():
-            items = [(sym, arr, hint) for sym, arr, hint in self._items if arr.dtype == dtype]
-            if not items:
-                continue
-            region, start = f"{c_symbol}_{dtype.name}", len(blob)
-            for sym, arr, hint in items:
-                aliases.append(f"{self._comment(hint, arr)}\nconstexpr const {t} *{sym} = "
-                               f"{region} + {(len(blob) - start) // dtype.itemsize};")
-                blob += arr.tobytes() + bytes(cxx.aligned_size(arr.nbytes) - arr.nbytes)
-            externs.append(f"extern const {t} {region}[{(len(blob) - start) // dtype.itemsize}] "
-                           "MLBRIDGE_AOT_CONSTANT;")
-            defs += _asm_object(region, base, start, len(blob) - start)
-        digest = hashlib.sha256(bytes(blob)).digest()
+        regions, blob = self._regions(c_symbol)
+        digest = hashlib.sha256(blob).digest()
         digest_sym = f"{c_symbol}_weights_sha256"
+        externs, aliases, defs = [], [], []
+        for region in regions:
+            for sym, arr, hint, offset in region.constants:
+                aliases.append(f"{self._comment(hint, arr)}\nconstexpr const {region.ctype} "
+                               f"*{sym} = {region.symbol} + {offset};")
+            externs.append(f"extern const {region.ctype} {region.symbol}"
+                           f"[{region.elements}] MLBRIDGE_AOT_CONSTANT;")
+            defs += _asm_object(region.symbol, base, region.start, region.nbytes)
         defs += _asm_object(digest_sym, base, len(blob), len(digest))
         blob += digest
-        decls = (
-            "\n#if !defined(__ELF__) || !(defined(__GNUC__) || defined(__clang__))\n"
-            "#error \"the constants are in a weights file (.incbin), which needs GCC or "
-            "Clang on an ELF target; regenerate with a higher mlbridge-aot "
-            "--inline-weights-limit\"\n"
-            "#endif\n"
-            "#define MLBRIDGE_AOT_CONSTANT "
-            "__attribute__((visibility(\"hidden\"), aligned(64)))\n"
-            "extern \"C\" {\n" + "\n".join(externs) + "\n"
-            f"extern const unsigned char {digest_sym}[32] MLBRIDGE_AOT_CONSTANT;\n"
-            "}\n\nnamespace {\n\n"
-            + "\n\n".join(aliases) + "\n\n"
-            "/// SHA-256 of the constants, as generated: the weights file ends with it.\n"
-            "constexpr unsigned char kWeightsSha256[32] = {\n    "
-            + ",\n    ".join(", ".join(f"0x{b:02x}" for b in digest[i:i + 16])
-                            for i in (0, 16)) + "};\n\n"
-            "/// Whether the weights file assembled in is the one generated with this\n"
-            "/// source (a shorter file is padded with zeros: its digest differs).\n"
-            "bool weightsMatch() {\n"
-            f"  return std::memcmp({digest_sym}, kWeightsSha256, 32) == 0;\n"
-            "}\n\n"
-            "/// The run function of a model whose weights file is another one.\n"
-            "const char *runWithOtherWeights(void *const *, void *const *, unsigned char *) {\n"
-            "  return \"mlbridge-aot: the weights file assembled in is not the one \"\n"
-            "         \"generated with this source; regenerate both\";\n"
-            "}\n\n} // namespace\n")
+        decls = templates.fill(
+            "weights.cpp.in", externs="\n".join(externs), digest_symbol=digest_sym,
+            aliases="\n\n".join(aliases),
+            digest=",\n    ".join(", ".join(f"0x{b:02x}" for b in digest[i:i + 16])
+                                  for i in (0, 16)))
         before = [f".pushsection .rodata.{c_symbol}_weights,\"a\"\n", f".balign {cxx.ALIGN}\n",
                   f"{base}:\n"]
         # A longer file fails to assemble (.org cannot move backwards).
         after = [f".org {base} + {len(blob)}\n"] + defs + [".popsection\n"]
-        return WeightsFile(bytes(blob), before, after), decls
+        return WeightsFile(blob, before, after), decls
 
     @staticmethod
     def _comment(hint: str, arr: np.ndarray) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Dict, Type
 
-from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
 from mlbridge.codecs.base import Codec
 from mlbridge.codecs.bitstream import BitstreamCodec
 from mlbridge.codecs.json_codec import JsonCodec
 from mlbridge.codecs.protobuf_codec import ProtobufCodec
+from mlbridge.codecs.schema import DEFAULT_MAX_BYTES
 from mlbridge.errors import CodecError
 
 _CODECS: Dict[str, Type[Codec]] = {

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mlbridge.codecs._validate import DEFAULT_MAX_BYTES
+from mlbridge.codecs.schema import DEFAULT_MAX_BYTES
 from mlbridge.errors import CodecError
 from mlbridge.tensor_spec import TensorSpec
 

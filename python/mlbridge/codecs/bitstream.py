@@ -6,8 +6,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs._validate import arrays_for, check_payload_size
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.schema import arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
 from mlbridge.tensor_spec import TensorSpec, check_unique_names

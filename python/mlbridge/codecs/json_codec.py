@@ -8,8 +8,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs._validate import SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.schema import SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, ModelError
 from mlbridge.jsontext import format_array, load_json, quote_string

@@ -12,10 +12,10 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs._validate import (DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for,
-                                       check_payload_size)
 from mlbridge.codecs.base import Codec, Tensors
 from mlbridge.codecs.protobuf_layout import CanonicalLayout
+from mlbridge.codecs.schema import (DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for,
+                                    check_payload_size)
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError, ModelError
 from mlbridge.tensor_spec import PROTO_DTYPES, TensorSpec

@@ -1,4 +1,23 @@
-"""Checks shared by every codec: sizes, shapes, and matching to the schema."""
+"""Checks shared by every codec: sizes, shapes, and matching to the schema.
+
+A public module: the codecs, the training-log reader and the gRPC client use
+it, and so can a user's own codec or transport. Everything here raises
+:class:`mlbridge.errors.CodecError` naming the tensor at fault.
+
+- :func:`check_payload_size`: refuse a payload over ``max_bytes`` before
+  looking inside it (``DEFAULT_MAX_BYTES`` is :mod:`mlbridge.limits`' bound).
+- :func:`arrays_for`: the values to *encode*, as contiguous arrays in schema
+  order, converted only when no value changes.
+- :class:`SchemaMatcher`: the tensors of one *decoded* message matched to the
+  declared specs (name, type, element count; none missing, none twice).
+- :func:`array_from_bytes`: raw little-endian bytes as the values of a spec.
+- :func:`element_count`: the product of an untrusted shape, bounded.
+
+>>> matcher = SchemaMatcher(specs, "request")
+>>> spec = matcher.spec_for("x", "float", [1])
+>>> matcher.add_bytes(spec, payload_bytes)
+>>> tensors = matcher.finish()
+"""
 
 from __future__ import annotations
 

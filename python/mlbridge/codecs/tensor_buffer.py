@@ -11,7 +11,7 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-from mlbridge.codecs._validate import SchemaMatcher, array_from_bytes
+from mlbridge.codecs.schema import SchemaMatcher, array_from_bytes
 from mlbridge.errors import CodecError
 from mlbridge.tensor_spec import TensorSpec, check_unique_names
 

@@ -4,7 +4,9 @@ The demo policy (mlbridge/demo/policy.py) is exported as an ONNX graph of the
 same rule; the decisions recorded while clang-19 compiled over pipes are
 replayed by a C++ program (examples/deploy_replay.cpp) through
 OnnxModelRunner in-process and through the pipe runner to the Python policy,
-checking that both agree with what the compiler got and timing both.
+checking that both agree with what the compiler got and timing both. The
+program is part of the native half (CMake package), found by
+:mod:`mlbridge.native` (``mlbridge config --deploy-replay``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import List, Sequence, TextIO, Tuple
 
 import numpy as np
 
+from mlbridge.native import NativeError, deploy_replay_path
+
 #: The features the demo policy reads, in the order of the replay file.
 FEATURES = ("cost_estimate", "callee_basic_block_count", "last_call_to_static_bonus")
-REPLAY = Path(__file__).resolve().parents[3] / "build" / "examples" / \
-    "mlbridge-example-deploy-replay"
 
 
 def export_policy_onnx(path: str) -> None:
@@ -69,16 +71,19 @@ def write_cases(records: Sequence[Tuple[int, int, int, int]], path: str) -> None
 
 def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]],
                    out: TextIO) -> int:
-    """Replay ``records`` in-process and over pipes; 0 when both agree."""
-    if not REPLAY.exists():
-        out.write(f"(deployment half skipped: build {REPLAY.name} first, scripts/setup)\n")
+    """Replay ``records`` in-process and over pipes; 0 when both agree. Without
+    the replay program (no native half found), one line says why and 0."""
+    try:
+        replay = deploy_replay_path()
+    except NativeError as err:
+        out.write(f"(deployment half skipped: no replay program: {err})\n")
         return 0
     model = os.path.join(workdir, "demo_policy.onnx")
     cases = os.path.join(workdir, "decisions.bin")
     export_policy_onnx(model)
     write_cases(records, cases)
     policy = str(Path(__file__).resolve().parent / "policy.py") + ":policy"
-    done = subprocess.run([str(REPLAY), model, cases, sys.executable, policy],
+    done = subprocess.run([str(replay), model, cases, sys.executable, policy],
                           capture_output=True, text=True, timeout=600)
     out.write(done.stdout)
     if done.returncode != 0:

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.pipe_host import Policy, Session, as_decision_fn
+from mlbridge.policy import Policy, Session, as_decision_fn
 
 #: Largest float32 below 2**32 (the largest priority LLVM can cast safely).
 MAX_PRIORITY = float(np.nextafter(np.float32(2.0 ** 32), np.float32(0)))

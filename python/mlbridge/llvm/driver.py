@@ -7,8 +7,10 @@ at the same time (pitfall #8: ``llc`` may use the eviction and priority
 advisors together). It handles the other LLVM 19 pitfalls:
 
 - #3: on any host-side error (policy failure, bad answer, protocol error,
-  timeout) the compiler's process group is killed *before* the pipes are
-  closed: LLVM 19 busy-loops forever on a closed input.
+  timeout) the compiler's process group is stopped *before* the pipes are
+  closed: LLVM 19 busy-loops forever on a closed input. It gets SIGTERM, on
+  which LLVM removes its temporary outputs (``X-1a2b3c4d.o.tmp``), then
+  SIGKILL if it still runs after :data:`KILL_GRACE_SECONDS`.
 - #6: a compiler that never opens a channel (``llc -O0``, nothing to
   allocate) is not waited for: opening gives up as soon as it exits.
 - #1/#4/#5/#7: see :mod:`mlbridge.llvm.advisors`.
@@ -29,7 +31,11 @@ from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.command import with_llvm_options
-from mlbridge.pipe_host import HostStats, PipeHost, Policy
+from mlbridge.pipe_host import HostStats, PipeHost
+from mlbridge.policy import Policy
+
+#: Seconds a compiler has to exit after SIGTERM before it gets SIGKILL.
+KILL_GRACE_SECONDS = 2.0
 
 
 @dataclass
@@ -44,6 +50,8 @@ class AdvisorRun:
     #: call sites it kept from the policy (None: not measured).
     size_increase_threshold: Optional[float] = None
     after_size_stop: Optional[int] = None
+    #: the exception behind ``error`` (e.g. :class:`mlbridge.pipe_host.PolicyFailed`)
+    exception: Optional[BaseException] = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
         out = {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
@@ -109,19 +117,34 @@ class _Compiler:
                                      start_new_session=True)
         self.exited = threading.Event()
         self._lock = threading.Lock()
+        self._killing = False
 
     def alive(self) -> bool:
         return not self.exited.is_set()
 
     def kill(self) -> None:
-        """SIGKILL the compiler's process group (clang's cc1 child included)."""
+        """Stop the compiler's process group (clang's cc1 child included):
+        SIGTERM (LLVM then removes its temporary outputs), SIGKILL when it has
+        not exited after :data:`KILL_GRACE_SECONDS`."""
         with self._lock:
-            if self.exited.is_set():
+            if self.exited.is_set() or self._killing:
                 return
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            self._killing = True
+            self._signal(signal.SIGTERM)
+        threading.Thread(target=self._kill_after_grace, daemon=True,
+                         name="compiler-kill").start()
+
+    def _kill_after_grace(self) -> None:
+        if not self.exited.wait(KILL_GRACE_SECONDS):
+            with self._lock:
+                if not self.exited.is_set():
+                    self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _serve_one(compiler: _Compiler, channel: Channel, host: PipeHost, run: AdvisorRun,
@@ -132,6 +155,7 @@ def _serve_one(compiler: _Compiler, channel: Channel, host: PipeHost, run: Advis
         return  # pitfall #6: the compiler finished without asking anything
     except Exception as err:  # noqa: BLE001 - any failure must stop the compiler
         run.error = f"{type(err).__name__}: {err}"
+        run.exception = err
         compiler.kill()
         return
     run.opened = True
@@ -139,6 +163,7 @@ def _serve_one(compiler: _Compiler, channel: Channel, host: PipeHost, run: Advis
         host.serve_ends(ends, run.stats)
     except Exception as err:  # noqa: BLE001
         run.error = f"{type(err).__name__}: {err}"
+        run.exception = err
         compiler.kill()  # before closing: LLVM 19 spins on a closed pipe
     finally:
         ends.close()
@@ -243,6 +268,7 @@ def _run(command: List[str], policies: Mapping[str, Policy], patches: Mapping[st
     for thread in threads:
         thread.start()
     timed_out = False
+    join_deadline: Optional[float] = None
     try:
         try:
             compiler.proc.wait(timeout)
@@ -253,11 +279,15 @@ def _run(command: List[str], policies: Mapping[str, Policy], patches: Mapping[st
     except BaseException:  # e.g. KeyboardInterrupt: never leave the compiler behind
         compiler.kill()
         compiler.proc.wait()
+        # Do not wait for a policy still deciding (the threads are daemons):
+        # an interrupted run must end at once.
+        join_deadline = time.monotonic() + KILL_GRACE_SECONDS
         raise
     finally:
         compiler.exited.set()
         for thread in threads:
-            thread.join()
+            thread.join(None if join_deadline is None
+                        else max(0.0, join_deadline - time.monotonic()))
     return RunResult(command, compiler.proc.returncode, "".join(err_lines), runs,
                      timed_out, time.monotonic() - start)
 

@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.corpus import Program
@@ -86,26 +87,52 @@ def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_mode
 
 def _with_pipe_server(programs: Sequence[Program], out_dir: Path, plugin: Path,
                       onnx_model: Path, aot_module: Path,
-                      plugin_env: Optional[Dict[str, str]], step) -> List[ProgramResult]:
+                      plugin_env: Optional[Dict[str, str]],
+                      step: Callable[[int, int, str], None]) -> List[ProgramResult]:
     """The pipe configuration: one `mlbridge serve` serving the ONNX policy
     to every compilation in turn (so compilations run one at a time)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = str(Path(tmp) / "inline")
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mlbridge", "serve", "--pipe", base, "--create",
-             "--policy", str(onnx_model), "--sessions", "0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 30
-            while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise MlbridgeError("mlbridge serve did not create its FIFOs: " +
-                                        (server.stderr.read() or b"").decode()[-1000:])
-                time.sleep(0.05)
+        command = [sys.executable, "-m", "mlbridge", "serve", "--pipe", base, "--create",
+                   "--policy", str(onnx_model), "--sessions", "0"]
+        with pipe_server(command, base):
             p = plugin_for("pipe", plugin, onnx_model, aot_module, base)
             assert p is not None
             p.env.update(plugin_env or {})
             return compile_all(programs, out_dir, p, jobs=1, progress=step)
+
+
+@contextmanager
+def pipe_server(command: Sequence[str], base: str,
+                ready_timeout: float = 30.0) -> Iterator["subprocess.Popen[bytes]"]:
+    """Run ``command``, a server that creates the FIFOs ``base``.in and ``base``.out.
+
+    Yields the process once both FIFOs exist; kills and reaps it on leaving,
+    whatever happens. When it exits or ``ready_timeout`` seconds pass without
+    the FIFOs, it is killed *before* its stderr is read, and MlbridgeError
+    carries the end of that stderr. The stderr goes to a file, never a pipe:
+    nothing can block on it, neither the server (a full pipe nobody reads
+    while compiling) nor this process (reading a pipe that a live server, or
+    any child it left behind, keeps open).
+    """
+    with tempfile.TemporaryFile() as stderr:
+        server = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            deadline = time.monotonic() + ready_timeout
+            while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
+                exited = server.poll() is not None
+                if exited or time.monotonic() > deadline:
+                    server.kill()
+                    server.wait()
+                    stderr.seek(0)
+                    tail = stderr.read().decode("utf-8", "replace")[-1000:]
+                    why = (f"exited with status {server.returncode}" if exited
+                           else f"was still running after {ready_timeout:g} s")
+                    raise MlbridgeError(f"mlbridge serve did not create its FIFOs "
+                                        f"({why}): {tail}")
+                time.sleep(0.05)
+            yield server
         finally:
             server.kill()
             server.wait()

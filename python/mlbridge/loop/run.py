@@ -3,7 +3,8 @@
 collect (interactive mode) -> train (numpy) -> ONNX -> mlbridge-aot ->
 deploy in clang-19 through the plugin -> measure on held-out programs ->
 evolution strategies on size -> results.json, summary.md, training.png,
-sizes.png in the output directory."""
+sizes.png in the output directory. The plugin is the native half's
+(:mod:`mlbridge.native`) unless given; the programs: :mod:`mlbridge.loop.corpus`."""
 
 from __future__ import annotations
 
@@ -11,21 +12,20 @@ import json
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.collect import collect
-from mlbridge.loop.corpus import HELD_OUT, TRAIN, load_corpus, split
+from mlbridge.loop.corpus import (CORPUS_VARIABLE, HELD_OUT, LOCAL_CORPUS, TRAIN, Program,
+                                  bundled_programs, default_corpus, load_corpus, split)
 from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
 from mlbridge.loop.imitation import agreement_by_program, build_aot_module, train_imitation
 from mlbridge.loop.report import Progress, plot_sizes, plot_training
 from mlbridge.loop.search import evolve
 from mlbridge.loop.toolchain import compile_all, onnx_plugin
-
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PLUGIN = REPO / "build" / "src" / "llvm" / "mlbridge-inline-advisor.so"
+from mlbridge.native import plugin_path
 
 
 def _require(tool: str) -> None:
@@ -33,25 +33,47 @@ def _require(tool: str) -> None:
         raise MlbridgeError(f"{tool} is not installed (scripts/setup installs it)")
 
 
-def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".cache" / "corpus",
+def _programs(corpus: Optional[Path], quick: bool, stream: TextIO) -> List[Program]:
+    """The programs of ``corpus`` (None: the default corpus) and the bundled
+    ones; says on ``stream`` which are training and which held-out."""
+    if corpus is None:
+        corpus = default_corpus()
+        if corpus is None:
+            stream.write(f"mlbridge loop: no corpus (no --corpus, ${CORPUS_VARIABLE} unset, "
+                         f"no ./{LOCAL_CORPUS}): the bundled demo programs only\n")
+    programs = load_corpus(corpus, quick)
+    train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
+    stream.write(f"mlbridge loop: training programs: {', '.join(p.name for p in train)} "
+                 f"(demo-*: bundled, always training); held-out: "
+                 f"{', '.join(p.name for p in held_out) or 'none'}\n")
+    if not held_out:
+        raise MlbridgeError("no held-out program to measure on (the bundled demo programs "
+                            "are training programs): give --corpus DIR with your C programs "
+                            f"(docs/loop.md), set ${CORPUS_VARIABLE}, or fetch the reference "
+                            f"corpus into ./{LOCAL_CORPUS} (tools/fetch_corpus.py)")
+    return programs
+
+
+def run_loop(out: Path, plugin: Optional[Path] = None, corpus: Optional[Path] = None,
              quick: bool = False, es_iterations: int = 8, jobs: int = 2,
              repeats: int = 1, configurations=CONFIGURATIONS,
              plugin_env: Optional[Dict[str, str]] = None,
              progress: Optional[Progress] = None) -> Dict[str, Any]:
-    """Runs every step; returns (and writes) the results. ``repeats``: rounds
-    of the deployment measurements (compile times: the fastest round);
+    """Runs every step; returns (and writes) the results. ``plugin``: the
+    inline-advisor plugin (default: ``mlbridge config --plugin``);
+    ``corpus``: a directory of C programs (default:
+    :func:`mlbridge.loop.corpus.default_corpus`); ``repeats``: rounds of the
+    deployment measurements (compile times: the fastest round);
     ``plugin_env``: extra environment of compilers loading the plugin."""
     for tool in ("clang-19", "llvm-size-19", "c++"):
         _require(tool)
+    plugin = plugin if plugin is not None else plugin_path()
     if not plugin.exists():
-        raise MlbridgeError(f"the plugin {plugin} is missing (scripts/setup builds it)")
+        raise MlbridgeError(f"the plugin {plugin} does not exist")
     progress = progress or Progress()
-    out.mkdir(parents=True, exist_ok=True)
-    programs = load_corpus(corpus, REPO / "python" / "mlbridge" / "demo" / "data", quick)
+    programs = _programs(corpus, quick, progress.stream)
     train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
-    if not train or not held_out:
-        raise MlbridgeError("the corpus needs training and held-out programs "
-                            "(run tools/fetch_corpus.py)")
+    out.mkdir(parents=True, exist_ok=True)
 
     data = collect(train, out / "logs", progress.step("collect"))
     np.savez(out / "dataset.npz", features=data.features, decisions=data.decisions,
@@ -77,6 +99,9 @@ def run_loop(out: Path, plugin: Path = DEFAULT_PLUGIN, corpus: Path = REPO / ".c
                                onnx_plugin(plugin, es_onnx, plugin_env), jobs)
 
     results = _summarise(data, policy, curve, measured, trace, es_sizes, held_out)
+    results["programs"] = {"train": [p.name for p in train],
+                           "held_out": [p.name for p in held_out],
+                           "bundled": [p.name for p in bundled_programs()]}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     sizes = {c: {r.program: r.text_bytes for r in rs} for c, rs in measured.items()
              if c in ("oz", "aot")}
@@ -136,6 +161,14 @@ def _search_line(search: Optional[Dict[str, Any]]) -> List[str]:
             f"sample; held-out programs below (ES).\n"]
 
 
+def _programs_line(programs: Optional[Dict[str, List[str]]]) -> List[str]:
+    if not programs:
+        return []
+    return [f"Training programs: {', '.join(programs['train'])} (the bundled demo programs, "
+            f"{', '.join(programs['bundled'])}, are always training programs); held-out: "
+            f"{', '.join(programs['held_out'])}.\n"]
+
+
 def summary_markdown(results: Dict[str, Any]) -> str:
     """The results as Markdown tables."""
     t = results["training"]
@@ -143,6 +176,7 @@ def summary_markdown(results: Dict[str, Any]) -> str:
              f"Imitation: {t['call_sites']} call sites from the training programs, "
              f"{len(t['features'])} features; agreement train {t['train_agreement']:.4f}, "
              f"validation {t['validation_agreement']:.4f}.\n",
+             *_programs_line(results.get("programs")),
              *_search_line(results["search"]),
              "| held-out program | lines | -Oz .text | aot .text | aot / -Oz | agreement |"
              + (" ES .text | ES / -Oz |" if results["search"] else ""),

@@ -18,7 +18,8 @@ import numpy as np
 import fuzz_support  # first: imports mlbridge instrumented
 from mlbridge.channel import FdReader, FdWriter, HostEnds
 from mlbridge.errors import MlbridgeError
-from mlbridge.pipe_host import PipeHost, Session
+from mlbridge.pipe_host import PipeHost
+from mlbridge.policy import Session
 from mlbridge.tensor_spec import TensorSpec
 
 MAX_BYTES = 1 << 20

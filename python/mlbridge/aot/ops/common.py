@@ -7,7 +7,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from mlbridge.aot.graph import AotError, Node, Value
+from mlbridge.aot.errors import AotError
+from mlbridge.aot.ir import Node, Value
 
 
 class Operator:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlbridge.aot.cxx import float_literal, int64_literal
-from mlbridge.aot.graph import AotError, Node
+from mlbridge.aot.errors import AotError
+from mlbridge.aot.ir import Node
 from mlbridge.aot.ops.common import (Operator, broadcast_shape, broadcast_strides,
                                      collapse, require_dtype,
                                      runtime_input, same_dtype)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlbridge.aot.budget import MAX_RANK
-from mlbridge.aot.graph import AotError, Node
+from mlbridge.aot.errors import AotError
+from mlbridge.aot.ir import Node
 from mlbridge.aot.ops.common import (Operator, const_param, int_list,
                                      normalize_axis, require_dtype, runtime_input,
                                      same_dtype, strides_of)

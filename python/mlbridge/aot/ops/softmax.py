@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlbridge.aot.graph import Node
+from mlbridge.aot.ir import Node
 from mlbridge.aot.ops.common import Operator, normalize_axis, require_dtype, runtime_input
 
 F32 = np.dtype(np.float32)

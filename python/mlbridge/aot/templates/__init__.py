@@ -1,316 +1,88 @@
-"""The text of generated headers and sources, filled by
-:func:`mlbridge.aot.emit.generate`. Every model-provided string reaches these
-templates through :func:`mlbridge.aot.cxx.comment`,
-:func:`~mlbridge.aot.cxx.string_literal` or
-:func:`~mlbridge.aot.cxx.unique_identifier` only."""
+"""The C++ text of generated models, as template files shipped with the package.
+
+Every fixed block of generated code lives in a ``*.in`` file of this
+directory; the code generator (:mod:`mlbridge.aot.render`,
+:mod:`mlbridge.aot.runfn`, :mod:`mlbridge.aot.weights`) only fills them and
+formats the per-tensor rows (table entries, name lookups, constant arrays):
+
+========================  ====================================================
+``abi_v1.h.in``           the C ABI block (:data:`AOT_ABI_V1`)
+``model.h.in``            the generated header
+``model.cpp.in``          the generated source
+``accessor.h.in``         one ``arg_feed_<name>_data()``-style accessor
+``run.cpp.in``            the run functions: step tables and CPU dispatch
+``step.cpp.in``           one step of the run function
+``step_table.cpp.in``     the step table and run function of one instruction set
+``step_wrapper.cpp.in``   one step compiled for one instruction set
+``weights.cpp.in``        the declarations of a weights file's symbols
+``weights_check.cpp.in``  the constructor's check of the weights file
+``weights_asm.cpp.in``    the ``asm`` block pulling the weights file in
+========================  ====================================================
+
+A placeholder is ``@name@`` (lower-case letters, digits, ``_``), a spelling C++
+never uses, so the C++ needs no escaping. Filling is strict: every
+placeholder needs a value and every value a placeholder. Values are inserted
+verbatim, in one pass (a value is never scanned for placeholders). Every
+model-provided string reaches these templates through
+:func:`mlbridge.aot.cxx.comment`, :func:`~mlbridge.aot.cxx.string_literal` or
+:func:`~mlbridge.aot.cxx.unique_identifier` only.
+
+Each file ends with a newline. :func:`fill` keeps it (whole files, blocks
+followed by more text); :func:`snippet` drops it (pieces the caller joins or
+embeds in a line of its own).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+from typing import Tuple, Union
+
+#: A placeholder in a template file.
+PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*)@")
+
+Value = Union[str, int]
+
+
+class TemplateError(RuntimeError):
+    """A template and its values do not match (a bug of mlbridge-aot)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name: str) -> Tuple[str, frozenset]:
+    """The text of template ``name`` and the names of its placeholders."""
+    text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        raise TemplateError(f"template {name} does not end with a newline")
+    return text, frozenset(PLACEHOLDER.findall(text))
+
+
+def text(name: str) -> str:
+    """The content of template ``name`` as it is (for a template without placeholders)."""
+    return fill(name)
+
+
+def fill(name: str, **values: Value) -> str:
+    """Template ``name`` with each ``@key@`` replaced by ``values[key]``."""
+    template, names = _load(name)
+    missing = sorted(names - values.keys())
+    unused = sorted(values.keys() - names)
+    if missing or unused:
+        raise TemplateError(f"template {name}: no value for {missing}, no placeholder for "
+                            f"{unused}")
+    return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
+
+
+def snippet(name: str, **values: Value) -> str:
+    """:func:`fill` without the final newline."""
+    return fill(name, **values)[:-1]
+
 
 #: The C ABI of generated models (version 1). include/mlbridge/AotAbi.h
 #: carries the same block (the C++ and C APIs include it);
 #: tests/python/test_aot.py checks that the two are identical.
-AOT_ABI_V1 = """\
-/* BEGIN MLBRIDGE_AOT_ABI_V1 */
-#ifndef MLBRIDGE_AOT_ABI_V1
-#define MLBRIDGE_AOT_ABI_V1 1
-#ifdef __cplusplus
-extern "C" {
-#endif
-/** One input or output tensor of an ahead-of-time compiled model. */
-typedef struct mlbridge_aot_tensor_v1 {
-  const char *name;     /**< the ONNX name */
-  const char *dtype;    /**< "float" or "int64_t" (LLVM's spelling) */
-  int rank;             /**< number of dimensions */
-  const int64_t *shape; /**< rank dimensions */
-} mlbridge_aot_tensor_v1;
-/** The C interface of an ahead-of-time compiled model (mlbridge-aot). */
-typedef struct mlbridge_aot_model_v1 {
-  int abi_version;                       /**< 1 */
-  const char *name;                      /**< the C++ class name */
-  int num_args;                          /**< number of inputs */
-  int num_results;                       /**< number of outputs */
-  const mlbridge_aot_tensor_v1 *args;    /**< the inputs */
-  const mlbridge_aot_tensor_v1 *results; /**< the outputs */
-  /** A new model object with zeroed inputs, or NULL without memory. */
-  void *(*create)(void);
-  /** Frees a model object. */
-  void (*destroy)(void *model);
-  /** Buffer of input or output `index` (NULL if out of range). */
-  void *(*arg_data)(void *model, int index);
-  void *(*result_data)(void *model, int index);
-  /** Redirects input or output `index` to `data` (NULL: own buffer). */
-  void (*set_arg_data)(void *model, int index, void *data);
-  void (*set_result_data)(void *model, int index, void *data);
-  /** Runs the model: NULL on success, else what failed (static text). */
-  const char *(*run)(void *model);
-} mlbridge_aot_model_v1;
-#ifdef __cplusplus
-}
-#endif
-#endif
-/* END MLBRIDGE_AOT_ABI_V1 */
-"""
+AOT_ABI_V1 = text("abi_v1.h.in")
 
 
-HEADER = """\
-/* Generated by mlbridge-aot from {source}. Do not edit.
-   Depends on the C++17 standard library only. Usable from C (the model's C
-   interface) and C++ (the class). */
-#ifndef {guard}
-#define {guard}
-
-#include <stddef.h>
-#include <stdint.h>
-
-{abi}
-#ifdef __cplusplus
-extern "C" {{
-#endif
-/** The C interface of {namespace}::{cls} (mlbridge.h: mlbridge_aot_runner_create). */
-const mlbridge_aot_model_v1 *{c_symbol}(void);
-#ifdef __cplusplus
-}}
-
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
-namespace {namespace} {{
-
-/// An ahead-of-time compiled model. Interfaces:
-///  - XLA/tfcompile style (LLVM's ReleaseModeModelRunner): LookupArgIndex,
-///    LookupResultIndex (names with or without the feed_/fetch_ prefixes),
-///    arg_data, result_data, Run, and arg_feed_<name>_data() accessors;
-///  - EmitC style: getBufferForName, operator();
-///  - mlbridge::AotModelRunner<{cls}> (mlbridge/AotModelRunner.h): the
-///    mlbridge runner API, with argInfo/resultInfo describing the tensors.
-/// Buffers are owned by the object unless redirected with set_arg_data /
-/// set_result_data. Run() allocates nothing. Not thread-safe: one object per
-/// thread.
-class {cls} {{
-public:
-  /// Number of inputs.
-  static constexpr int NumArgs = {num_args};
-  /// Number of outputs.
-  static constexpr int NumResults = {num_results};
-
-  /// Describes one input or output tensor.
-  struct TensorInfo {{
-    /// The ONNX name.
-    const char *Name;
-    /// Element type, as mlbridge and LLVM spell it ("float", "int64_t").
-    const char *DType;
-    /// Number of dimensions.
-    int Rank;
-    /// Rank dimensions.
-    const std::int64_t *Shape;
-    /// Number of elements.
-    std::size_t ElementCount;
-    /// Bytes of the buffer.
-    std::size_t ByteSize;
-  }};
-  /// Input \\p I (0 <= I < NumArgs).
-  static const TensorInfo &argInfo(int I);
-  /// The model's C interface (also {c_symbol}()); what
-  /// mlbridge::AotModelRunner<{cls}> runs.
-  static const mlbridge_aot_model_v1 *cInterface();
-  /// Output \\p I (0 <= I < NumResults).
-  static const TensorInfo &resultInfo(int I);
-
-  /// Zero-filled inputs; picks the run function for this CPU.
-  {cls}();
-  {cls}(const {cls} &) = delete;
-  {cls} &operator=(const {cls} &) = delete;
-
-  /// Index of the input called \\p Name (or feed_\\p Name), or -1.
-  static int LookupArgIndex(std::string_view Name);
-  /// Index of the output called \\p Name (or fetch_\\p Name), or -1.
-  static int LookupResultIndex(std::string_view Name);
-  /// Buffer of input \\p I, or nullptr.
-  void *arg_data(int I) {{ return I >= 0 && I < NumArgs ? ArgData[I] : nullptr; }}
-  /// Buffer of output \\p I, or nullptr.
-  void *result_data(int I) {{
-    return I >= 0 && I < NumResults ? ResultData[I] : nullptr;
-  }}
-  /// Reads input \\p I from \\p Data (argInfo(I).ByteSize bytes, 4-byte
-  /// aligned at least) from now on; nullptr restores the own buffer.
-  void set_arg_data(int I, void *Data);
-  /// Writes output \\p I to \\p Data from now on; nullptr restores the own
-  /// buffer. Output buffers must not overlap each other or the inputs.
-  void set_result_data(int I, void *Data);
-  /// Computes the outputs. False on a data-dependent error (an index out of
-  /// range, an integer division by zero), described by error().
-  bool Run();
-  /// Why the last Run() failed, or nullptr.
-  const char *error() const {{ return LastError; }}
-  /// The instruction set the run function was compiled for ("avx2+fma" or
-  /// "generic"), picked for this CPU at construction.
-  const char *instructionSet() const {{ return InstructionSet; }}
-
-  /// EmitC style: the buffer of the input or output called \\p Name (with or
-  /// without the feed_/fetch_ prefix), or nullptr.
-  char *getBufferForName(std::string_view Name);
-  /// EmitC style: runs the model (see Run()).
-  void operator()() {{ Run(); }}
-
-{accessors}
-
-private:
-  /// The run function picked for this CPU.
-  using RunFunction = const char *(*)(void *const *Args, void *const *Results,
-                                      unsigned char *Scratch);
-  RunFunction RunImpl;
-  const char *InstructionSet;
-  const char *LastError = nullptr;
-  void *ArgData[{arg_slots}];
-  void *ResultData[{result_slots}];
-  alignas(64) unsigned char Storage[{storage}];
-}};
-
-}} // namespace {namespace}
-
-#endif /* __cplusplus */
-#endif /* {guard} */
-"""
-
-SOURCE = """\
-// Generated by mlbridge-aot from {source}. Do not edit.
-// Depends on the C++17 standard library only.
-#include "{header_name}"
-
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <new>
-#include <type_traits>
-{weights_decls}
-namespace {{
-{outline}
-{kernels}
-
-[[maybe_unused]] constexpr float kInf = std::numeric_limits<float>::infinity();
-[[maybe_unused]] constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-{decls}
-
-{run}
-
-}} // namespace
-
-namespace {namespace} {{
-
-namespace {{
-const {cls}::TensorInfo ArgInfos[] = {{
-{arg_info}
-}};
-const {cls}::TensorInfo ResultInfos[] = {{
-{result_info}
-}};
-constexpr std::size_t ScratchOffset = {scratch_offset};
-constexpr std::size_t ArgOffsets[] = {{{arg_offsets}}};
-constexpr std::size_t ResultOffsets[] = {{{result_offsets}}};
-}} // namespace
-
-const {cls}::TensorInfo &{cls}::argInfo(int I) {{ return ArgInfos[I]; }}
-
-const {cls}::TensorInfo &{cls}::resultInfo(int I) {{ return ResultInfos[I]; }}
-
-{cls}::{cls}() {{
-  std::memset(Storage, 0, sizeof(Storage));
-  for (int I = 0; I < NumArgs; ++I)
-    ArgData[I] = Storage + ArgOffsets[I];
-  for (int I = 0; I < NumResults; ++I)
-    ResultData[I] = Storage + ResultOffsets[I];
-  RunImpl = runGeneric;
-  InstructionSet = "generic";
-#ifdef MLBRIDGE_AOT_X86_DISPATCH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {{
-    RunImpl = runAvx2;
-    InstructionSet = "avx2+fma";
-  }}
-#endif
-{weights_check}}}
-
-int {cls}::LookupArgIndex(std::string_view Name) {{
-{lookup_args}
-  (void)Name;
-  return -1;
-}}
-
-int {cls}::LookupResultIndex(std::string_view Name) {{
-{lookup_results}
-  (void)Name;
-  return -1;
-}}
-
-void {cls}::set_arg_data(int I, void *Data) {{
-  if (I < 0 || I >= NumArgs)
-    return;
-  ArgData[I] = Data ? Data : Storage + ArgOffsets[I];
-}}
-
-void {cls}::set_result_data(int I, void *Data) {{
-  if (I < 0 || I >= NumResults)
-    return;
-  ResultData[I] = Data ? Data : Storage + ResultOffsets[I];
-}}
-
-bool {cls}::Run() {{
-  LastError = RunImpl(ArgData, ResultData, Storage + ScratchOffset);
-  return LastError == nullptr;
-}}
-
-char *{cls}::getBufferForName(std::string_view Name) {{
-  int I = LookupArgIndex(Name);
-  if (I >= 0)
-    return static_cast<char *>(ArgData[I]);
-  I = LookupResultIndex(Name);
-  return I >= 0 ? static_cast<char *>(ResultData[I]) : nullptr;
-}}
-
-}} // namespace {namespace}
-
-// The C interface: plain functions over the class; no exception crosses it.
-namespace {{
-using CModel = {namespace}::{cls};
-// Ownership passes to the C caller, who frees the object with cDestroy().
-void *cCreate() {{ return new (std::nothrow) CModel(); }}
-void cDestroy(void *M) {{ delete static_cast<CModel *>(M); }}
-void *cArgData(void *M, int I) {{ return static_cast<CModel *>(M)->arg_data(I); }}
-void *cResultData(void *M, int I) {{
-  return static_cast<CModel *>(M)->result_data(I);
-}}
-void cSetArgData(void *M, int I, void *Data) {{
-  static_cast<CModel *>(M)->set_arg_data(I, Data);
-}}
-void cSetResultData(void *M, int I, void *Data) {{
-  static_cast<CModel *>(M)->set_result_data(I, Data);
-}}
-const char *cRun(void *M) {{
-  CModel *P = static_cast<CModel *>(M);
-  return P->Run() ? nullptr : P->error();
-}}
-const mlbridge_aot_tensor_v1 CArgs[] = {{
-{c_args}
-}};
-const mlbridge_aot_tensor_v1 CResults[] = {{
-{c_results}
-}};
-const mlbridge_aot_model_v1 CInterface = {{
-    1, {c_name}, {num_args}, {num_results}, CArgs, CResults, cCreate, cDestroy,
-    cArgData, cResultData, cSetArgData, cSetResultData, cRun}};
-}} // namespace
-
-extern "C" const mlbridge_aot_model_v1 *{c_symbol}(void) {{ return &CInterface; }}
-
-const mlbridge_aot_model_v1 *{namespace}::{cls}::cInterface() {{ return &CInterface; }}
-
-#ifdef MLBRIDGE_AOT_ENTRY_POINT
-// A shared library holding one model (mlbridge_add_aot_model(... SHARED))
-// exports it under a fixed name too, for dlopen().
-extern "C" __attribute__((visibility("default"))) const mlbridge_aot_model_v1 *
-mlbridge_aot_model_v1_entry(void) {{
-  return &CInterface;
-}}
-#endif
-"""
+__all__ = ["AOT_ABI_V1", "PLACEHOLDER", "TemplateError", "fill", "snippet", "text"]

@@ -1,0 +1,289 @@
+"""Where the native half of mlbridge is (``mlbridge config``, like ``llvm-config``).
+
+The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin, the
+demo's replay program, the libraries, headers and CMake package) come from the
+CMake package of the same version, which installs a manifest
+``PREFIX/share/mlbridge/native.json``::
+
+    {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
+     "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+     "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
+     "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
+
+(paths relative to PREFIX; a path key is absent when its part was not built).
+The prefix is, in this order:
+
+1. ``$MLBRIDGE_PREFIX`` (an error when it holds no manifest);
+2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
+   ``src/llvm/mlbridge-inline-advisor.so`` and
+   ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake package);
+3. ``sys.prefix`` (the package installed into this venv:
+   ``cmake --install build --prefix .venv``);
+4. ``pkg-config --variable=prefix mlbridge``, when pkg-config is installed;
+5. ``/usr/local``, then ``/usr``.
+
+The manifest is checked before use: types, and every path relative and inside
+the prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from mlbridge._version import __version__
+from mlbridge.errors import MlbridgeError
+
+#: The manifest, relative to the prefix.
+MANIFEST = Path("share") / "mlbridge" / "native.json"
+MAX_MANIFEST_BYTES = 64 * 1024
+#: The manifest's path keys, in the order ``mlbridge config`` prints them.
+PATH_KEYS = ("plugin", "deploy_replay", "cmake_dir", "libdir", "includedir")
+#: What MLBRIDGE_BUILD_DIR provides, relative to the build tree.
+BUILD_TREE_PATHS = {"plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
+                    "deploy_replay": Path("examples/mlbridge-example-deploy-replay")}
+FIX = ("install mlbridge's CMake package (cmake --install BUILD_DIR --prefix PREFIX) and "
+       "set MLBRIDGE_PREFIX=PREFIX, or install it into this Python's prefix "
+       f"({sys.prefix}); see docs/python-package.md")
+
+
+class NativeError(MlbridgeError):
+    """The native half is not found, its manifest is invalid, or a part is missing."""
+
+
+@dataclass(frozen=True)
+class Native:
+    """A native installation (or build tree) found: absolute paths of its parts."""
+
+    prefix: Path
+    found_by: str
+    version: str
+    components: Tuple[str, ...]
+    manifest: Optional[Path] = None
+    plugin: Optional[Path] = None
+    deploy_replay: Optional[Path] = None
+    cmake_dir: Optional[Path] = None
+    libdir: Optional[Path] = None
+    includedir: Optional[Path] = None
+
+    def describe(self) -> str:
+        """Where this installation is and how it was found, for messages."""
+        if self.found_by == "MLBRIDGE_BUILD_DIR":
+            return f"the build tree MLBRIDGE_BUILD_DIR={self.prefix}"
+        return f"the mlbridge CMake package at {self.prefix} ({self.found_by})"
+
+    def require(self, key: str) -> Path:
+        """The path of part ``key`` (one of PATH_KEYS); NativeError when it
+        was not built or is missing."""
+        path: Optional[Path] = getattr(self, key)
+        label = key.replace("_", "-")
+        if path is None:
+            raise NativeError(f"{self.describe()} has no {label} ({self._why_absent(key)})")
+        if not path.exists():
+            raise NativeError(f"{self.describe()} lists {label} {path}, which does not exist")
+        return path
+
+    def _why_absent(self, key: str) -> str:
+        if self.found_by != "MLBRIDGE_BUILD_DIR":
+            return "not built, or not installed there"
+        if key in BUILD_TREE_PATHS:
+            return f"no {self.prefix / BUILD_TREE_PATHS[key]}: build it first"
+        return ("a build tree provides only the plugin and the replay program: install the "
+                "CMake package for the rest")
+
+    def to_json(self) -> Dict[str, Any]:
+        """Everything known, as ``mlbridge config --json`` prints it."""
+        def text(path: Optional[Path]) -> Optional[str]:
+            return None if path is None else str(path)
+
+        return {"version": self.version, "python_package_version": __version__,
+                "prefix": str(self.prefix), "found_by": self.found_by,
+                "manifest": text(self.manifest), "components": list(self.components),
+                **{key: text(getattr(self, key)) for key in PATH_KEYS}}
+
+
+def _bad(manifest: Path, what: str) -> NativeError:
+    return NativeError(f"invalid manifest {manifest}: {what}")
+
+
+def _shown(value: object) -> str:
+    """An untrusted value, printable on one line and short."""
+    text = ascii(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _load_json(manifest: Path) -> Dict[str, Any]:
+    try:
+        with open(manifest, "rb") as stream:
+            raw = stream.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as err:
+        raise NativeError(f"cannot read {manifest}: {err.strerror or err}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise _bad(manifest, f"larger than {MAX_MANIFEST_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise _bad(manifest, f"not JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise _bad(manifest, "not a JSON object")
+    return data
+
+
+def _inside(prefix: Path, manifest: Path, key: str, value: object) -> Optional[Path]:
+    """``prefix / value`` for a relative path that stays inside the prefix."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _bad(manifest, f"'{key}' must be a string, got {_shown(value)}")
+    relative = PurePosixPath(value)
+    if (not value or "\0" in value or relative.is_absolute() or ".." in relative.parts):
+        raise _bad(manifest, f"'{key}' must be a relative path inside the prefix, "
+                             f"got {_shown(value)}")
+    return prefix.joinpath(*relative.parts)
+
+
+def _strings(manifest: Path, key: str, value: object) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(manifest, f"'{key}' must be a list of strings, got {_shown(value)}")
+    return tuple(value)
+
+
+def read_manifest(prefix: Path, found_by: str) -> Native:
+    """The installation at ``prefix`` from its manifest; NativeError when the
+    manifest is missing or invalid."""
+    prefix = Path(os.path.abspath(prefix))
+    manifest = prefix / MANIFEST
+    data = _load_json(manifest)
+    version = data.get("version")
+    if not isinstance(version, str) or not version or len(version) > 64:
+        raise _bad(manifest, f"'version' must be a short string, got {_shown(version)}")
+    components = _strings(manifest, "components", data.get("components", []))
+    paths = {key: _inside(prefix, manifest, key, data.get(key)) for key in PATH_KEYS}
+    return Native(prefix, found_by, version, components, manifest, **paths)
+
+
+def _build_version(build: Path) -> str:
+    """The project version in a build tree's CMakeCache.txt, or "unknown"."""
+    try:
+        for line in (build / "CMakeCache.txt").read_text(errors="replace").splitlines():
+            if line.startswith("CMAKE_PROJECT_VERSION:"):
+                return line.split("=", 1)[1].strip() or "unknown"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def from_build_tree(build: Path) -> Native:
+    """The parts of a CMake build tree (MLBRIDGE_BUILD_DIR): the plugin and
+    the replay program where the build puts them, when they are there."""
+    build = Path(os.path.abspath(build))
+    if not build.is_dir():
+        raise NativeError(f"MLBRIDGE_BUILD_DIR={build} is not a directory")
+    paths = {key: build / rel for key, rel in BUILD_TREE_PATHS.items()
+             if (build / rel).is_file()}
+    return Native(build, "MLBRIDGE_BUILD_DIR", _build_version(build), (), **paths)
+
+
+def _pkg_config_prefix() -> Optional[Path]:
+    if shutil.which("pkg-config") is None:
+        return None
+    try:
+        done = subprocess.run(["pkg-config", "--variable=prefix", "mlbridge"],
+                              capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = done.stdout.strip()
+    return Path(value) if done.returncode == 0 and value else None
+
+
+def _candidates() -> Iterator[Tuple[str, Path]]:
+    """The implicit prefixes, in order: (how found, prefix)."""
+    yield "sys.prefix", Path(sys.prefix)
+    pkg_config = _pkg_config_prefix()
+    if pkg_config is not None:
+        yield "pkg-config", pkg_config
+    yield "/usr/local", Path("/usr/local")
+    yield "/usr", Path("/usr")
+
+
+def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
+    """The native installation, by the order of this module's docstring.
+
+    ``environ``: the environment to read (default: os.environ). Raises
+    NativeError, one line naming what was searched and how to fix it.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("MLBRIDGE_PREFIX"):
+        prefix = Path(env["MLBRIDGE_PREFIX"])
+        if not (prefix / MANIFEST).is_file():
+            raise NativeError(f"MLBRIDGE_PREFIX={prefix} holds no {MANIFEST}: {FIX}")
+        return read_manifest(prefix, "MLBRIDGE_PREFIX")
+    if env.get("MLBRIDGE_BUILD_DIR"):
+        return from_build_tree(Path(env["MLBRIDGE_BUILD_DIR"]))
+    searched: List[str] = []
+    for found_by, prefix in _candidates():
+        prefix = Path(os.path.abspath(prefix))
+        if str(prefix) in searched:
+            continue
+        searched.append(str(prefix))
+        if (prefix / MANIFEST).is_file():
+            return read_manifest(prefix, found_by)
+    raise NativeError(f"mlbridge's native half not found (no {MANIFEST} in "
+                      f"{', '.join(searched)}; MLBRIDGE_PREFIX and MLBRIDGE_BUILD_DIR "
+                      f"unset): {FIX}")
+
+
+def plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The clang-19 inline-advisor plugin (``mlbridge config --plugin``)."""
+    return find_native(environ).require("plugin")
+
+
+def deploy_replay_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The demo's C++ replay program (``mlbridge config --deploy-replay``)."""
+    return find_native(environ).require("deploy_replay")
+
+
+#: The answers of ``mlbridge config --FIELD`` (``--cmake-dir`` for cmake_dir...).
+CONFIG_FIELDS = {
+    "prefix": "the installation prefix (or the build tree of MLBRIDGE_BUILD_DIR)",
+    "components": "the components built, e.g. 'core grpc onnx llvm c'",
+    "plugin": "the clang-19 inline-advisor plugin (mlbridge-inline-advisor.so)",
+    "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
+    "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",
+    "libdir": "the directory of the libraries",
+    "includedir": "the directory of the headers",
+}
+
+
+def config_answer(native: Native, field: str) -> str:
+    """One answer of ``mlbridge config --FIELD``."""
+    if field == "prefix":
+        return str(native.prefix)
+    if field == "components":
+        return " ".join(native.components)
+    return str(native.require(field))
+
+
+def config_text(fields: List[str], as_json: bool = False,
+                environ: Optional[Mapping[str, str]] = None) -> str:
+    """What ``mlbridge config`` prints: the answers of ``fields``, one a line;
+    everything as JSON with ``as_json``; a ``key: value`` summary when neither."""
+    native = find_native(environ)
+    if as_json:
+        return json.dumps(native.to_json(), indent=2)
+    if fields:
+        return "\n".join(config_answer(native, field) for field in fields)
+    return "\n".join(f"{key}: {_plain(value)}" for key, value in native.to_json().items())
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return "-"
+    return " ".join(value) if isinstance(value, list) else str(value)

@@ -1,0 +1,191 @@
+"""mlbridge.native and ``mlbridge config``: finding the native half through its
+manifest, checking the manifest, the order of the places searched."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, Tuple
+
+import pytest
+
+from mlbridge import __version__, native
+from mlbridge.cli import main
+from mlbridge.native import MANIFEST, NativeError, find_native, read_manifest
+
+FULL = {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
+        "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+        "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
+        "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
+
+
+def make_prefix(root: Path, manifest: object = FULL, create: bool = True) -> Path:
+    """A prefix whose manifest is ``manifest`` (JSON) and, with ``create``, whose
+    listed paths exist."""
+    (root / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+    (root / MANIFEST).write_text(json.dumps(manifest))
+    if create and isinstance(manifest, dict):
+        for key in native.PATH_KEYS:
+            if isinstance(manifest.get(key), str):
+                path = root / manifest[key]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+    return root
+
+
+@pytest.fixture
+def only(monkeypatch: pytest.MonkeyPatch):
+    """Make the implicit search look at the given prefixes only."""
+    def search(*prefixes: Tuple[str, Path]) -> None:
+        def candidates() -> Iterator[Tuple[str, Path]]:
+            yield from prefixes
+        monkeypatch.setattr(native, "_candidates", candidates)
+    return search
+
+
+def test_a_valid_manifest_gives_absolute_paths(tmp_path: Path) -> None:
+    found = read_manifest(make_prefix(tmp_path), "test")
+    assert found.version == "0.2.0" and found.components == tuple(FULL["components"])
+    assert found.require("plugin") == tmp_path / FULL["plugin"]
+    assert found.cmake_dir == tmp_path / "lib" / "cmake" / "mlbridge"
+    shown = found.to_json()
+    assert shown["python_package_version"] == __version__
+    assert shown["deploy_replay"] == str(tmp_path / FULL["deploy_replay"])
+
+
+def test_absent_keys_are_parts_not_built(tmp_path: Path) -> None:
+    found = read_manifest(make_prefix(tmp_path, {"version": "0.2.0", "components": ["core"]}),
+                          "test")
+    assert found.plugin is None
+    with pytest.raises(NativeError, match="has no plugin"):
+        found.require("plugin")
+
+
+def test_a_listed_part_that_is_missing_is_named(tmp_path: Path) -> None:
+    found = read_manifest(make_prefix(tmp_path, FULL, create=False), "test")
+    with pytest.raises(NativeError, match="deploy-replay .* does not exist"):
+        found.require("deploy_replay")
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ({**FULL, "plugin": "../outside.so"}, "inside the prefix"),
+    ({**FULL, "plugin": "lib/../../outside.so"}, "inside the prefix"),
+    ({**FULL, "libdir": "/usr/lib"}, "inside the prefix"),
+    ({**FULL, "includedir": ""}, "inside the prefix"),
+    ({**FULL, "plugin": "lib/a\u0000b.so"}, "inside the prefix"),
+    ({**FULL, "plugin": ["lib/p.so"]}, "must be a string"),
+    ({**FULL, "components": "core llvm"}, "list of strings"),
+    ({**FULL, "components": ["core", 1]}, "list of strings"),
+    ({**FULL, "version": 2}, "'version'"),
+    ({"components": []}, "'version'"),
+    (["not", "an", "object"], "not a JSON object"),
+])
+def test_invalid_manifests_are_refused(tmp_path: Path, manifest: object, message: str) -> None:
+    make_prefix(tmp_path, manifest, create=False)
+    with pytest.raises(NativeError, match=message) as caught:
+        read_manifest(tmp_path, "test")
+    assert "\n" not in str(caught.value)
+
+
+def test_malformed_and_huge_manifests_are_refused(tmp_path: Path) -> None:
+    make_prefix(tmp_path)
+    (tmp_path / MANIFEST).write_bytes(b"{\"version\": ")
+    with pytest.raises(NativeError, match="not JSON"):
+        read_manifest(tmp_path, "test")
+    (tmp_path / MANIFEST).write_bytes(b" " * (native.MAX_MANIFEST_BYTES + 1))
+    with pytest.raises(NativeError, match="larger than"):
+        read_manifest(tmp_path, "test")
+
+
+def test_mlbridge_prefix_comes_first_and_must_hold_a_manifest(tmp_path: Path, only) -> None:
+    prefix = make_prefix(tmp_path / "p")
+    only(("sys.prefix", make_prefix(tmp_path / "venv")))
+    env = {"MLBRIDGE_PREFIX": str(prefix), "MLBRIDGE_BUILD_DIR": str(tmp_path)}
+    found = find_native(env)
+    assert found.prefix == prefix and found.found_by == "MLBRIDGE_PREFIX"
+    with pytest.raises(NativeError, match="MLBRIDGE_PREFIX=.* holds no"):
+        find_native({"MLBRIDGE_PREFIX": str(tmp_path / "empty")})
+
+
+def test_the_build_tree_for_development(tmp_path: Path, only) -> None:
+    only(("sys.prefix", make_prefix(tmp_path / "venv")))
+    build = tmp_path / "build"
+    for part in native.BUILD_TREE_PATHS.values():
+        (build / part).parent.mkdir(parents=True)
+        (build / part).touch()
+    (build / "CMakeCache.txt").write_text("CMAKE_PROJECT_VERSION:STATIC=0.2.0\n")
+    found = find_native({"MLBRIDGE_BUILD_DIR": str(build)})
+    assert found.found_by == "MLBRIDGE_BUILD_DIR" and found.version == "0.2.0"
+    assert found.require("plugin") == build / "src/llvm/mlbridge-inline-advisor.so"
+    assert found.require("deploy_replay") == \
+        build / "examples/mlbridge-example-deploy-replay"
+    with pytest.raises(NativeError, match="build tree provides only"):
+        found.require("cmake_dir")
+    with pytest.raises(NativeError, match="not a directory"):
+        find_native({"MLBRIDGE_BUILD_DIR": str(tmp_path / "none")})
+
+
+def test_implicit_prefixes_in_order(tmp_path: Path, only) -> None:
+    first, second = tmp_path / "first", make_prefix(tmp_path / "second")
+    first.mkdir()
+    only(("sys.prefix", first), ("pkg-config", second), ("/usr", make_prefix(tmp_path / "u")))
+    found = find_native({})
+    assert found.prefix == second and found.found_by == "pkg-config"
+
+
+def test_sys_prefix_is_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "prefix", str(make_prefix(tmp_path / "venv")))
+    found = find_native({})
+    assert found.found_by == "sys.prefix" and found.prefix == tmp_path / "venv"
+
+
+def test_pkg_config_names_a_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = make_prefix(tmp_path / "opt")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pkg-config"
+    fake.write_text(f"#!/bin/sh\necho {prefix}/lib/pkgconfig/../..\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert native._pkg_config_prefix() == Path(f"{prefix}/lib/pkgconfig/../..")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "empty-venv"))
+    found = find_native({})
+    assert found.found_by == "pkg-config" and found.prefix == prefix
+
+
+def test_nothing_found_is_one_line_naming_the_places_and_the_fix(tmp_path: Path,
+                                                                 only) -> None:
+    only(("sys.prefix", tmp_path / "a"), ("/usr", tmp_path / "b"))
+    with pytest.raises(NativeError) as caught:
+        find_native({})
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(tmp_path / "a") in message and str(tmp_path / "b") in message
+    assert "MLBRIDGE_PREFIX" in message and "cmake --install" in message
+
+
+def test_config_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    prefix = make_prefix(tmp_path)
+    monkeypatch.setenv("MLBRIDGE_PREFIX", str(prefix))
+    assert main(["config", "--prefix", "--plugin", "--components", "--cmake-dir"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        str(prefix), str(prefix / FULL["plugin"]), "core grpc onnx llvm c",
+        str(prefix / "lib/cmake/mlbridge")]
+    assert main(["config", "--json"]) == 0
+    shown: Dict[str, object] = json.loads(capsys.readouterr().out)
+    assert shown["found_by"] == "MLBRIDGE_PREFIX" and shown["libdir"] == str(prefix / "lib")
+    assert main(["config"]) == 0
+    assert f"plugin: {prefix / FULL['plugin']}" in capsys.readouterr().out
+
+
+def test_config_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MLBRIDGE_PREFIX", str(tmp_path))
+    assert main(["config", "--plugin"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mlbridge config: error: MLBRIDGE_PREFIX=") and err.count("\n") == 1
+    assert main(["config", "--json", "--plugin"]) == 2
+    assert "give it alone" in capsys.readouterr().err

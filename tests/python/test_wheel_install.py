@@ -1,0 +1,470 @@
+"""Acceptance (issue 12): the wheel works when installed outside the checkout.
+
+The wheel is built from a copy of python/ and proto/ as a clean clone has them
+(no generated mlbridge/v1: the build generates it), then installed into fresh
+venvs in a temporary directory: Python 3.11 (this venv's base interpreter)
+with the ``aot`` and ``loop`` extras and python/constraints.txt, and Python
+3.13, else 3.9, when one is found (or ``$MLBRIDGE_TEST_OTHER_PYTHON``), with
+the ``aot`` extra and no constraints
+(pip picks the newest releases the ranges allow for that Python), both from
+wheels only. Every command runs from a directory outside the checkout, with no
+MLBRIDGE_* variable but those a test sets.
+
+``mlbridge demo`` (both halves) and ``mlbridge loop --quick`` on a user's own
+small corpus need the native half: the CMake package at
+``$MLBRIDGE_TEST_NATIVE_PREFIX``, else one installed from build/ into the
+temporary directory (``cmake --install build --prefix TMP/prefix``); they are
+skipped, with the reason, when there is neither.
+
+Slow: a few minutes, most of it pip installing numpy, grpcio, onnx, ONNX
+Runtime and matplotlib into each venv once (the venvs are shared by the tests
+of this module). MLBRIDGE_SKIP_WHEEL_TESTS=1 skips the module.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence
+
+import pytest
+
+from mlbridge import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+CONSTRAINTS = ROOT / "python" / "constraints.txt"
+MANIFEST = Path("share") / "mlbridge" / "native.json"
+GENERATED = ("mlbridge/v1/__init__.py", "mlbridge/v1/tensor_pb2.py",
+             "mlbridge/v1/model_service_pb2.py", "mlbridge/v1/model_service_pb2_grpc.py")
+INSTALL_TIMEOUT = 1800
+
+pytestmark = pytest.mark.skipif(os.environ.get("MLBRIDGE_SKIP_WHEEL_TESTS") == "1",
+                                reason="MLBRIDGE_SKIP_WHEEL_TESTS=1")
+
+POLICY = '''
+import numpy as np
+
+
+def decide(features):
+    return {"y": np.asarray([float(features["x"].sum())], np.float32)}
+'''
+
+CLIENT = '''
+import sys
+
+import numpy as np
+
+from mlbridge.grpc_client import ModelClient
+from mlbridge.tensor_spec import TensorSpec
+
+inputs, outputs = [TensorSpec("x", "int64_t", (3,))], [TensorSpec("y", "float", (1,))]
+for streaming in (False, True):
+    with ModelClient(sys.argv[1], inputs, outputs, streaming=streaming) as client:
+        for i in range(5):
+            y = client.evaluate({"x": np.asarray([i, 2, 3], np.int64)})["y"]
+            assert y.tolist() == [float(i + 5)], y
+print("client ok")
+'''
+
+#: A user's own corpus: two one-file programs and a program in a subdirectory.
+CORPUS = {
+    "checksum.c": """#include <stddef.h>
+#include <stdint.h>
+static uint32_t rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+static uint32_t mix(uint32_t h, uint32_t k) {
+  k *= 0xcc9e2d51u; k = rotl(k, 15); k *= 0x1b873593u; h ^= k;
+  return rotl(h, 13) * 5 + 0xe6546b64u;
+}
+uint32_t checksum(const uint8_t *p, size_t n, uint32_t h) {
+  for (size_t i = 0; i + 4 <= n; i += 4)
+    h = mix(h, p[i] | p[i + 1] << 8 | p[i + 2] << 16 | (uint32_t)p[i + 3] << 24);
+  return h ^ (h >> 16);
+}
+""",
+    "matrix.c": """static double get(const double *m, int n, int i, int j) { return m[i * n + j]; }
+static void set(double *m, int n, int i, int j, double v) { m[i * n + j] = v; }
+static double dot(const double *a, const double *b, int n, int i, int j) {
+  double s = 0;
+  for (int k = 0; k < n; k++) s += get(a, n, i, k) * get(b, n, k, j);
+  return s;
+}
+void matmul(const double *a, const double *b, double *c, int n) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) set(c, n, i, j, dot(a, b, n, i, j));
+}
+""",
+    "sorter/sort.h": "void sort_ints(int *v, int n);\nint is_sorted(const int *v, int n);\n",
+    "sorter/sort.c": """#include "sort.h"
+static void swap(int *a, int *b) { int t = *a; *a = *b; *b = t; }
+static int part(int *v, int lo, int hi) {
+  int p = v[hi], i = lo;
+  for (int j = lo; j < hi; j++) if (v[j] < p) swap(&v[i++], &v[j]);
+  swap(&v[i], &v[hi]);
+  return i;
+}
+static void quick(int *v, int lo, int hi) {
+  if (lo < hi) { int p = part(v, lo, hi); quick(v, lo, p - 1); quick(v, p + 1, hi); }
+}
+void sort_ints(int *v, int n) { quick(v, 0, n - 1); }
+""",
+    "sorter/check.c": """#include "sort.h"
+static int ordered(int a, int b) { return a <= b; }
+int is_sorted(const int *v, int n) {
+  for (int i = 1; i < n; i++) if (!ordered(v[i - 1], v[i])) return 0;
+  return 1;
+}
+""",
+}
+
+
+def _env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """This process's environment without anything that points into the
+    checkout or configures mlbridge, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MLBRIDGE_")
+           and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env.update(extra or {})
+    return env
+
+
+def _run(command: Sequence[object], cwd: Path, timeout: float = 600,
+         env: Optional[Mapping[str, str]] = None,
+         check: bool = True) -> "subprocess.CompletedProcess[str]":
+    done = subprocess.run([str(c) for c in command], cwd=cwd, env=_env(env), text=True,
+                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if check and done.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, command))} exited {done.returncode}:\n"
+                    f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+@dataclass
+class Venv:
+    """A fresh venv with the wheel installed."""
+
+    root: Path
+    version: str
+    install_seconds: float
+    #: A directory outside the checkout to run commands in.
+    cwd: Path
+
+    def bin(self, name: str) -> Path:
+        return self.root / "bin" / name
+
+    def run(self, command: str, *args: object, env: Optional[Mapping[str, str]] = None,
+            timeout: float = 600, check: bool = True) -> "subprocess.CompletedProcess[str]":
+        return _run([self.bin(command), *args], self.cwd, timeout, env, check)
+
+
+def _copy_sources(dest: Path) -> Path:
+    """python/ and proto/ as a clean clone has them; returns dest/python."""
+    def ignore(directory: str, names: List[str]) -> List[str]:
+        skip = {"__pycache__", "build", "dist", ".pytest_cache"}
+        if Path(directory).name == "mlbridge":
+            skip.add("v1")
+        return [n for n in names if n in skip or n.endswith(".egg-info")]
+
+    shutil.copytree(ROOT / "python", dest / "python", ignore=ignore)
+    shutil.copytree(ROOT / "proto", dest / "proto")
+    return dest / "python"
+
+
+def _version_of(python: str) -> Optional[str]:
+    """``X.Y`` of an interpreter that can make venvs, else None."""
+    try:
+        done = subprocess.run([python, "-c", "import ensurepip, sys, venv; "
+                               "print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _other_python() -> Optional[str]:
+    """$MLBRIDGE_TEST_OTHER_PYTHON, else a Python 3.13, else 3.9, that can make venvs."""
+    chosen = os.environ.get("MLBRIDGE_TEST_OTHER_PYTHON")
+    if chosen:
+        if _version_of(chosen) is None:
+            pytest.fail(f"MLBRIDGE_TEST_OTHER_PYTHON={chosen} cannot make venvs")
+        return chosen
+    for version in ("3.13", "3.9"):
+        pattern = os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")
+        for candidate in [shutil.which(f"python{version}"), *sorted(glob.glob(pattern))]:
+            if candidate and _version_of(candidate) == version:
+                return candidate
+    return None
+
+
+def _base_python() -> str:
+    """This venv's base interpreter (Python 3.11 in the dev venv)."""
+    name = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    base = Path(sys.base_prefix) / "bin" / name
+    return str(base) if base.exists() else sys.executable
+
+
+def _make_venv(python: str, root: Path, wheel: Path, extras: str,
+               constraints: bool, cwd: Path) -> Venv:
+    _run([python, "-m", "venv", root], cwd)
+    args: List[object] = [root / "bin" / "python", "-m", "pip", "install", "--quiet",
+                          "--only-binary=:all:", f"{wheel}[{extras}]"]
+    if constraints:
+        args += ["-c", CONSTRAINTS]
+    start = time.monotonic()
+    _run(args, cwd, timeout=INSTALL_TIMEOUT)
+    seconds = time.monotonic() - start
+    version = _version_of(str(root / "bin" / "python")) or "?"
+    print(f"\nwheel installed into a Python {version} venv in {seconds:.0f} s")
+    return Venv(root, version, seconds, cwd)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("wheel")
+    assert ROOT not in path.resolve().parents, "the work directory must be outside the checkout"
+    (path / "cwd").mkdir()
+    return path
+
+
+@pytest.fixture(scope="module")
+def wheel(workdir: Path) -> Path:
+    source = _copy_sources(workdir / "src")
+    start = time.monotonic()
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", source,
+          "-w", workdir / "dist"], workdir)
+    built = list((workdir / "dist").glob("mlbridge_compiler-*.whl"))
+    assert len(built) == 1, built
+    print(f"\n{built[0].name}: {built[0].stat().st_size} bytes, built in "
+          f"{time.monotonic() - start:.0f} s")
+    return built[0]
+
+
+@pytest.fixture(scope="module")
+def base_venv(workdir: Path, wheel: Path) -> Venv:
+    return _make_venv(_base_python(), workdir / "venv-base", wheel, "aot,loop",
+                      constraints=True, cwd=workdir / "cwd")
+
+
+@pytest.fixture(scope="module")
+def other_venv(workdir: Path, wheel: Path) -> Venv:
+    python = _other_python()
+    if python is None:
+        pytest.skip("neither Python 3.13 nor 3.9 (with venv and ensurepip) is installed")
+    return _make_venv(python, workdir / "venv-other", wheel, "aot", constraints=False,
+                      cwd=workdir / "cwd")
+
+
+@pytest.fixture(scope="module", params=["base", "other"])
+def venv(request: pytest.FixtureRequest) -> Venv:
+    """Each venv in turn: the tests every supported Python must pass."""
+    return request.getfixturevalue(f"{request.param}_venv")
+
+
+@pytest.fixture(scope="module")
+def native_prefix(workdir: Path) -> Path:
+    """The CMake package: $MLBRIDGE_TEST_NATIVE_PREFIX, else build/ installed."""
+    given = os.environ.get("MLBRIDGE_TEST_NATIVE_PREFIX")
+    if given:
+        if not (Path(given) / MANIFEST).is_file():
+            pytest.fail(f"MLBRIDGE_TEST_NATIVE_PREFIX={given} holds no {MANIFEST}")
+        return Path(given)
+    build = ROOT / "build"
+    if not (build / "cmake_install.cmake").is_file() or shutil.which("cmake") is None:
+        pytest.skip("no native prefix: set MLBRIDGE_TEST_NATIVE_PREFIX or build build/ "
+                    "(scripts/setup)")
+    prefix = workdir / "prefix"
+    done = _run(["cmake", "--install", build, "--prefix", prefix], workdir, check=False)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines() or ["?"]
+        pytest.skip(f"cmake --install build failed: {lines[-1]}")
+    if not (prefix / MANIFEST).is_file():
+        pytest.skip(f"build/ installs no {MANIFEST} (configure it again: scripts/setup)")
+    return prefix
+
+
+def _need_tools(*tools: str) -> None:
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (scripts/setup installs them)")
+
+
+def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in (*GENERATED, "mlbridge/py.typed", "mlbridge/_version.py",
+                 "mlbridge/demo/data/expr.c", "mlbridge/aot/kernels.h"):
+        assert name in names, name
+    assert not any(n.startswith(("build_proto", "setup")) for n in names)
+    metadata = zipfile.ZipFile(wheel).read(
+        f"mlbridge_compiler-{__version__}.dist-info/METADATA").decode()
+    assert "Name: mlbridge-compiler" in metadata
+    assert f"Version: {__version__}" in metadata
+
+
+def test_sdist_carries_the_generated_modules(workdir: Path, wheel: Path) -> None:
+    """A wheel built from the sdist alone (no proto/ beside it) has the same files."""
+    if _run([sys.executable, "-m", "build", "--version"], workdir, check=False).returncode:
+        pytest.skip("python -m build is not installed (the [dev] extra has it)")
+    source = _copy_sources(workdir / "src-sdist")
+    _run([sys.executable, "-m", "build", "--sdist", "--outdir", workdir / "sdist", source],
+         workdir)
+    (sdist,) = (workdir / "sdist").glob("mlbridge_compiler-*.tar.gz")
+    unpacked = workdir / "unpacked"
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(unpacked, **safe)  # type: ignore[arg-type]
+    for name in GENERATED:
+        assert f"mlbridge_compiler-{__version__}/{name}" in names, name
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+          unpacked / f"mlbridge_compiler-{__version__}", "-w", workdir / "dist-sdist"],
+         workdir)
+    (from_sdist,) = (workdir / "dist-sdist").glob("mlbridge_compiler-*.whl")
+    assert sorted(zipfile.ZipFile(from_sdist).namelist()) == \
+        sorted(zipfile.ZipFile(wheel).namelist())
+
+
+def test_editable_install_generates_the_modules_in_the_tree(workdir: Path) -> None:
+    """``pip install -e python/`` (scripts/setup) writes python/mlbridge/v1/."""
+    source = _copy_sources(workdir / "src-editable")
+    root = workdir / "venv-editable"
+    _run([_base_python(), "-m", "venv", root], workdir)
+    _run([root / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "-e",
+          source], workdir, timeout=INSTALL_TIMEOUT)
+    for name in GENERATED:
+        assert (source / name).is_file(), name
+    origin = _run([root / "bin" / "python", "-c", "import importlib.util; "
+                   "print(importlib.util.find_spec('mlbridge').origin)"], workdir).stdout
+    assert Path(origin.strip()) == source / "mlbridge" / "__init__.py"
+
+
+def test_version(venv: Venv) -> None:
+    assert venv.run("mlbridge", "--version").stdout.strip() == f"mlbridge {__version__}"
+    shown = venv.run("python", "-c", "import importlib.metadata as m, mlbridge; "
+                     "print(mlbridge.__version__, m.version('mlbridge-compiler'))").stdout
+    assert shown.split() == [__version__, __version__]
+
+
+def test_imports_from_the_venv_with_package_data(venv: Venv) -> None:
+    out = venv.run("python", "-c", "import mlbridge, mlbridge.v1.model_service_pb2_grpc; "
+                   "from mlbridge.loop.corpus import bundled_programs; "
+                   "print(mlbridge.__file__); "
+                   "print(' '.join(p.name for p in bundled_programs()))").stdout.splitlines()
+    assert Path(out[0]).is_relative_to(venv.root)
+    assert out[1].split() == ["demo-expr", "demo-hashtable", "demo-kernels"]
+
+
+def test_serve_grpc_with_a_client(venv: Venv, tmp_path: Path) -> None:
+    policy, client = tmp_path / "policy.py", tmp_path / "client.py"
+    policy.write_text(POLICY)
+    client.write_text(CLIENT)
+    socket, log = tmp_path / "s", tmp_path / "serve.log"
+    with open(log, "w") as stderr:
+        server = subprocess.Popen([str(venv.bin("mlbridge")), "serve", "--grpc",
+                                   f"unix:{socket}", "--policy", f"{policy}:decide"],
+                                  cwd=venv.cwd, env=_env(), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 60
+        while not socket.exists():
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "no socket after 60 s: " + log.read_text()
+            time.sleep(0.1)
+        assert venv.run("python", client, f"unix:{socket}").stdout.strip() == "client ok"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_mlbridge_aot_compiles_a_model(venv: Venv, onnx_models: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    venv.run("mlbridge-aot", onnx_models / "mlp.onnx", "-o", out)
+    sources = sorted(out.glob("*.cpp"))
+    assert sources and sorted(out.glob("*.h"))
+    if shutil.which("c++"):
+        _run(["c++", "-std=c++17", "-O0", "-c", "-I", out, sources[0], "-o",
+              tmp_path / "model.o"], tmp_path)
+
+
+def _fake_prefix(root: Path, manifest: Dict[str, object]) -> Path:
+    (root / MANIFEST).parent.mkdir(parents=True)
+    (root / MANIFEST).write_text(json.dumps(manifest))
+    return root
+
+
+def test_config_against_a_fake_prefix(venv: Venv, tmp_path: Path) -> None:
+    prefix = _fake_prefix(tmp_path / "prefix", {
+        "version": __version__, "components": ["core", "llvm"],
+        "plugin": "lib/mlbridge/mlbridge-inline-advisor.so", "libdir": "lib"})
+    (prefix / "lib" / "mlbridge").mkdir(parents=True)
+    (prefix / "lib" / "mlbridge" / "mlbridge-inline-advisor.so").write_bytes(b"")
+    env = {"MLBRIDGE_PREFIX": str(prefix)}
+    lines = venv.run("mlbridge", "config", "--plugin", "--components", env=env).stdout
+    assert lines.splitlines() == [str(prefix / "lib/mlbridge/mlbridge-inline-advisor.so"),
+                                  "core llvm"]
+    missing = venv.run("mlbridge", "config", "--deploy-replay", env=env, check=False)
+    assert missing.returncode == 4 and len(missing.stderr.splitlines()) == 1
+    escaping = _fake_prefix(tmp_path / "bad", {"version": "1", "plugin": "../../etc/passwd"})
+    bad = venv.run("mlbridge", "config", "--json", env={"MLBRIDGE_PREFIX": str(escaping)},
+                   check=False)
+    assert bad.returncode == 4 and "inside the prefix" in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_config_json_against_the_native_prefix(base_venv: Venv, native_prefix: Path) -> None:
+    shown = json.loads(base_venv.run("mlbridge", "config", "--json",
+                                     env={"MLBRIDGE_PREFIX": str(native_prefix)}).stdout)
+    assert shown["version"] == __version__ and shown["found_by"] == "MLBRIDGE_PREFIX"
+    assert Path(shown["prefix"]) == native_prefix
+    assert "core" in shown["components"]
+    for key in ("plugin", "deploy_replay", "cmake_dir", "libdir", "includedir"):
+        if shown[key] is not None:
+            assert Path(shown[key]).exists(), key
+
+
+def _agreements(text: str) -> Iterator[bool]:
+    for agreed, total in re.findall(r"agrees (\d+)/(\d+)", text):
+        yield agreed == total and int(total) > 0
+
+
+def test_demo_runs_both_halves(base_venv: Venv, native_prefix: Path) -> None:
+    _need_tools("clang-19")
+    done = base_venv.run("mlbridge", "demo", env={"MLBRIDGE_PREFIX": str(native_prefix)})
+    assert "expr.c" in done.stdout and "skipped" not in done.stdout
+    assert list(_agreements(done.stdout)) == [True, True], done.stdout
+
+
+def test_demo_without_the_native_half_says_why(base_venv: Venv, tmp_path: Path) -> None:
+    _need_tools("clang-19")
+    done = base_venv.run("mlbridge", "demo", env={"MLBRIDGE_BUILD_DIR": str(tmp_path)})
+    skipped = [line for line in done.stdout.splitlines() if "skipped" in line]
+    assert len(skipped) == 1 and "deployment half skipped" in skipped[0], done.stdout
+    assert "expr.c" in done.stdout
+
+
+def test_loop_quick_on_a_users_own_corpus(base_venv: Venv, native_prefix: Path,
+                                          tmp_path: Path) -> None:
+    _need_tools("clang-19", "llvm-size-19", "c++")
+    corpus = tmp_path / "my-programs"
+    for name, text in CORPUS.items():
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text(text)
+    out = tmp_path / "loop-out"
+    done = base_venv.run("mlbridge", "loop", "--quick", "--corpus", corpus,
+                         "--es-iterations", "1", "--out", out, timeout=1200,
+                         env={"MLBRIDGE_PREFIX": str(native_prefix)})
+    assert "always training" in done.stderr
+    programs = json.loads((out / "results.json").read_text())["programs"]
+    assert set(programs["bundled"]) <= set(programs["train"])
+    assert programs["held_out"]
+    assert sorted(programs["train"] + programs["held_out"]) == sorted(
+        programs["bundled"] + ["checksum.c", "matrix.c", "sorter"])
+    assert (out / "summary.md").read_text().startswith("# mlbridge loop")
