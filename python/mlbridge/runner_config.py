@@ -110,6 +110,9 @@ class RunnerConfig:
 
     def __str__(self) -> str:
         """The canonical string form: parse(str(c)) == c."""
+        if "," in self.argument:
+            raise RunnerConfigError(f"runner configuration: the argument '{self.argument}' "
+                                    "contains ',', which the string form cannot carry")
         default = RunnerConfig()
         out = self.kind + (f":{self.argument}" if self.argument else "")
         if self.kind == "pipe":

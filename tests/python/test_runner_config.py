@@ -48,3 +48,18 @@ def test_replace_checks_the_result():
     with pytest.raises(RunnerConfigError, match="needs protocol=extended"):
         config.replace(format="json")
 
+
+
+def test_an_argument_with_a_comma_cannot_be_printed():
+    with pytest.raises(RunnerConfigError, match="contains ','"):
+        str(RunnerConfig(kind="onnx", argument="/models/a,b.onnx"))
+
+
+def test_loop_configurations_use_the_string_form(tmp_path):
+    from mlbridge.loop.evaluate import plugin_for
+
+    plugin = plugin_for("baseline", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so")
+    assert plugin is not None and plugin.env["MLBRIDGE_RUNNER"] == "echo:inlining_default"
+    plugin = plugin_for("onnx", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so")
+    assert plugin is not None and plugin.env["MLBRIDGE_RUNNER"] == f"onnx:{tmp_path}/m.onnx"
+    assert plugin_for("oz", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so") is None

@@ -27,26 +27,26 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.corpus import Program
 from mlbridge.loop.toolchain import Plugin, ProgramResult, compile_all
+from mlbridge.runner_config import RunnerConfig
 
 CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
 
 
 def plugin_for(configuration: str, plugin: Path, onnx_model: Path, aot_module: Path,
                channel: Optional[str] = None) -> Optional[Plugin]:
-    env = {"MLBRIDGE_COMPARE_DEFAULT": "1"}
+    """The plugin set-up of one of CONFIGURATIONS (None: plain ``-Oz``)."""
+    runners = {
+        "baseline": RunnerConfig(kind="echo", argument="inlining_default"),
+        "aot": RunnerConfig(kind="aot", argument=str(aot_module)),
+        "onnx": RunnerConfig(kind="onnx", argument=str(onnx_model)),
+        "pipe": RunnerConfig(kind="pipe", argument=str(channel)),
+    }
     if configuration == "oz":
         return None
-    if configuration == "baseline":
-        env["MLBRIDGE_RUNNER"] = "default"
-    elif configuration == "aot":
-        env.update(MLBRIDGE_RUNNER="aot", MLBRIDGE_MODEL=str(aot_module))
-    elif configuration == "onnx":
-        env.update(MLBRIDGE_RUNNER="onnx", MLBRIDGE_MODEL=str(onnx_model))
-    elif configuration == "pipe":
-        env.update(MLBRIDGE_RUNNER="pipe", MLBRIDGE_CHANNEL=str(channel))
-    else:
+    if configuration not in runners:
         raise ValueError(f"unknown configuration {configuration}")
-    return Plugin(plugin, env)
+    return Plugin(plugin, {"MLBRIDGE_COMPARE_DEFAULT": "1",
+                           **runners[configuration].plugin_env()})
 
 
 def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_model: Path,

@@ -19,6 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import text_size
 from mlbridge.loop.corpus import Program
+from mlbridge.runner_config import RunnerConfig
 
 CLANG = "clang-19"
 OPT_LEVEL = "-Oz"
@@ -40,7 +41,7 @@ class Plugin:
 def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None) -> Plugin:
     """The plugin running ``model`` in-process under ONNX Runtime, with the
     extra environment ``env``."""
-    return Plugin(path, {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": str(model),
+    return Plugin(path, {**RunnerConfig(kind="onnx", argument=str(model)).plugin_env(),
                          **(env or {})})
 
 
