@@ -14,7 +14,7 @@
 // --only keeps the contenders whose name contains TEXT (plus the baseline).
 //
 // By default this process and its Python peers are pinned to CPU 0 (the
-// one-vCPU regime of shared/notes/benchmarking.md); --split puts this process
+// one-vCPU regime of the README's figures); --split puts this process
 // on CPU 0 and the peers on CPU 1 (the cross-vCPU regime, ~50 us per
 // wake-up); --no-pin leaves placement to the scheduler.
 //

@@ -6,10 +6,12 @@
 //
 // What a compiler pass does with mlbridge: describe its features, fill the
 // runner's buffers, evaluate, and fall back to its own heuristic on any
-// error. Run it against the Python host:
+// error. Run it against the Python host (the FIFOs first, so that neither
+// side can open before they exist):
 //
-//   mlbridge serve --pipe /tmp/x/ch --create --policy default &
-//   mlbridge-example-pipe-advisor /tmp/x/ch
+//   D=$(mktemp -d) && mkfifo $D/ch.in $D/ch.out
+//   mlbridge serve --pipe $D/ch --advisor inline --policy default &
+//   build/examples/mlbridge-example-pipe-advisor $D/ch
 //
 // With no argument it creates a private channel and prints its base path on
 // stderr, then waits for a host to connect.
