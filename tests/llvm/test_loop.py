@@ -6,13 +6,17 @@ and pipes, one ES iteration, plots)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from mlbridge.loop.run import run_loop
+
+#: The corpus scripts/setup fetches (ctest runs this from the build tree).
+CORPUS = Path(__file__).resolve().parents[2] / ".cache" / "corpus"
 
 
 def test_quick_loop_runs_every_step(plugin, plugin_env, tmp_path):
     out = tmp_path / "loop"
-    results = run_loop(out, plugin=plugin, quick=True, es_iterations=1,
+    results = run_loop(out, plugin=plugin, corpus=CORPUS, quick=True, es_iterations=1,
                        plugin_env=plugin_env)
     for name in ("results.json", "summary.md", "training.png", "sizes.png",
                  "inline_policy.onnx", "es_policy.onnx", "aot/InlinePolicy.so",
