@@ -13,10 +13,14 @@ import grpc
 
 def main() -> int:
     address, reply = sys.argv[1], bytes(int(sys.argv[2]))
-    handler = grpc.method_handlers_generic_handler("mlbridge.bench.Raw", {
-        "Echo": grpc.unary_unary_rpc_method_handler(
-            lambda request, context: reply,
-            request_deserializer=None, response_serializer=None)})
+    handler = grpc.method_handlers_generic_handler(
+        "mlbridge.bench.Raw",
+        {
+            "Echo": grpc.unary_unary_rpc_method_handler(
+                lambda request, context: reply, request_deserializer=None, response_serializer=None
+            )
+        },
+    )
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((handler,))
     if server.add_insecure_port(address) == 0:

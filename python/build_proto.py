@@ -27,8 +27,13 @@ GRPC_TOOLS_VERSION = "1.68.1"
 PROTO_ROOT = Path(__file__).resolve().parent.parent / "proto"
 PACKAGE_DIR = Path("mlbridge") / "v1"
 PROTOS = ("tensor.proto", "model_service.proto")
-GENERATED = ("__init__.py", "tensor_pb2.py", "tensor_pb2_grpc.py", "model_service_pb2.py",
-             "model_service_pb2_grpc.py")
+GENERATED = (
+    "__init__.py",
+    "tensor_pb2.py",
+    "tensor_pb2_grpc.py",
+    "model_service_pb2.py",
+    "model_service_pb2_grpc.py",
+)
 INIT = '"""Generated protobuf and gRPC modules (python/build_proto.py; not committed)."""\n'
 
 
@@ -55,8 +60,10 @@ def _check_grpc_tools() -> None:
     if installed is None:
         raise ProtoError(f"grpcio-tools is not installed ({fix})")
     if installed != GRPC_TOOLS_VERSION:
-        raise ProtoError(f"grpcio-tools {installed} is installed, the modules are generated "
-                         f"with {GRPC_TOOLS_VERSION} ({fix})")
+        raise ProtoError(
+            f"grpcio-tools {installed} is installed, the modules are generated "
+            f"with {GRPC_TOOLS_VERSION} ({fix})"
+        )
 
 
 def _replace_if_changed(target: Path, content: bytes) -> bool:
@@ -78,15 +85,15 @@ def _replace_if_changed(target: Path, content: bytes) -> bool:
 def _run_protoc(proto_root: Path, out_dir: Path) -> None:
     from grpc_tools import protoc
 
-    args = ["protoc", f"-I{proto_root}", f"--python_out={out_dir}",
-            f"--grpc_python_out={out_dir}"]
+    args = ["protoc", f"-I{proto_root}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
     args += [str(proto_root / PACKAGE_DIR / name) for name in PROTOS]
     if protoc.main(args) != 0:
         raise ProtoError(f"protoc failed on {proto_root / PACKAGE_DIR}")
 
 
-def generate(out_root: Path, proto_root: Path = PROTO_ROOT,
-             log: Optional[Callable[[Path], None]] = None) -> List[Path]:
+def generate(
+    out_root: Path, proto_root: Path = PROTO_ROOT, log: Optional[Callable[[Path], None]] = None
+) -> List[Path]:
     """Compile PROTOS from ``proto_root`` into ``out_root/mlbridge/v1/``.
 
     Returns the files written (those whose content changed); ``log`` is

@@ -44,8 +44,10 @@ class BuildPy(build_py):
         if build_proto.have_proto_sources():
             _generate(HERE if self.editable_mode else Path(self.build_lib))
         elif not build_proto.have_generated(HERE):
-            sys.exit(f"mlbridge-compiler: neither {build_proto.PROTO_ROOT} nor generated "
-                     "mlbridge/v1 modules: build from a source checkout or an sdist")
+            sys.exit(
+                f"mlbridge-compiler: neither {build_proto.PROTO_ROOT} nor generated "
+                "mlbridge/v1 modules: build from a source checkout or an sdist"
+            )
 
 
 class Sdist(sdist):

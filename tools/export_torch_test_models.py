@@ -38,8 +38,14 @@ def export(out: Path, name: str, sizes, softmax: bool, seed: int) -> None:
     torch.manual_seed(seed)
     model = Policy(sizes, softmax).eval()
     example = torch.zeros(1, sizes[0])
-    torch.onnx.export(model, (example,), str(out / f"{name}.onnx"), input_names=["x"],
-                      output_names=["y"], opset_version=13)
+    torch.onnx.export(
+        model,
+        (example,),
+        str(out / f"{name}.onnx"),
+        input_names=["x"],
+        output_names=["y"],
+        opset_version=13,
+    )
     xs = torch.randn(CASES, sizes[0])
     with torch.no_grad():
         ys = torch.cat([model(x.reshape(1, -1)) for x in xs])
@@ -62,15 +68,22 @@ def export_embed(out: Path) -> None:
     torch.manual_seed(2)
     model = EmbedPolicy().eval()
     example = (torch.zeros(1, 16), torch.zeros(1, dtype=torch.long))
-    torch.onnx.export(model, example, str(out / "torch_embed_policy.onnx"),
-                      input_names=["x", "opcode"], output_names=["y"], opset_version=13,
-                      dynamic_axes={"x": {0: "batch"}, "opcode": {0: "batch"}, "y": {0: "batch"}})
+    torch.onnx.export(
+        model,
+        example,
+        str(out / "torch_embed_policy.onnx"),
+        input_names=["x", "opcode"],
+        output_names=["y"],
+        opset_version=13,
+        dynamic_axes={"x": {0: "batch"}, "opcode": {0: "batch"}, "y": {0: "batch"}},
+    )
     xs = torch.randn(CASES, 16)
     ops = torch.randint(0, 12, (CASES,))
     with torch.no_grad():
         ys = torch.cat([model(x.reshape(1, -1), o.reshape(1)) for x, o in zip(xs, ops)])
     (out / "torch_embed_policy.cases.bin").write_bytes(
-        xs.numpy().tobytes() + ops.numpy().tobytes() + ys.numpy().tobytes())
+        xs.numpy().tobytes() + ops.numpy().tobytes() + ys.numpy().tobytes()
+    )
 
 
 def main() -> int:

@@ -18,17 +18,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import subprocess
-import urllib.request
 import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from npm_package import fetch_package
 
 PACKAGE = "better-sqlite3@11.8.1"
-INTEGRITY = ("sha512-9BxNaBkblMjhJW8sMRZxnxVTRgbRmssZW0Oxc1MPBTfiR+WW21e2Mk4qu8CzrcZb1LwPCnFs"
-             "fDEzq+SNcBU8eg==")
+INTEGRITY = (
+    "sha512-9BxNaBkblMjhJW8sMRZxnxVTRgbRmssZW0Oxc1MPBTfiR+WW21e2Mk4qu8CzrcZb1LwPCnFs"
+    "fDEzq+SNcBU8eg=="
+)
 MEMBER = "package/deps/sqlite3/sqlite3.c"
 ROOT = Path(__file__).resolve().parent.parent
 PYPI = "https://files.pythonhosted.org/packages/"
@@ -36,22 +38,27 @@ PYPI = "https://files.pythonhosted.org/packages/"
 #: name -> (sdist path under PYPI, sha256, member prefixes to extract). The
 #: members keep their paths below the sdist's top directory.
 SDISTS = {
-    "lz4": ("a4/31/ec1259ca8ad11568abaf090a7da719616ca96b60d097ccc5799cd0ff599c/"
-            "lz4-4.3.3.tar.gz",
-            "01fe674ef2889dbb9899d8a67361e0c4a2c833af5aeb37dd505727cf5d2a131e",
-            ("lz4libs/",)),
-    "brotli": ("2f/c2/f9e977608bdf958650638c3f1e28f85a1b075f075ebbe77db8555463787b/"
-               "Brotli-1.1.0.tar.gz",
-               "81de08ac11bcb85841e440c13611c00b67d3bf82698314928d0b676362546724",
-               ("c/common/", "c/dec/", "c/enc/", "c/include/", "c/tools/brotli.c")),
-    "xxhash": ("00/5e/d6e5258d69df8b4ed8c83b6664f2b47d30d2dec551a29ad72a6c69eafd31/"
-               "xxhash-3.5.0.tar.gz",
-               "84f2caddf951c9cbf8dc2e22a89d4ccf5d86391ac6418fe81e3c67d0cf60b45f",
-               ("deps/xxhash/",)),
-    "zstd": ("ed/f6/2ac0287b442160a89d726b17a9184a4c615bb5237db763791a7fd16d9df1/"
-             "zstandard-0.23.0.tar.gz",
-             "b2d8c62d08e7255f68f7a740bae85b3c9b8e5466baa9cbf7f57f1cde0ac6bc09",
-             ("zstd/",)),
+    "lz4": (
+        "a4/31/ec1259ca8ad11568abaf090a7da719616ca96b60d097ccc5799cd0ff599c/lz4-4.3.3.tar.gz",
+        "01fe674ef2889dbb9899d8a67361e0c4a2c833af5aeb37dd505727cf5d2a131e",
+        ("lz4libs/",),
+    ),
+    "brotli": (
+        "2f/c2/f9e977608bdf958650638c3f1e28f85a1b075f075ebbe77db8555463787b/Brotli-1.1.0.tar.gz",
+        "81de08ac11bcb85841e440c13611c00b67d3bf82698314928d0b676362546724",
+        ("c/common/", "c/dec/", "c/enc/", "c/include/", "c/tools/brotli.c"),
+    ),
+    "xxhash": (
+        "00/5e/d6e5258d69df8b4ed8c83b6664f2b47d30d2dec551a29ad72a6c69eafd31/xxhash-3.5.0.tar.gz",
+        "84f2caddf951c9cbf8dc2e22a89d4ccf5d86391ac6418fe81e3c67d0cf60b45f",
+        ("deps/xxhash/",),
+    ),
+    "zstd": (
+        "ed/f6/2ac0287b442160a89d726b17a9184a4c615bb5237db763791a7fd16d9df1/"
+        "zstandard-0.23.0.tar.gz",
+        "b2d8c62d08e7255f68f7a740bae85b3c9b8e5466baa9cbf7f57f1cde0ac6bc09",
+        ("zstd/",),
+    ),
 }
 
 

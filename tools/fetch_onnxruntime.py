@@ -24,15 +24,19 @@ from pathlib import Path
 from npm_package import fetch_package
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("onnxruntime-node@1.30.0",
-           "sha512-twhs1C2C/BFkz1yc5OY0KIU2GUq6DURO7hD4bx5Q2Qy3nAMJwRXW8xU3NVczE29VA9lol"
-           "LOYepoD8fjTGOfIqw==",
-           "package/bin/napi-v6/linux/x64/libonnxruntime.so.1")
-HEADERS = ("com.github.asus4.onnxruntime@0.4.9",
-           "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jX"
-           "ah8OYyJbCN29Fg==",
-           "package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/"
-           "onnxruntime.framework/Headers/")
+LIBRARY = (
+    "onnxruntime-node@1.30.0",
+    "sha512-twhs1C2C/BFkz1yc5OY0KIU2GUq6DURO7hD4bx5Q2Qy3nAMJwRXW8xU3NVczE29VA9lol"
+    "LOYepoD8fjTGOfIqw==",
+    "package/bin/napi-v6/linux/x64/libonnxruntime.so.1",
+)
+HEADERS = (
+    "com.github.asus4.onnxruntime@0.4.9",
+    "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jX"
+    "ah8OYyJbCN29Fg==",
+    "package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/"
+    "onnxruntime.framework/Headers/",
+)
 VERSION = "1.30.0"
 
 
@@ -55,8 +59,11 @@ def fetch(dest: Path) -> Path:
             os.symlink("libonnxruntime.so.1", link)
         spec, integrity, prefix = HEADERS
         with tarfile.open(fetch_package(spec, integrity, Path(tmp))) as archive:
-            headers = [m for m in archive.getmembers()
-                       if m.name.startswith(prefix) and m.name.endswith(".h")]
+            headers = [
+                m
+                for m in archive.getmembers()
+                if m.name.startswith(prefix) and m.name.endswith(".h")
+            ]
             if not headers:
                 raise RuntimeError(f"{spec} has no headers under {prefix}")
             for member in headers:

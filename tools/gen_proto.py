@@ -24,8 +24,9 @@ from build_proto import ProtoError, generate  # noqa: E402
 def main() -> int:
     """Generate the modules into python/; return a process exit code."""
     try:
-        generate(ROOT / "python",
-                 log=lambda path: print(f"gen_proto: wrote {path.relative_to(ROOT)}"))
+        generate(
+            ROOT / "python", log=lambda path: print(f"gen_proto: wrote {path.relative_to(ROOT)}")
+        )
     except ProtoError as err:
         print(f"gen_proto: {err}", file=sys.stderr)
         return 1

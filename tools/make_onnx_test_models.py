@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -33,14 +34,21 @@ def mlp(out: Path) -> None:
     w2 = rng.standard_normal((64, 1)).astype(np.float32) * 0.2
     b2 = rng.standard_normal(1).astype(np.float32) * 0.1
     graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
-         helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "w2", "b2"], ["y"])],
+        [
+            helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "w2", "b2"], ["y"]),
+        ],
         "mlp",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])],
-        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"),
-         numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(b2, "b2")])
+        [
+            numpy_helper.from_array(w1, "w1"),
+            numpy_helper.from_array(b1, "b1"),
+            numpy_helper.from_array(w2, "w2"),
+            numpy_helper.from_array(b2, "b2"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -65,9 +73,12 @@ def dense_stack(out: Path, name: str, sizes: list, seed: int) -> None:
             nodes.append(helper.make_node("Relu", [gemm_out], [f"r{i}"]))
             prev = f"r{i}"
     graph = helper.make_graph(
-        nodes, name,
+        nodes,
+        name,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, sizes[0]])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, sizes[-1]])], inits)
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, sizes[-1]])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -76,14 +87,21 @@ def dense_stack(out: Path, name: str, sizes: list, seed: int) -> None:
 
 def two_io(out: Path) -> None:
     graph = helper.make_graph(
-        [helper.make_node("Cast", ["a"], ["af"], to=TensorProto.FLOAT),
-         helper.make_node("Add", ["af", "b"], ["sum"]),
-         helper.make_node("ArgMax", ["sum"], ["best"], axis=1, keepdims=1)],
+        [
+            helper.make_node("Cast", ["a"], ["af"], to=TensorProto.FLOAT),
+            helper.make_node("Add", ["af", "b"], ["sum"]),
+            helper.make_node("ArgMax", ["sum"], ["best"], axis=1, keepdims=1),
+        ],
         "two_io",
-        [helper.make_tensor_value_info("a", TensorProto.INT64, [1, 3]),
-         helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3])],
-        [helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1, 3]),
-         helper.make_tensor_value_info("best", TensorProto.INT64, [1, 1])])
+        [
+            helper.make_tensor_value_info("a", TensorProto.INT64, [1, 3]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3]),
+        ],
+        [
+            helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1, 3]),
+            helper.make_tensor_value_info("best", TensorProto.INT64, [1, 1]),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -93,8 +111,11 @@ def two_io(out: Path) -> None:
 def _save(out: Path, name: str, nodes: list, inputs: list, outputs: list) -> None:
     f = TensorProto.FLOAT
     graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info(n, f, [1, 2]) for n in inputs],
-        [helper.make_tensor_value_info(n, f, [1, 2]) for n in outputs])
+        nodes,
+        name,
+        [helper.make_tensor_value_info(n, f, [1, 2]) for n in inputs],
+        [helper.make_tensor_value_info(n, f, [1, 2]) for n in outputs],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -105,16 +126,25 @@ def agents(out: Path) -> None:
     """Tiny RL policies for the multi-agent tests (all float [1,2]):
     accumulator (recurrent): h_out = h_in + obs, logits = h_out;
     mirror: logits = -obs; halve (continuous): act = obs * 0.5."""
-    _save(out, "accumulator",
-          [helper.make_node("Add", ["h_in", "obs"], ["h_out"]),
-           helper.make_node("Identity", ["h_out"], ["logits"])],
-          ["obs", "h_in"], ["logits", "h_out"])
+    _save(
+        out,
+        "accumulator",
+        [
+            helper.make_node("Add", ["h_in", "obs"], ["h_out"]),
+            helper.make_node("Identity", ["h_out"], ["logits"]),
+        ],
+        ["obs", "h_in"],
+        ["logits", "h_out"],
+    )
     _save(out, "mirror", [helper.make_node("Neg", ["obs"], ["logits"])], ["obs"], ["logits"])
     half = numpy_helper.from_array(np.array([0.5], np.float32), "half")
     graph = helper.make_graph(
-        [helper.make_node("Mul", ["obs", "half"], ["act"])], "halve",
+        [helper.make_node("Mul", ["obs", "half"], ["act"])],
+        "halve",
         [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 2])],
-        [helper.make_tensor_value_info("act", TensorProto.FLOAT, [1, 2])], [half])
+        [helper.make_tensor_value_info("act", TensorProto.FLOAT, [1, 2])],
+        [half],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)

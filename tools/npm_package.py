@@ -25,8 +25,14 @@ def fetch_package(spec: str, integrity: str, workdir: Path) -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(f"npm is not installed: cannot fetch {spec}")
-    out = subprocess.run([npm, "pack", spec, "--silent"], cwd=workdir, check=True,
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [npm, "pack", spec, "--silent"],
+        cwd=workdir,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     tarball = workdir / out.stdout.strip().splitlines()[-1]
     got = integrity_of(tarball)
     if got != integrity:

@@ -38,21 +38,29 @@ def build_model() -> onnx.ModelProto:
     policy = _policy()
     nodes = [
         helper.make_node("Cast", ["elem_size"], ["elem_size_f"], to=TensorProto.FLOAT),
-        helper.make_node("Concat", ["log_trips", "elem_size_f", "log_footprint"], ["x"],
-                         axis=1),
+        helper.make_node("Concat", ["log_trips", "elem_size_f", "log_footprint"], ["x"], axis=1),
         helper.make_node("Gemm", ["x", "weights", "bias"], ["scores"]),
         helper.make_node("ArgMax", ["scores"], ["tile_index"], axis=1, keepdims=0),
     ]
     graph = helper.make_graph(
-        nodes, "tiling_policy",
-        [helper.make_tensor_value_info("log_trips", TensorProto.FLOAT, [1, 3]),
-         helper.make_tensor_value_info("elem_size", TensorProto.INT64, [1, 1]),
-         helper.make_tensor_value_info("log_footprint", TensorProto.FLOAT, [1, 1])],
+        nodes,
+        "tiling_policy",
+        [
+            helper.make_tensor_value_info("log_trips", TensorProto.FLOAT, [1, 3]),
+            helper.make_tensor_value_info("elem_size", TensorProto.INT64, [1, 1]),
+            helper.make_tensor_value_info("log_footprint", TensorProto.FLOAT, [1, 1]),
+        ],
         [helper.make_tensor_value_info("tile_index", TensorProto.INT64, [1])],
-        [numpy_helper.from_array(policy.WEIGHTS, "weights"),
-         numpy_helper.from_array(policy.BIAS, "bias")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="mlbridge c_tiling example")
+        [
+            numpy_helper.from_array(policy.WEIGHTS, "weights"),
+            numpy_helper.from_array(policy.BIAS, "bias"),
+        ],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 13)],
+        producer_name="mlbridge c_tiling example",
+    )
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model

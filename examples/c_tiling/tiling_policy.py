@@ -45,11 +45,13 @@ BIAS = (_LOG_TILES * OFFSET - _LOG_TILES * _LOG_TILES / 2).astype(np.float32)
 
 def features_vector(features: Dict[str, np.ndarray]) -> np.ndarray:
     """The five features of one nest, in the model's order, as float32."""
-    return np.concatenate([
-        features["log_trips"].reshape(-1).astype(np.float32),
-        features["elem_size"].reshape(-1).astype(np.float32),
-        features["log_footprint"].reshape(-1).astype(np.float32),
-    ])
+    return np.concatenate(
+        [
+            features["log_trips"].reshape(-1).astype(np.float32),
+            features["elem_size"].reshape(-1).astype(np.float32),
+            features["log_footprint"].reshape(-1).astype(np.float32),
+        ]
+    )
 
 
 def scores(features: Dict[str, np.ndarray]) -> np.ndarray:

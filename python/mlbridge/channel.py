@@ -177,8 +177,13 @@ class FdReader:
     file. This halves the system calls on the per-decision path.
     """
 
-    def __init__(self, fd: int, timeout: Optional[float] = None, watch: Watch = None,
-                 watch_interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        fd: int,
+        timeout: Optional[float] = None,
+        watch: Watch = None,
+        watch_interval: float = 0.5,
+    ) -> None:
         self.fd = fd
         self.timeout = timeout
         self.watch = watch
@@ -202,7 +207,7 @@ class FdReader:
             return
         pending = self._end - self._start
         if self._start:
-            self._view[:pending] = self._view[self._start:self._end]
+            self._view[:pending] = self._view[self._start : self._end]
         else:
             self._view.release()
             self._whole.clear()
@@ -214,7 +219,7 @@ class FdReader:
     def _read_some(self) -> bool:
         """One read() into the buffer; False on end of file or no data yet."""
         try:
-            got = os.readv(self.fd, [self._view[self._end:]])
+            got = os.readv(self.fd, [self._view[self._end :]])
         except BlockingIOError:
             return False
         if not got:
@@ -266,13 +271,13 @@ class FdReader:
         while True:
             end = self._buf.find(b"\n", self._start, self._end)
             if end >= 0:
-                line = bytes(self._view[self._start:end + 1])
+                line = bytes(self._view[self._start : end + 1])
                 self._start = end + 1
                 return line
             if self._end - self._start > limit:
                 raise ChannelError(f"line longer than {limit} bytes from the compiler")
             if not self._fill():
-                line = bytes(self._view[self._start:self._end])
+                line = bytes(self._view[self._start : self._end])
                 self._start = self._end
                 return line
 
@@ -300,9 +305,9 @@ class FdReader:
         size = len(target)
         if newline < 0 or end - newline - 1 < size:
             return None
-        target[:] = self._view[newline + 1:newline + 1 + size]
+        target[:] = self._view[newline + 1 : newline + 1 + size]
         self._start = newline + 1 + size
-        return bytes(self._view[start:newline + 1])
+        return bytes(self._view[start : newline + 1])
 
     def read(self, n: int) -> bytes:
         """Exactly ``n`` bytes, or fewer only at end of file."""
@@ -310,7 +315,7 @@ class FdReader:
             if not self._fill():
                 n = self._end - self._start
                 break
-        data = bytes(self._view[self._start:self._start + n])
+        data = bytes(self._view[self._start : self._start + n])
         self._start += n
         return data
 
@@ -321,7 +326,7 @@ class FdReader:
             if not self._fill():
                 n = self._end - self._start
                 break
-        target[:n] = self._view[self._start:self._start + n]
+        target[:n] = self._view[self._start : self._start + n]
         self._start += n
         return n
 
@@ -359,7 +364,8 @@ class FdWriter:
                 wait = -1 if self.timeout is None else int(self.timeout * 1000)
                 if not self._poll.poll(wait):
                     raise ChannelTimeout(
-                        f"the compiler did not read within {self.timeout:g} s") from None
+                        f"the compiler did not read within {self.timeout:g} s"
+                    ) from None
             except BrokenPipeError:
                 raise PeerGone("the compiler closed its reading end") from None
         return size
@@ -392,8 +398,12 @@ class HostEnds:
         self.close()
 
 
-def open_host_ends(base: str, open_timeout: Optional[float] = None,
-                   io_timeout: Optional[float] = None, watch: Watch = None) -> HostEnds:
+def open_host_ends(
+    base: str,
+    open_timeout: Optional[float] = None,
+    io_timeout: Optional[float] = None,
+    watch: Watch = None,
+) -> HostEnds:
     """Open a channel's model-side ends in the protocol order.
 
     ``BASE.in`` for writing first (waiting at most ``open_timeout`` seconds,

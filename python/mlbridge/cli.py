@@ -30,8 +30,16 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, BinaryIO, Dict, List, Optional, Sequence
 
 from mlbridge import __version__
-from mlbridge.cli_errors import (ENVIRONMENT, POLICY_FAILED, USAGE, ArgumentParser,
-                                 CommandError, fail, run_command, warn)
+from mlbridge.cli_errors import (
+    ENVIRONMENT,
+    POLICY_FAILED,
+    USAGE,
+    ArgumentParser,
+    CommandError,
+    fail,
+    run_command,
+    warn,
+)
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
 
@@ -90,7 +98,8 @@ def _size(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(
-            f"expected a size in bytes >= 1 (e.g. 1048576, 64M, 1G), got '{text}'")
+            f"expected a size in bytes >= 1 (e.g. 1048576, 64M, 1G), got '{text}'"
+        )
     return value
 
 
@@ -99,93 +108,179 @@ def _add_grpc_limits(serve: argparse.ArgumentParser) -> None:
     from mlbridge import grpc_sessions as limits
 
     group = serve.add_argument_group("limits of --grpc (see docs/grpc.md, Limits)")
-    group.add_argument("--workers", type=_count, default=limits.DEFAULT_WORKERS,
-                       help="server threads (default: %(default)s)")
-    group.add_argument("--max-streams", type=_count,
-                       help=f"streams open at once (default: workers - "
-                       f"{limits.RESERVED_WORKERS}); more are refused at once")
-    group.add_argument("--max-sessions", type=_count, default=limits.DEFAULT_MAX_SESSIONS,
-                       help="open unary sessions; when full the stalest idle one is "
-                       "evicted (default: %(default)s)")
-    group.add_argument("--session-memory", type=_size, default=limits.DEFAULT_SESSION_MEMORY,
-                       help="bytes all sessions and streams may hold together, e.g. 512M "
-                       "(default: %(default)s)")
-    group.add_argument("--max-message-bytes", type=_size, default=limits.DEFAULT_MAX_BYTES,
-                       help="largest request or reply (default: %(default)s)")
-    group.add_argument("--session-idle-timeout", type=_seconds,
-                       default=limits.DEFAULT_SESSION_IDLE_TIMEOUT,
-                       help="drop unary sessions unused for S seconds (default: %(default)s)")
-    group.add_argument("--stream-idle-timeout", type=_seconds,
-                       default=limits.DEFAULT_STREAM_IDLE_TIMEOUT,
-                       help="end streams whose client is silent for S seconds "
-                       "(default: %(default)s)")
+    group.add_argument(
+        "--workers",
+        type=_count,
+        default=limits.DEFAULT_WORKERS,
+        help="server threads (default: %(default)s)",
+    )
+    group.add_argument(
+        "--max-streams",
+        type=_count,
+        help=f"streams open at once (default: workers - "
+        f"{limits.RESERVED_WORKERS}); more are refused at once",
+    )
+    group.add_argument(
+        "--max-sessions",
+        type=_count,
+        default=limits.DEFAULT_MAX_SESSIONS,
+        help="open unary sessions; when full the stalest idle one is "
+        "evicted (default: %(default)s)",
+    )
+    group.add_argument(
+        "--session-memory",
+        type=_size,
+        default=limits.DEFAULT_SESSION_MEMORY,
+        help="bytes all sessions and streams may hold together, e.g. 512M (default: %(default)s)",
+    )
+    group.add_argument(
+        "--max-message-bytes",
+        type=_size,
+        default=limits.DEFAULT_MAX_BYTES,
+        help="largest request or reply (default: %(default)s)",
+    )
+    group.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        default=limits.DEFAULT_SESSION_IDLE_TIMEOUT,
+        help="drop unary sessions unused for S seconds (default: %(default)s)",
+    )
+    group.add_argument(
+        "--stream-idle-timeout",
+        type=_seconds,
+        default=limits.DEFAULT_STREAM_IDLE_TIMEOUT,
+        help="end streams whose client is silent for S seconds (default: %(default)s)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="mlbridge", description=__doc__.split("::")[0],
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(
+        prog="mlbridge",
+        description=__doc__.split("::")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mlbridge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    llvm = sub.add_parser("llvm", help="run an LLVM 19 compiler whose ML advisor(s) "
-                          "a policy serves")
-    llvm.add_argument("--advisor", action="append", choices=ADVISORS, required=True,
-                      help="advisor to serve; repeat to serve evict and priority at once")
-    llvm.add_argument("--policy", action="append", required=True,
-                      help="default | always | never | zeros | file.py:NAME | module:NAME; "
-                      "once for every advisor or once per --advisor")
-    llvm.add_argument("--log", help="write an LLVM training log (features + decision); "
-                      "with several advisors, FILE.ADVISOR")
+    llvm = sub.add_parser(
+        "llvm", help="run an LLVM 19 compiler whose ML advisor(s) a policy serves"
+    )
+    llvm.add_argument(
+        "--advisor",
+        action="append",
+        choices=ADVISORS,
+        required=True,
+        help="advisor to serve; repeat to serve evict and priority at once",
+    )
+    llvm.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        help="default | always | never | zeros | file.py:NAME | module:NAME; "
+        "once for every advisor or once per --advisor",
+    )
+    llvm.add_argument(
+        "--log",
+        help="write an LLVM training log (features + decision); "
+        "with several advisors, FILE.ADVISOR",
+    )
     llvm.add_argument("--stats-json", help="write decisions, host cost, return code here")
-    llvm.add_argument("--timeout", type=_seconds,
-                      help="kill the compilation after S seconds (default: no limit)")
-    llvm.add_argument("--io-timeout", type=_seconds,
-                      help="fail when the compiler is silent for S seconds mid-session")
-    llvm.add_argument("--include-default", action=argparse.BooleanOptionalAction,
-                      default=None, help="send LLVM's own inlining decision as feature "
-                      "'inlining_default' (default: when the policy wants it)")
-    llvm.add_argument("--size-increase-threshold", type=_positive,
-                      help="LLVM's -ml-advisor-size-increase-threshold (default 2.0; "
-                      "lifted for --policy default): the inliner stops asking once the "
-                      "module grew by this factor")
-    llvm.add_argument("compiler", nargs=argparse.REMAINDER,
-                      help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)")
+    llvm.add_argument(
+        "--timeout", type=_seconds, help="kill the compilation after S seconds (default: no limit)"
+    )
+    llvm.add_argument(
+        "--io-timeout",
+        type=_seconds,
+        help="fail when the compiler is silent for S seconds mid-session",
+    )
+    llvm.add_argument(
+        "--include-default",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="send LLVM's own inlining decision as feature "
+        "'inlining_default' (default: when the policy wants it)",
+    )
+    llvm.add_argument(
+        "--size-increase-threshold",
+        type=_positive,
+        help="LLVM's -ml-advisor-size-increase-threshold (default 2.0; "
+        "lifted for --policy default): the inliner stops asking once the "
+        "module grew by this factor",
+    )
+    llvm.add_argument(
+        "compiler",
+        nargs=argparse.REMAINDER,
+        help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)",
+    )
 
     serve = sub.add_parser("serve", help="serve a policy on a pipe channel or over gRPC")
     where = serve.add_mutually_exclusive_group(required=True)
     where.add_argument("--pipe", help="channel base: BASE.in and BASE.out")
-    where.add_argument("--grpc", metavar="ADDRESS",
-                       help="serve mlbridge.v1.ModelService at unix:PATH or HOST:PORT")
-    serve.add_argument("--allow-remote", action="store_true",
-                       help="with --grpc: allow binding a non-loopback address")
+    where.add_argument(
+        "--grpc", metavar="ADDRESS", help="serve mlbridge.v1.ModelService at unix:PATH or HOST:PORT"
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="with --grpc: allow binding a non-loopback address",
+    )
     serve.add_argument("--tls-cert", help="with --grpc: serve TLS with this PEM certificate")
     serve.add_argument("--tls-key", help="with --grpc: the certificate's PEM key")
-    serve.add_argument("--tls-client-ca",
-                       help="with --grpc: require client certificates signed by this CA")
+    serve.add_argument(
+        "--tls-client-ca", help="with --grpc: require client certificates signed by this CA"
+    )
     _add_grpc_limits(serve)
     serve.add_argument("--policy", required=True)
-    serve.add_argument("--advisor", choices=ADVISORS,
-                       help="advisor, for the built-in policies default/always/never")
-    serve.add_argument("--create", action="store_true",
-                       help="create the FIFOs (mode 0600) first and remove them at exit")
-    serve.add_argument("--max-requests", type=_count,
-                       help="stop after this many decisions in a session")
-    serve.add_argument("--sessions", type=_natural, default=1,
-                       help="sessions to serve one after the other (0: until killed)")
-    serve.add_argument("--timeout", type=_seconds,
-                       help="give up when the compiler does not open or write for S seconds")
+    serve.add_argument(
+        "--advisor",
+        choices=ADVISORS,
+        help="advisor, for the built-in policies default/always/never",
+    )
+    serve.add_argument(
+        "--create",
+        action="store_true",
+        help="create the FIFOs (mode 0600) first and remove them at exit",
+    )
+    serve.add_argument(
+        "--max-requests", type=_count, help="stop after this many decisions in a session"
+    )
+    serve.add_argument(
+        "--sessions",
+        type=_natural,
+        default=1,
+        help="sessions to serve one after the other (0: until killed)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=_seconds,
+        help="give up when the compiler does not open or write for S seconds",
+    )
     serve.add_argument("--log", help="write an LLVM training log of the decisions")
     serve.add_argument("--stats-json", help="write the statistics of the sessions here")
 
-    drive = sub.add_parser("drive", help="make the decisions of a compiler that serves "
-                                         "mlbridge.v1.CompilerService (compiler as server)")
-    drive.add_argument("--grpc", required=True, metavar="ADDRESS",
-                       help="the compiler's address: unix:PATH or HOST:PORT")
+    drive = sub.add_parser(
+        "drive",
+        help="make the decisions of a compiler that serves "
+        "mlbridge.v1.CompilerService (compiler as server)",
+    )
+    drive.add_argument(
+        "--grpc",
+        required=True,
+        metavar="ADDRESS",
+        help="the compiler's address: unix:PATH or HOST:PORT",
+    )
     drive.add_argument("--policy", required=True)
-    drive.add_argument("--advisor", choices=ADVISORS,
-                       help="advisor, for the built-in policies default/always/never")
-    drive.add_argument("--connect-timeout", type=_seconds, default=30.0,
-                       help="seconds to wait for the compiler's server")
+    drive.add_argument(
+        "--advisor",
+        choices=ADVISORS,
+        help="advisor, for the built-in policies default/always/never",
+    )
+    drive.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=30.0,
+        help="seconds to wait for the compiler's server",
+    )
     drive.add_argument("--tls-ca", help="TLS: the CA that signed the compiler's certificate")
     drive.add_argument("--tls-cert", help="TLS: this driver's certificate (PEM)")
     drive.add_argument("--tls-key", help="TLS: the key of --tls-cert (PEM)")
@@ -195,26 +290,45 @@ def _parser() -> argparse.ArgumentParser:
     dump = log_sub.add_parser("dump", help="print a training log as text")
     dump.add_argument("file")
 
-    demo = sub.add_parser("demo", help="compile bundled C programs with clang-19 -Oz "
-                          "whose inlining a bundled Python policy decides")
+    demo = sub.add_parser(
+        "demo",
+        help="compile bundled C programs with clang-19 -Oz "
+        "whose inlining a bundled Python policy decides",
+    )
     demo.add_argument("--keep", help="keep the build files in this directory")
 
-    loop = sub.add_parser("loop", help="train-to-deploy on clang-19: collect, train, "
-                          "export, AOT-compile, deploy through the plugin, measure, "
-                          "search for smaller code")
+    loop = sub.add_parser(
+        "loop",
+        help="train-to-deploy on clang-19: collect, train, "
+        "export, AOT-compile, deploy through the plugin, measure, "
+        "search for smaller code",
+    )
     loop.add_argument("--out", default="loop-out", help="results directory")
-    loop.add_argument("--quick", action="store_true",
-                      help="small programs only (minutes -> seconds)")
-    loop.add_argument("--es-iterations", type=_natural, default=8,
-                      help="evolution-strategies iterations (0: skip the search)")
-    loop.add_argument("--plugin", help="mlbridge-inline-advisor.so "
-                      "(default: mlbridge config --plugin)")
-    loop.add_argument("--corpus", help="your C programs: each top-level .c file and each "
-                      "subdirectory of .c files is one program (default: $MLBRIDGE_CORPUS, "
-                      "else ./.cache/corpus; see docs/loop.md)")
+    loop.add_argument(
+        "--quick", action="store_true", help="small programs only (minutes -> seconds)"
+    )
+    loop.add_argument(
+        "--es-iterations",
+        type=_natural,
+        default=8,
+        help="evolution-strategies iterations (0: skip the search)",
+    )
+    loop.add_argument(
+        "--plugin", help="mlbridge-inline-advisor.so (default: mlbridge config --plugin)"
+    )
+    loop.add_argument(
+        "--corpus",
+        help="your C programs: each top-level .c file and each "
+        "subdirectory of .c files is one program (default: $MLBRIDGE_CORPUS, "
+        "else ./.cache/corpus; see docs/loop.md)",
+    )
     loop.add_argument("--jobs", type=_count, default=2, help="parallel compilations")
-    loop.add_argument("--repeats", type=_count, default=1,
-                      help="rounds of deployment measurements (compile time: fastest)")
+    loop.add_argument(
+        "--repeats",
+        type=_count,
+        default=1,
+        help="rounds of deployment measurements (compile time: fastest)",
+    )
     _add_config(sub)
     return parser
 
@@ -223,23 +337,34 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     """``mlbridge config``: where the native half is (mlbridge.native)."""
     from mlbridge.native import CONFIG_FIELDS
 
-    config = sub.add_parser("config", help="where the native half is (the CMake package: "
-                            "plugin, libraries, headers), like llvm-config",
-                            description="Print where mlbridge's native half is: "
-                            "$MLBRIDGE_PREFIX, $MLBRIDGE_BUILD_DIR, this Python's prefix, "
-                            "pkg-config, /usr/local, /usr (docs/python-package.md). "
-                            "Several options: one answer a line, in their order.")
+    config = sub.add_parser(
+        "config",
+        help="where the native half is (the CMake package: "
+        "plugin, libraries, headers), like llvm-config",
+        description="Print where mlbridge's native half is: "
+        "$MLBRIDGE_PREFIX, $MLBRIDGE_BUILD_DIR, this Python's prefix, "
+        "pkg-config, /usr/local, /usr (docs/python-package.md). "
+        "Several options: one answer a line, in their order.",
+    )
     for field, what in CONFIG_FIELDS.items():
-        config.add_argument(f"--{field.replace('_', '-')}", dest="fields",
-                            action="append_const", const=field, help=f"print {what}")
+        config.add_argument(
+            f"--{field.replace('_', '-')}",
+            dest="fields",
+            action="append_const",
+            const=field,
+            help=f"print {what}",
+        )
     config.add_argument("--json", action="store_true", help="print everything as JSON")
 
 
 def _load_policy(spec: str, advisor: Optional[str]) -> Policy:
     """The policy ``spec`` names; a spec that names no usable policy is a usage error."""
     if spec.lower().endswith(".onnx") and importlib.util.find_spec("onnxruntime") is None:
-        fail(f"serving the ONNX model {spec} needs the onnxruntime Python package, "
-             f"which is not installed", ENVIRONMENT)
+        fail(
+            f"serving the ONNX model {spec} needs the onnxruntime Python package, "
+            f"which is not installed",
+            ENVIRONMENT,
+        )
     try:
         return load_policy(spec, advisor)
     except PolicyError as err:
@@ -248,8 +373,11 @@ def _load_policy(spec: str, advisor: Optional[str]) -> Policy:
 
 def _policies(args: argparse.Namespace) -> Dict[str, Policy]:
     if len(args.policy) not in (1, len(args.advisor)):
-        fail(f"give one --policy, or one per --advisor ({len(args.advisor)}), "
-             f"not {len(args.policy)}", USAGE)
+        fail(
+            f"give one --policy, or one per --advisor ({len(args.advisor)}), "
+            f"not {len(args.policy)}",
+            USAGE,
+        )
     specs = args.policy * len(args.advisor) if len(args.policy) == 1 else args.policy
     if len(set(args.advisor)) != len(args.advisor):
         fail("an advisor is given twice", USAGE)
@@ -278,12 +406,11 @@ def _open_output(path: str, option: str) -> BinaryIO:
 
 #: What the warning of an advisor that was asked nothing suggests.
 _NO_DECISION_HINTS = {
-    "inline": "inlining decision (is the optimisation level -O0, or the ML inliner "
-              "not enabled?)",
+    "inline": "inlining decision (is the optimisation level -O0, or the ML inliner not enabled?)",
     "evict": "eviction decision (is the optimisation level -O0, or did register "
-             "allocation never need to evict?)",
+    "allocation never need to evict?)",
     "priority": "register priority decision (is the optimisation level -O0, or the "
-                "greedy register allocator not used?)",
+    "greedy register allocator not used?)",
 }
 
 
@@ -305,8 +432,11 @@ def _llvm_outcome(args: argparse.Namespace, result: RunResult) -> int:
     if result.returncode == 0:
         for run in result.advisors.values():
             if run.stats.decisions == 0:
-                warn("mlbridge llvm", "the compiler asked no "
-                     + _NO_DECISION_HINTS.get(run.advisor, f"{run.advisor} decision"))
+                warn(
+                    "mlbridge llvm",
+                    "the compiler asked no "
+                    + _NO_DECISION_HINTS.get(run.advisor, f"{run.advisor} decision"),
+                )
     return _exit_code(result.returncode)
 
 
@@ -327,11 +457,16 @@ def _cmd_llvm(args: argparse.Namespace) -> int:
                 for adv in policies:
                     path = args.log if len(policies) == 1 else f"{args.log}.{adv}"
                     logs[adv] = stack.enter_context(_open_output(path, "--log"))
-            result = run_compiler(command, policies, timeout=args.timeout,
-                                  io_timeout=args.io_timeout, logs=logs,
-                                  include_default=args.include_default,
-                                  size_increase_threshold=args.size_increase_threshold,
-                                  echo_stderr=sys.stderr)
+            result = run_compiler(
+                command,
+                policies,
+                timeout=args.timeout,
+                io_timeout=args.io_timeout,
+                logs=logs,
+                include_default=args.include_default,
+                size_increase_threshold=args.size_increase_threshold,
+                echo_stderr=sys.stderr,
+            )
     finally:
         leftovers.remove_new()  # what a stopped compiler could not clean up
     if args.stats_json:
@@ -350,13 +485,19 @@ def _check_pipe(base: str, create: bool) -> None:
     if create:
         for path in ends:
             if os.path.lexists(path):
-                fail(f"--pipe {base}: {path} already exists (remove it, or serve the "
-                     f"existing FIFOs without --create)", USAGE)
+                fail(
+                    f"--pipe {base}: {path} already exists (remove it, or serve the "
+                    f"existing FIFOs without --create)",
+                    USAGE,
+                )
     else:
         for path in ends:
             if not os.path.lexists(path):
-                fail(f"--pipe {base}: {path} does not exist (give --create to make the "
-                     f"FIFOs, or make them first: mkfifo {ends[0]} {ends[1]})", USAGE)
+                fail(
+                    f"--pipe {base}: {path} does not exist (give --create to make the "
+                    f"FIFOs, or make them first: mkfifo {ends[0]} {ends[1]})",
+                    USAGE,
+                )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -373,8 +514,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if args.create:
             stack.enter_context(make_fifos(args.pipe))
         log = stack.enter_context(_open_output(args.log, "--log")) if args.log else None
-        host = PipeHost(policy, open_timeout=args.timeout, io_timeout=args.timeout, log=log,
-                        max_requests=args.max_requests)
+        host = PipeHost(
+            policy,
+            open_timeout=args.timeout,
+            io_timeout=args.timeout,
+            log=log,
+            max_requests=args.max_requests,
+        )
         served = 0
         try:
             while args.sessions == 0 or served < args.sessions:
@@ -412,15 +558,22 @@ def _serve_grpc(args: argparse.Namespace, policy: Policy) -> int:
         pair = (_read_file(args.tls_key, "--tls-key"), _read_file(args.tls_cert, "--tls-cert"))
         client_ca = _read_file(args.tls_client_ca, "--tls-client-ca")
         credentials = grpc.ssl_server_credentials(
-            [pair], root_certificates=client_ca, require_client_auth=client_ca is not None)
+            [pair], root_certificates=client_ca, require_client_auth=client_ca is not None
+        )
     try:
-        running = start_server(policy, args.grpc, allow_remote=args.allow_remote,
-                               credentials=credentials, workers=args.workers,
-                               max_streams=args.max_streams, max_sessions=args.max_sessions,
-                               session_memory=args.session_memory,
-                               max_message_bytes=args.max_message_bytes,
-                               session_idle_timeout=args.session_idle_timeout,
-                               stream_idle_timeout=args.stream_idle_timeout)
+        running = start_server(
+            policy,
+            args.grpc,
+            allow_remote=args.allow_remote,
+            credentials=credentials,
+            workers=args.workers,
+            max_streams=args.max_streams,
+            max_sessions=args.max_sessions,
+            session_memory=args.session_memory,
+            max_message_bytes=args.max_message_bytes,
+            session_idle_timeout=args.session_idle_timeout,
+            stream_idle_timeout=args.stream_idle_timeout,
+        )
     except (AddressError, ValueError) as err:
         raise CommandError(str(err), USAGE) from None
     print(f"mlbridge serve: serving {args.policy} at {running.target}", file=sys.stderr)
@@ -433,22 +586,26 @@ def _serve_grpc(args: argparse.Namespace, policy: Policy) -> int:
 
 def _cmd_drive(args: argparse.Namespace) -> int:
     import grpc
-
     from mlbridge.grpc_driver import DriverError, drive
 
     credentials = None
     if args.tls_ca:
-        credentials = grpc.ssl_channel_credentials(_read_file(args.tls_ca, "--tls-ca"),
-                                                   _read_file(args.tls_key, "--tls-key"),
-                                                   _read_file(args.tls_cert, "--tls-cert"))
+        credentials = grpc.ssl_channel_credentials(
+            _read_file(args.tls_ca, "--tls-ca"),
+            _read_file(args.tls_key, "--tls-key"),
+            _read_file(args.tls_cert, "--tls-cert"),
+        )
     policy = _load_policy(args.policy, args.advisor)
     try:
-        stats = drive(args.grpc, policy, connect_timeout=args.connect_timeout,
-                      credentials=credentials)
+        stats = drive(
+            args.grpc, policy, connect_timeout=args.connect_timeout, credentials=credentials
+        )
     except grpc.FutureTimeoutError:
-        fail(f"no compiler server answered at {args.grpc} within {args.connect_timeout:g} s "
-             f"(--connect-timeout): is the compiler running and serving "
-             f"mlbridge.v1.CompilerService there?")
+        fail(
+            f"no compiler server answered at {args.grpc} within {args.connect_timeout:g} s "
+            f"(--connect-timeout): is the compiler running and serving "
+            f"mlbridge.v1.CompilerService there?"
+        )
     except grpc.RpcError as err:
         code = err.code() if callable(getattr(err, "code", None)) else None
         details = err.details() if callable(getattr(err, "details", None)) else str(err)
@@ -456,8 +613,11 @@ def _cmd_drive(args: argparse.Namespace) -> int:
         fail(f"the session with the compiler at {args.grpc} failed: {name}: {details}")
     except DriverError as err:
         fail(f"the compiler at {args.grpc} broke the protocol: {err}")
-    print(f"mlbridge drive: {stats.decisions} decisions, {stats.errors_reported} policy "
-          f"errors in {stats.seconds:.2f} s", file=sys.stderr)
+    print(
+        f"mlbridge drive: {stats.decisions} decisions, {stats.errors_reported} policy "
+        f"errors in {stats.seconds:.2f} s",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -492,14 +652,23 @@ def _cmd_loop(args: argparse.Namespace) -> int:
     try:
         plugin = Path(args.plugin) if args.plugin else plugin_path()
     except NativeError as err:
-        raise CommandError(f"{err} (give --plugin, or see 'mlbridge config --help')",
-                           ENVIRONMENT) from None
+        raise CommandError(
+            f"{err} (give --plugin, or see 'mlbridge config --help')", ENVIRONMENT
+        ) from None
     if not plugin.is_file():
-        fail(f"the plugin {plugin} does not exist (build it: scripts/setup, or give "
-             f"--plugin)", ENVIRONMENT)
-    results = run_loop(Path(args.out), plugin=plugin,
-                       corpus=Path(args.corpus) if args.corpus else None, quick=args.quick,
-                       es_iterations=args.es_iterations, jobs=args.jobs, repeats=args.repeats)
+        fail(
+            f"the plugin {plugin} does not exist (build it: scripts/setup, or give --plugin)",
+            ENVIRONMENT,
+        )
+    results = run_loop(
+        Path(args.out),
+        plugin=plugin,
+        corpus=Path(args.corpus) if args.corpus else None,
+        quick=args.quick,
+        es_iterations=args.es_iterations,
+        jobs=args.jobs,
+        repeats=args.repeats,
+    )
     print(summary_markdown(results))
     return 0
 
@@ -532,8 +701,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     (:func:`mlbridge.cli_errors.run_command`); usage errors exit 2 from here.
     """
     args = _parser().parse_args(argv)
-    handler = {"llvm": _cmd_llvm, "serve": _cmd_serve, "drive": _cmd_drive, "log": _cmd_log,
-               "demo": _cmd_demo, "loop": _cmd_loop, "config": _cmd_config}[args.command]
+    handler = {
+        "llvm": _cmd_llvm,
+        "serve": _cmd_serve,
+        "drive": _cmd_drive,
+        "log": _cmd_log,
+        "demo": _cmd_demo,
+        "loop": _cmd_loop,
+        "config": _cmd_config,
+    }[args.command]
     return run_command(_command_name(args), lambda: handler(args))
 
 

@@ -76,8 +76,7 @@ def one_line(text: str) -> str:
     """``text`` as one printable line: every control character (line breaks
     included) escaped as ``\\uXXXX`` (a model's or a file's bytes may hold
     any, and a terminal must not interpret them), long messages shortened."""
-    printable = "".join(c if c.isprintable() else f"\\u{ord(c):04x}"
-                        for c in str(text).strip())
+    printable = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in str(text).strip())
     if len(printable) > _MAX_MESSAGE_CHARS:
         printable = printable[:_MAX_MESSAGE_CHARS] + "..."
     return printable
@@ -99,8 +98,7 @@ def debugging() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 
 
-def report(prog: str, message: str, kind: str = "error",
-           stream: Optional[TextIO] = None) -> None:
+def report(prog: str, message: str, kind: str = "error", stream: Optional[TextIO] = None) -> None:
     """Print ``PROG: KIND: MESSAGE`` as one line on stderr."""
     print(f"{prog}: {kind}: {one_line(message)}", file=stream or sys.stderr, flush=True)
 
@@ -126,14 +124,20 @@ def _classify(err: BaseException) -> Tuple[str, int]:
     if isinstance(err, CommandError):
         return err.message, err.code
     if isinstance(err, ModuleNotFoundError):
-        return (f"a Python module is missing: {err} (is mlbridge fully installed, "
-                f"with the extra this command needs?)", ENVIRONMENT)
+        return (
+            f"a Python module is missing: {err} (is mlbridge fully installed, "
+            f"with the extra this command needs?)",
+            ENVIRONMENT,
+        )
     if isinstance(err, MlbridgeError):
         return str(err) or type(err).__name__, FAILURE
     if isinstance(err, OSError):
         return describe_os_error(err), FAILURE
-    return (f"internal error: {type(err).__name__}: {err} (a bug in mlbridge: please "
-            f"report it; {DEBUG_VARIABLE}=1 shows the traceback)", INTERNAL)
+    return (
+        f"internal error: {type(err).__name__}: {err} (a bug in mlbridge: please "
+        f"report it; {DEBUG_VARIABLE}=1 shows the traceback)",
+        INTERNAL,
+    )
 
 
 def _quiet_stdout() -> None:
@@ -152,6 +156,7 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 def _thread_hook(prog: str) -> Callable[[Any], None]:
     """A ``threading.excepthook`` printing one line instead of a traceback."""
+
     def hook(args: Any) -> None:
         if args.exc_type is SystemExit:
             return
@@ -160,6 +165,7 @@ def _thread_hook(prog: str) -> Callable[[Any], None]:
         name = getattr(args.thread, "name", "a thread")
         message, _ = _classify(args.exc_value or args.exc_type())
         report(prog, f"in {name}: {message}")
+
     return hook
 
 
@@ -199,7 +205,24 @@ def run_command(prog: str, fn: Callable[[], int]) -> int:
         threading.excepthook = old_hook
 
 
-__all__ = ["ArgumentParser", "CommandError", "DEBUG_VARIABLE", "ENVIRONMENT", "FAILURE",
-           "INTERNAL", "INTERRUPTED", "OK", "POLICY_FAILED", "TERMINATED", "Terminated",
-           "USAGE", "debugging", "describe_os_error", "fail", "one_line", "report",
-           "run_command", "warn"]
+__all__ = [
+    "ArgumentParser",
+    "CommandError",
+    "DEBUG_VARIABLE",
+    "ENVIRONMENT",
+    "FAILURE",
+    "INTERNAL",
+    "INTERRUPTED",
+    "OK",
+    "POLICY_FAILED",
+    "TERMINATED",
+    "Terminated",
+    "USAGE",
+    "debugging",
+    "describe_os_error",
+    "fail",
+    "one_line",
+    "report",
+    "run_command",
+    "warn",
+]

@@ -23,8 +23,12 @@ class FrameKind(enum.IntEnum):
     ERROR = 4
 
 
-CONTEXT, OBSERVATION, RESULT, ERROR = (FrameKind.CONTEXT, FrameKind.OBSERVATION,
-                                       FrameKind.RESULT, FrameKind.ERROR)
+CONTEXT, OBSERVATION, RESULT, ERROR = (
+    FrameKind.CONTEXT,
+    FrameKind.OBSERVATION,
+    FrameKind.RESULT,
+    FrameKind.ERROR,
+)
 
 
 def encode_frame(kind: int, payload: bytes) -> bytes:
@@ -34,8 +38,9 @@ def encode_frame(kind: int, payload: bytes) -> bytes:
     except ValueError:
         raise FrameError(f"unknown frame kind {kind!r}") from None
     if len(payload) > 0xFFFFFFFF:
-        raise FrameError(f"{kind.name} frame payload of {len(payload)} bytes does "
-                         f"not fit a 32-bit length")
+        raise FrameError(
+            f"{kind.name} frame payload of {len(payload)} bytes does not fit a 32-bit length"
+        )
     return _HEADER.pack(len(payload), kind) + bytes(payload)
 
 
@@ -63,8 +68,7 @@ def _read_exactly(f: BinaryIO, size: int, what: str, *, at_boundary: bool = Fals
             got = size - remaining
             if at_boundary and got == 0:
                 raise EndOfStream("end of stream (the peer closed it)")
-            raise FrameError(f"truncated {what}: stream ended after {got} of "
-                             f"{size} bytes")
+            raise FrameError(f"truncated {what}: stream ended after {got} of {size} bytes")
         chunks.append(chunk)
         remaining -= len(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -84,7 +88,8 @@ def read_frame(f: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[FrameKi
     except ValueError:
         raise FrameError(f"unknown frame kind {kind} (length field {length})") from None
     if length > max_bytes:
-        raise FrameError(f"{kind.name} frame claims {length} bytes, more than the "
-                         f"maximum of {max_bytes}")
+        raise FrameError(
+            f"{kind.name} frame claims {length} bytes, more than the maximum of {max_bytes}"
+        )
     payload = _read_exactly(f, length, f"{kind.name} frame payload") if length else b""
     return kind, payload

@@ -9,9 +9,9 @@ from __future__ import annotations
 import queue
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
-import grpc
 import numpy as np
 
+import grpc
 from mlbridge.codecs.schema import DEFAULT_MAX_BYTES, arrays_for
 from mlbridge.errors import MlbridgeError, ModelError
 from mlbridge.tensor_spec import TensorSpec
@@ -24,11 +24,11 @@ PROTOCOL_VERSION = 1
 
 def schema_message(inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> Any:
     """The mlbridge.v1.Schema of a session."""
+
     def spec(s: TensorSpec) -> Any:
-        return tensor_pb2.TensorSpec(name=s.name, dtype=s.proto_dtype, shape=s.shape,
-                                     port=s.port)
-    return tensor_pb2.Schema(inputs=[spec(s) for s in inputs],
-                             outputs=[spec(s) for s in outputs])
+        return tensor_pb2.TensorSpec(name=s.name, dtype=s.proto_dtype, shape=s.shape, port=s.port)
+
+    return tensor_pb2.Schema(inputs=[spec(s) for s in inputs], outputs=[spec(s) for s in outputs])
 
 
 class ModelClient:
@@ -39,21 +39,33 @@ class ModelClient:
     failure grpc.RpcError (with its status code).
     """
 
-    def __init__(self, target: str, inputs: Sequence[TensorSpec],
-                 outputs: Sequence[TensorSpec], *, streaming: bool = False,
-                 deadline: float = 10.0, max_message_bytes: int = DEFAULT_MAX_BYTES,
-                 credentials: Optional[grpc.ChannelCredentials] = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        inputs: Sequence[TensorSpec],
+        outputs: Sequence[TensorSpec],
+        *,
+        streaming: bool = False,
+        deadline: float = 10.0,
+        max_message_bytes: int = DEFAULT_MAX_BYTES,
+        credentials: Optional[grpc.ChannelCredentials] = None,
+    ) -> None:
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.deadline = deadline
-        options = [("grpc.max_receive_message_length", max_message_bytes),
-                   ("grpc.max_send_message_length", max_message_bytes)]
-        self._channel = (grpc.secure_channel(target, credentials, options)
-                         if credentials is not None
-                         else grpc.insecure_channel(target, options))
+        options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ]
+        self._channel = (
+            grpc.secure_channel(target, credentials, options)
+            if credentials is not None
+            else grpc.insecure_channel(target, options)
+        )
         self._stub = pb_grpc.ModelServiceStub(self._channel)
         self._observation = 0
-        self._open = pb.OpenSessionRequest(version=PROTOCOL_VERSION,
-                                           schema=schema_message(self.inputs, self.outputs))
+        self._open = pb.OpenSessionRequest(
+            version=PROTOCOL_VERSION, schema=schema_message(self.inputs, self.outputs)
+        )
         self._session_id = 0
         self._requests: Optional["queue.Queue[Any]"] = None
         self._replies: Optional[Iterator[Any]] = None
@@ -68,9 +80,12 @@ class ModelClient:
     def evaluate(self, features: Mapping[str, Any], context: str = "") -> Dict[str, np.ndarray]:
         """One decision."""
         arrays = arrays_for(self.inputs, features, "request")
-        request = pb.EvaluateRequest(session_id=self._session_id,
-                                     observation=self._observation,
-                                     inputs=[a.tobytes() for a in arrays], context=context)
+        request = pb.EvaluateRequest(
+            session_id=self._session_id,
+            observation=self._observation,
+            inputs=[a.tobytes() for a in arrays],
+            context=context,
+        )
         self._observation += 1
         if self._requests is not None and self._replies is not None:
             self._requests.put(pb.StreamRequest(evaluate=request))
@@ -80,13 +95,15 @@ class ModelClient:
         if reply.error:
             raise ModelError(reply.error)
         if len(reply.outputs) != len(self.outputs):
-            raise MlbridgeError(f"reply carries {len(reply.outputs)} outputs, expected "
-                                f"{len(self.outputs)}")
+            raise MlbridgeError(
+                f"reply carries {len(reply.outputs)} outputs, expected {len(self.outputs)}"
+            )
         out = {}
         for spec, data in zip(self.outputs, reply.outputs):
             if len(data) != spec.nbytes:
-                raise MlbridgeError(f"output '{spec.name}' has {len(data)} bytes, "
-                                    f"expected {spec.nbytes}")
+                raise MlbridgeError(
+                    f"output '{spec.name}' has {len(data)} bytes, expected {spec.nbytes}"
+                )
             out[spec.name] = np.frombuffer(data, spec.dtype).reshape(spec.shape).copy()
         return out
 
@@ -96,8 +113,9 @@ class ModelClient:
             self._requests.put(None)
         elif self._session_id:
             try:
-                self._stub.CloseSession(pb.CloseSessionRequest(session_id=self._session_id),
-                                        timeout=self.deadline)
+                self._stub.CloseSession(
+                    pb.CloseSessionRequest(session_id=self._session_id), timeout=self.deadline
+                )
             except grpc.RpcError:
                 pass
         self._channel.close()

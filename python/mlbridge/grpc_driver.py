@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import grpc
-
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError
 from mlbridge.grpc_server import InvalidRequest, specs_from_proto
@@ -38,13 +37,21 @@ class DriveStats:
     seconds: float = 0.0
 
 
-def drive(target: str, policy: Policy, *, connect_timeout: float = 30.0,
-          credentials: Optional[grpc.ChannelCredentials] = None) -> DriveStats:
+def drive(
+    target: str,
+    policy: Policy,
+    *,
+    connect_timeout: float = 30.0,
+    credentials: Optional[grpc.ChannelCredentials] = None,
+) -> DriveStats:
     """Connect to the compiler at ``target`` and make its decisions until it
     ends the session. Raises grpc.RpcError on transport failures."""
     decide = as_decision_fn(policy)
-    channel = (grpc.secure_channel(target, credentials) if credentials is not None
-               else grpc.insecure_channel(target))
+    channel = (
+        grpc.secure_channel(target, credentials)
+        if credentials is not None
+        else grpc.insecure_channel(target)
+    )
     stats, start = DriveStats(), time.monotonic()
     outgoing: "queue.Queue[Any]" = queue.Queue()
     outgoing.put(pb.DriverMessage(hello=PROTOCOL_VERSION))
@@ -59,8 +66,7 @@ def drive(target: str, policy: Policy, *, connect_timeout: float = 30.0,
             if kind == "open":
                 try:
                     inputs = specs_from_proto(message.open.schema.inputs, "schema inputs")
-                    outputs = specs_from_proto(message.open.schema.outputs,
-                                               "schema outputs")
+                    outputs = specs_from_proto(message.open.schema.outputs, "schema outputs")
                 except InvalidRequest as err:
                     raise DriverError(str(err)) from None
                 buffer = TensorBuffer(inputs)

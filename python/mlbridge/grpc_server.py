@@ -31,15 +31,28 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
-
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError
-from mlbridge.grpc_sessions import (DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
-                                    DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_WORKERS, IdleWatch,
-                                    ServerLimits, Session, SessionTable, UnknownSession,
-                                    Watchdog, schema_footprint)
-from mlbridge.limits import (DEFAULT_MAX_BYTES, DEFAULT_SESSION_MEMORY, BudgetError,
-                             MemoryBudget, check_schema)
+from mlbridge.grpc_sessions import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT,
+    DEFAULT_WORKERS,
+    IdleWatch,
+    ServerLimits,
+    Session,
+    SessionTable,
+    UnknownSession,
+    Watchdog,
+    schema_footprint,
+)
+from mlbridge.limits import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_SESSION_MEMORY,
+    BudgetError,
+    MemoryBudget,
+    check_schema,
+)
 from mlbridge.policy import Policy, as_decision_fn, output_arrays, scalar_packer
 from mlbridge.tensor_spec import DTYPES, SpecError, TensorSpec, check_unique_names
 from mlbridge.v1 import model_service_pb2 as pb
@@ -122,8 +135,9 @@ def status_of(err: Exception, rpc: str) -> Tuple[grpc.StatusCode, str]:
     for kind, code in _STATUS_OF:
         if isinstance(err, kind):
             return code, str(err) or f"{rpc}: the server is out of memory"
-    _LOG.warning("%s failed: %s: %s", rpc, type(err).__name__, err,
-                 exc_info=_LOG.isEnabledFor(logging.DEBUG))
+    _LOG.warning(
+        "%s failed: %s: %s", rpc, type(err).__name__, err, exc_info=_LOG.isEnabledFor(logging.DEBUG)
+    )
     return grpc.StatusCode.INTERNAL, f"{rpc}: internal error ({type(err).__name__})"
 
 
@@ -132,6 +146,7 @@ _Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
 def _with_status(method: _Handler) -> _Handler:
     """Make a unary handler end every failure with :func:`status_of`'s status."""
+
     @functools.wraps(method)
     def handler(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
         try:
@@ -139,6 +154,7 @@ def _with_status(method: _Handler) -> _Handler:
         except Exception as err:  # every failure gets a status, never UNKNOWN
             code, details = status_of(err, method.__name__)
         context.abort(code, details)
+
     return handler  # type: ignore[return-value]
 
 
@@ -163,14 +179,19 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
     Call :meth:`close` when the server has stopped (ends the watchdog).
     """
 
-    def __init__(self, policy: Policy, limits: ServerLimits = ServerLimits(),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        limits: ServerLimits = ServerLimits(),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._decide = as_decision_fn(policy)
         self.limits = limits
         #: The memory all sessions' state may take (see docs/grpc.md, "Limits").
         self.budget = MemoryBudget(limits.session_memory)
-        self._table = SessionTable(self.budget, limits.max_sessions,
-                                   limits.session_idle_timeout, clock)
+        self._table = SessionTable(
+            self.budget, limits.max_sessions, limits.session_idle_timeout, clock
+        )
         self._streams = threading.BoundedSemaphore(limits.stream_limit)
         self._watchdog = Watchdog(self._table, limits.stream_idle_timeout, clock)
         self._watchdog.start()
@@ -184,8 +205,10 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
     def _new_session(self, request: Any) -> Session:
         """A session for an OpenSessionRequest, its memory reserved first."""
         if request.version != PROTOCOL_VERSION:
-            raise InvalidRequest(f"client speaks mlbridge protocol version {request.version}, "
-                                 f"this server speaks {PROTOCOL_VERSION}")
+            raise InvalidRequest(
+                f"client speaks mlbridge protocol version {request.version}, "
+                f"this server speaks {PROTOCOL_VERSION}"
+            )
         nbytes = schema_footprint(request.schema, self.budget.limit)
         self._table.reserve(nbytes, "the session's schema")
         try:
@@ -200,9 +223,13 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
                 raise InvalidRequest(str(err)) from None
             self._table.reserve(size, "the session's input buffer")
             nbytes += size
-            return Session(inputs, outputs, TensorBuffer(inputs),
-                           scalar_packer(outputs[0]) if len(outputs) == 1 else None,
-                           nbytes=nbytes)
+            return Session(
+                inputs,
+                outputs,
+                TensorBuffer(inputs),
+                scalar_packer(outputs[0]) if len(outputs) == 1 else None,
+                nbytes=nbytes,
+            )
         except BaseException:
             self._table.release(nbytes)
             raise
@@ -238,17 +265,25 @@ class ModelServicer(pb_grpc.ModelServiceServicer):
             with session.lock:
                 return self._answer(session, request)
 
-    def EvaluateStream(self, request_iterator: Iterator[Any],
-                       context: grpc.ServicerContext) -> Iterator[Any]:
+    def EvaluateStream(
+        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
+    ) -> Iterator[Any]:
         if not self._streams.acquire(blocking=False):
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"{self.limits.stream_limit} streams are open, the server's limit "
-                          f"(max_streams): retry later or use unary calls")
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self.limits.stream_limit} streams are open, the server's limit "
+                f"(max_streams): retry later or use unary calls",
+            )
         timeout = self.limits.stream_idle_timeout
-        watch = self._watchdog.watch(functools.partial(
-            end_call, context, grpc.StatusCode.DEADLINE_EXCEEDED,
-            f"stream idle for more than {timeout:g} s (the server's stream_idle_timeout): "
-            f"ended by the server"))
+        watch = self._watchdog.watch(
+            functools.partial(
+                end_call,
+                context,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"stream idle for more than {timeout:g} s (the server's stream_idle_timeout): "
+                f"ended by the server",
+            )
+        )
         status = None
         try:
             yield from self._serve_stream(request_iterator, watch)
@@ -301,7 +336,7 @@ def check_address(address: str, allow_remote: bool = False) -> str:
     """Validate ``address`` ("unix:/path" or "host:port"); loopback unless
     ``allow_remote``. Returns the address to bind."""
     if address.startswith("unix:"):
-        if not address[len("unix:"):]:
+        if not address[len("unix:") :]:
             raise AddressError("unix address needs a path: unix:/path/to/socket")
         return address
     host, sep, port = address.rpartition(":")
@@ -314,9 +349,11 @@ def check_address(address: str, allow_remote: bool = False) -> str:
         except ValueError:
             loopback = host == "localhost"
         if not loopback:
-            raise AddressError(f"refusing to bind '{address}': not a loopback address "
-                               f"(pass allow_remote / --allow-remote to serve other "
-                               f"machines)")
+            raise AddressError(
+                f"refusing to bind '{address}': not a loopback address "
+                f"(pass allow_remote / --allow-remote to serve other "
+                f"machines)"
+            )
     return address
 
 
@@ -328,7 +365,7 @@ def check_bindable(address: str) -> None:
     port must be free. Checked before gRPC tries, whose own failure says less.
     """
     if address.startswith("unix:"):
-        path = address[len("unix://"):] if address.startswith("unix://") else address[5:]
+        path = address[len("unix://") :] if address.startswith("unix://") else address[5:]
         parent = os.path.dirname(path) or "."
         if not os.path.isdir(parent):
             raise AddressError(f"cannot bind '{address}': directory '{parent}' does not exist")
@@ -337,8 +374,10 @@ def check_bindable(address: str) -> None:
         except FileNotFoundError:
             return
         if not stat.S_ISSOCK(mode):
-            raise AddressError(f"cannot bind '{address}': '{path}' exists and is not a "
-                               f"socket (remove it or choose another path)")
+            raise AddressError(
+                f"cannot bind '{address}': '{path}' exists and is not a "
+                f"socket (remove it or choose another path)"
+            )
         with socket.socket(socket.AF_UNIX) as probe:
             probe.settimeout(1.0)
             try:
@@ -350,8 +389,9 @@ def check_bindable(address: str) -> None:
     if int(port) == 0:
         return
     try:
-        candidates = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM,
-                                        flags=socket.AI_PASSIVE)
+        candidates = socket.getaddrinfo(
+            host.strip("[]"), int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
     except socket.gaierror as err:
         raise AddressError(f"cannot bind '{address}': {err.strerror}") from None
     failure: Optional[OSError] = None
@@ -369,34 +409,49 @@ def check_bindable(address: str) -> None:
     raise AddressError(f"cannot bind '{address}': {reason}")
 
 
-def start_server(policy: Policy, address: str, *, allow_remote: bool = False,
-                 max_message_bytes: int = DEFAULT_MAX_BYTES, workers: int = DEFAULT_WORKERS,
-                 max_streams: Optional[int] = None, max_sessions: int = DEFAULT_MAX_SESSIONS,
-                 session_memory: int = DEFAULT_SESSION_MEMORY,
-                 session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
-                 stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
-                 credentials: Optional[grpc.ServerCredentials] = None
-                 ) -> "RunningServer":
+def start_server(
+    policy: Policy,
+    address: str,
+    *,
+    allow_remote: bool = False,
+    max_message_bytes: int = DEFAULT_MAX_BYTES,
+    workers: int = DEFAULT_WORKERS,
+    max_streams: Optional[int] = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_memory: int = DEFAULT_SESSION_MEMORY,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+    stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
+    credentials: Optional[grpc.ServerCredentials] = None,
+) -> "RunningServer":
     """Start serving ``policy`` at ``address``; returns the running server.
 
     The limits are :class:`mlbridge.grpc_sessions.ServerLimits`' (ValueError
     for impossible ones); AddressError when the address cannot be bound.
     """
     address = check_address(address, allow_remote)
-    limits = ServerLimits(workers=workers, max_streams=max_streams, max_sessions=max_sessions,
-                          session_memory=session_memory,
-                          session_idle_timeout=session_idle_timeout,
-                          stream_idle_timeout=stream_idle_timeout,
-                          max_message_bytes=max_message_bytes)
+    limits = ServerLimits(
+        workers=workers,
+        max_streams=max_streams,
+        max_sessions=max_sessions,
+        session_memory=session_memory,
+        session_idle_timeout=session_idle_timeout,
+        stream_idle_timeout=stream_idle_timeout,
+        max_message_bytes=max_message_bytes,
+    )
     check_bindable(address)
-    options = [("grpc.max_receive_message_length", max_message_bytes),
-               ("grpc.max_send_message_length", max_message_bytes),
-               ("grpc.so_reuseport", 0)]
+    options = [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=options)
     old_umask = os.umask(0o177) if address.startswith("unix:") else None
     try:
-        port = (server.add_secure_port(address, credentials) if credentials is not None
-                else server.add_insecure_port(address))
+        port = (
+            server.add_secure_port(address, credentials)
+            if credentials is not None
+            else server.add_insecure_port(address)
+        )
     except RuntimeError:  # recent grpcio raises instead of returning 0
         port = 0
     finally:
@@ -445,6 +500,17 @@ def free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-__all__ = ["AddressError", "InvalidRequest", "ModelServicer", "RunningServer", "check_address",
-           "check_bindable", "client_identity", "end_call", "free_loopback_port",
-           "specs_from_proto", "start_server", "status_of"]
+__all__ = [
+    "AddressError",
+    "InvalidRequest",
+    "ModelServicer",
+    "RunningServer",
+    "check_address",
+    "check_bindable",
+    "client_identity",
+    "end_call",
+    "free_loopback_port",
+    "specs_from_proto",
+    "start_server",
+    "status_of",
+]

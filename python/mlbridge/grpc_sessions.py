@@ -97,11 +97,14 @@ class ServerLimits:
 
     def __post_init__(self) -> None:
         if self.workers < 2:
-            raise ValueError(f"workers must be >= 2 (one for streams, one for unary "
-                             f"calls), got {self.workers}")
+            raise ValueError(
+                f"workers must be >= 2 (one for streams, one for unary calls), got {self.workers}"
+            )
         if not 1 <= self.stream_limit < self.workers:
-            raise ValueError(f"max_streams must be between 1 and workers - 1 "
-                             f"({self.workers - 1}), got {self.max_streams}")
+            raise ValueError(
+                f"max_streams must be between 1 and workers - 1 "
+                f"({self.workers - 1}), got {self.max_streams}"
+            )
         for name in ("max_sessions", "session_memory", "max_message_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -149,8 +152,13 @@ class SessionTable:
     its memory when that call ends.
     """
 
-    def __init__(self, budget: MemoryBudget, max_sessions: int, idle_timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        budget: MemoryBudget,
+        max_sessions: int,
+        idle_timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.budget = budget
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
@@ -204,8 +212,10 @@ class SessionTable:
         with self._lock:
             if len(self._sessions) >= self.max_sessions and not self._evict_locked():
                 self.release(session.nbytes)
-                raise BudgetError(f"{len(self._sessions)} sessions are open and in use, "
-                                  f"the limit is {self.max_sessions}")
+                raise BudgetError(
+                    f"{len(self._sessions)} sessions are open and in use, "
+                    f"the limit is {self.max_sessions}"
+                )
             session_id = 0
             while session_id == 0 or session_id in self._sessions:
                 session_id = secrets.randbits(64)
@@ -323,8 +333,12 @@ class Watchdog:
     second) more.
     """
 
-    def __init__(self, table: SessionTable, stream_idle_timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        table: SessionTable,
+        stream_idle_timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._table = table
         self._timeout = stream_idle_timeout
         self._clock = clock
@@ -332,8 +346,9 @@ class Watchdog:
         self._watches: Dict[int, IdleWatch] = {}
         self._stop = threading.Event()
         self.period = min(1.0, stream_idle_timeout / 4, table.idle_timeout / 4)
-        self._thread = threading.Thread(target=self._run, name="mlbridge-grpc-watchdog",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="mlbridge-grpc-watchdog", daemon=True
+        )
 
     def start(self) -> None:
         """Start checking."""
@@ -377,6 +392,18 @@ class Watchdog:
             self.check()
 
 
-__all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT", "DEFAULT_STREAM_IDLE_TIMEOUT",
-           "DEFAULT_WORKERS", "IdleWatch", "RESERVED_WORKERS", "ServerLimits", "Session",
-           "SessionTable", "UnknownSession", "Watchdog", "schema_footprint", "text_footprint"]
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "DEFAULT_STREAM_IDLE_TIMEOUT",
+    "DEFAULT_WORKERS",
+    "IdleWatch",
+    "RESERVED_WORKERS",
+    "ServerLimits",
+    "Session",
+    "SessionTable",
+    "UnknownSession",
+    "Watchdog",
+    "schema_footprint",
+    "text_footprint",
+]

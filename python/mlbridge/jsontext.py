@@ -27,8 +27,8 @@ import numpy as np
 
 from mlbridge.errors import CodecError, MlbridgeError
 
-_F32_EXACT_INT = float(1 << 24)   # below this every float32 integer is exact
-_F64_EXACT_INT = float(1 << 53)   # below this every float64 integer is exact
+_F32_EXACT_INT = float(1 << 24)  # below this every float32 integer is exact
+_F64_EXACT_INT = float(1 << 53)  # below this every float64 integer is exact
 _SAFE_STRING = re.compile(r'[^"\\\x00-\x1f]*\Z')
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
@@ -88,11 +88,11 @@ def _layout(negative: bool, digits: str, exponent: int, value: float) -> str:
     n = len(digits)
     exp_len = 2 if -100 < exponent < 100 else 3
     sci_len = n + (n > 1) + 2 + exp_len
-    if exponent >= n - 1:             # an integer: digits then zeros
+    if exponent >= n - 1:  # an integer: digits then zeros
         fixed_len = exponent + 1
-    elif exponent >= 0:               # a decimal point inside the digits
+    elif exponent >= 0:  # a decimal point inside the digits
         fixed_len = n + 1
-    else:                             # 0.000ddd
+    else:  # 0.000ddd
         fixed_len = n + 1 - exponent
     sign = "-" if negative else ""
     if fixed_len <= sci_len:
@@ -100,7 +100,7 @@ def _layout(negative: bool, digits: str, exponent: int, value: float) -> str:
             # Same length as digits + zeros, and exact (what %.0f prints).
             return sign + str(int(abs(value)))
         if exponent >= 0:
-            return f"{sign}{digits[:exponent + 1]}.{digits[exponent + 1:]}"
+            return f"{sign}{digits[: exponent + 1]}.{digits[exponent + 1 :]}"
         return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
     mantissa = digits if n == 1 else f"{digits[0]}.{digits[1:]}"
     return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
@@ -157,8 +157,12 @@ def format_array(arr: np.ndarray) -> str:
     return ",".join(map(str, values))
 
 
-def load_json(data: Union[bytes, bytearray], what: str,
-              error: Type[MlbridgeError] = CodecError, **options: Any) -> Dict[str, Any]:
+def load_json(
+    data: Union[bytes, bytearray],
+    what: str,
+    error: Type[MlbridgeError] = CodecError,
+    **options: Any,
+) -> Dict[str, Any]:
     """Parse untrusted JSON text that must hold an object, or raise ``error``.
 
     ``what`` names the text in the message (``"json request"``, ``"bad header
@@ -168,13 +172,14 @@ def load_json(data: Union[bytes, bytearray], what: str,
     """
     try:
         # Cheap bound first: the nesting cannot exceed the number of brackets.
-        if (data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH
-                and _nesting_depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH):
+        if (
+            data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH
+            and _nesting_depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
+        ):
             raise RecursionError
         obj = json.loads(data, **options)
     except RecursionError:
-        raise error(f"{what}: invalid JSON: nested deeper than {MAX_JSON_DEPTH} "
-                    f"levels") from None
+        raise error(f"{what}: invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, huge integers
         raise error(f"{what}: invalid JSON: {err}") from None
     if not isinstance(obj, dict):
@@ -201,7 +206,7 @@ def _nesting_depth(data: Union[bytes, bytearray], limit: int) -> int:
     codes = np.frombuffer(data.translate(None, _NOT_STRUCTURE), np.uint8)
     depth = deepest = quotes = 0
     for start in range(0, codes.size, _DEPTH_CHUNK):
-        part = codes[start:start + _DEPTH_CHUNK]
+        part = codes[start : start + _DEPTH_CHUNK]
         inside = (np.cumsum(part == _QUOTE) + quotes) & 1  # 1: within a string
         levels = np.cumsum(_LEVEL_STEP[part] * (1 - inside)) + depth
         deepest = max(deepest, int(levels.max()))

@@ -39,8 +39,7 @@ class BudgetError(CodecError):
     """A declared size exceeds a budget: nothing was allocated for it."""
 
 
-def check_schema(specs: Sequence[TensorSpec], max_bytes: int, what: str,
-                 extra: int = 0) -> int:
+def check_schema(specs: Sequence[TensorSpec], max_bytes: int, what: str, extra: int = 0) -> int:
     """Check that one message of ``specs`` fits ``max_bytes``; return its size.
 
     ``extra`` bytes of framing are counted with the tensors (e.g. the newline
@@ -48,18 +47,23 @@ def check_schema(specs: Sequence[TensorSpec], max_bytes: int, what: str,
     exceeds the limit, or the total when only the sum does.
     """
     if len(specs) > MAX_TENSORS:
-        raise BudgetError(f"{what}: {len(specs)} tensors declared, at most {MAX_TENSORS} "
-                          f"are accepted")
+        raise BudgetError(
+            f"{what}: {len(specs)} tensors declared, at most {MAX_TENSORS} are accepted"
+        )
     total = extra
     for spec in specs:
         if spec.nbytes > max_bytes:
-            raise BudgetError(f"{what}: tensor '{spec.name}' declares {spec.nbytes} bytes "
-                              f"({spec.type_name} x {list(spec.shape)}), more than the "
-                              f"message limit of {max_bytes} bytes")
+            raise BudgetError(
+                f"{what}: tensor '{spec.name}' declares {spec.nbytes} bytes "
+                f"({spec.type_name} x {list(spec.shape)}), more than the "
+                f"message limit of {max_bytes} bytes"
+            )
         total += spec.nbytes
     if total > max_bytes:
-        raise BudgetError(f"{what}: the {len(specs)} tensors declare {total} bytes together, "
-                          f"more than the message limit of {max_bytes} bytes")
+        raise BudgetError(
+            f"{what}: the {len(specs)} tensors declare {total} bytes together, "
+            f"more than the message limit of {max_bytes} bytes"
+        )
     return total
 
 
@@ -87,9 +91,11 @@ class MemoryBudget:
         """Take ``nbytes`` from the pool, or raise naming ``what``."""
         with self._lock:
             if self._used + nbytes > self.limit:
-                raise BudgetError(f"{what}: needs {nbytes} bytes, the server's session "
-                                  f"memory budget has {self.limit - self._used} of "
-                                  f"{self.limit} bytes left")
+                raise BudgetError(
+                    f"{what}: needs {nbytes} bytes, the server's session "
+                    f"memory budget has {self.limit - self._used} of "
+                    f"{self.limit} bytes left"
+                )
             self._used += nbytes
 
     def release(self, nbytes: int) -> None:
@@ -98,5 +104,12 @@ class MemoryBudget:
             self._used = max(0, self._used - nbytes)
 
 
-__all__ = ["BudgetError", "DEFAULT_MAX_BYTES", "DEFAULT_SESSION_MEMORY", "MAX_HEADER_LINE",
-           "MAX_TENSORS", "MemoryBudget", "check_schema"]
+__all__ = [
+    "BudgetError",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_SESSION_MEMORY",
+    "MAX_HEADER_LINE",
+    "MAX_TENSORS",
+    "MemoryBudget",
+    "check_schema",
+]

@@ -46,11 +46,15 @@ MAX_MANIFEST_BYTES = 64 * 1024
 #: The manifest's path keys, in the order ``mlbridge config`` prints them.
 PATH_KEYS = ("plugin", "deploy_replay", "cmake_dir", "libdir", "includedir")
 #: What MLBRIDGE_BUILD_DIR provides, relative to the build tree.
-BUILD_TREE_PATHS = {"plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
-                    "deploy_replay": Path("examples/mlbridge-example-deploy-replay")}
-FIX = ("install mlbridge's CMake package (cmake --install BUILD_DIR --prefix PREFIX) and "
-       "set MLBRIDGE_PREFIX=PREFIX, or install it into this Python's prefix "
-       f"({sys.prefix}); see docs/python-package.md")
+BUILD_TREE_PATHS = {
+    "plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
+    "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
+}
+FIX = (
+    "install mlbridge's CMake package (cmake --install BUILD_DIR --prefix PREFIX) and "
+    "set MLBRIDGE_PREFIX=PREFIX, or install it into this Python's prefix "
+    f"({sys.prefix}); see docs/python-package.md"
+)
 
 
 class NativeError(MlbridgeError):
@@ -94,18 +98,26 @@ class Native:
             return "not built, or not installed there"
         if key in BUILD_TREE_PATHS:
             return f"no {self.prefix / BUILD_TREE_PATHS[key]}: build it first"
-        return ("a build tree provides only the plugin and the replay program: install the "
-                "CMake package for the rest")
+        return (
+            "a build tree provides only the plugin and the replay program: install the "
+            "CMake package for the rest"
+        )
 
     def to_json(self) -> Dict[str, Any]:
         """Everything known, as ``mlbridge config --json`` prints it."""
+
         def text(path: Optional[Path]) -> Optional[str]:
             return None if path is None else str(path)
 
-        return {"version": self.version, "python_package_version": __version__,
-                "prefix": str(self.prefix), "found_by": self.found_by,
-                "manifest": text(self.manifest), "components": list(self.components),
-                **{key: text(getattr(self, key)) for key in PATH_KEYS}}
+        return {
+            "version": self.version,
+            "python_package_version": __version__,
+            "prefix": str(self.prefix),
+            "found_by": self.found_by,
+            "manifest": text(self.manifest),
+            "components": list(self.components),
+            **{key: text(getattr(self, key)) for key in PATH_KEYS},
+        }
 
 
 def _bad(manifest: Path, what: str) -> NativeError:
@@ -142,9 +154,10 @@ def _inside(prefix: Path, manifest: Path, key: str, value: object) -> Optional[P
     if not isinstance(value, str):
         raise _bad(manifest, f"'{key}' must be a string, got {_shown(value)}")
     relative = PurePosixPath(value)
-    if (not value or "\0" in value or relative.is_absolute() or ".." in relative.parts):
-        raise _bad(manifest, f"'{key}' must be a relative path inside the prefix, "
-                             f"got {_shown(value)}")
+    if not value or "\0" in value or relative.is_absolute() or ".." in relative.parts:
+        raise _bad(
+            manifest, f"'{key}' must be a relative path inside the prefix, got {_shown(value)}"
+        )
     return prefix.joinpath(*relative.parts)
 
 
@@ -185,8 +198,7 @@ def from_build_tree(build: Path) -> Native:
     build = Path(os.path.abspath(build))
     if not build.is_dir():
         raise NativeError(f"MLBRIDGE_BUILD_DIR={build} is not a directory")
-    paths = {key: build / rel for key, rel in BUILD_TREE_PATHS.items()
-             if (build / rel).is_file()}
+    paths = {key: build / rel for key, rel in BUILD_TREE_PATHS.items() if (build / rel).is_file()}
     return Native(build, "MLBRIDGE_BUILD_DIR", _build_version(build), (), **paths)
 
 
@@ -194,9 +206,13 @@ def _pkg_config_prefix() -> Optional[Path]:
     if shutil.which("pkg-config") is None:
         return None
     try:
-        done = subprocess.run(["pkg-config", "--variable=prefix", "mlbridge"],
-                              capture_output=True, text=True, timeout=10,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["pkg-config", "--variable=prefix", "mlbridge"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     value = done.stdout.strip()
@@ -235,9 +251,11 @@ def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
         searched.append(str(prefix))
         if (prefix / MANIFEST).is_file():
             return read_manifest(prefix, found_by)
-    raise NativeError(f"mlbridge's native half not found (no {MANIFEST} in "
-                      f"{', '.join(searched)}; MLBRIDGE_PREFIX and MLBRIDGE_BUILD_DIR "
-                      f"unset): {FIX}")
+    raise NativeError(
+        f"mlbridge's native half not found (no {MANIFEST} in "
+        f"{', '.join(searched)}; MLBRIDGE_PREFIX and MLBRIDGE_BUILD_DIR "
+        f"unset): {FIX}"
+    )
 
 
 def plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
@@ -271,8 +289,9 @@ def config_answer(native: Native, field: str) -> str:
     return str(native.require(field))
 
 
-def config_text(fields: List[str], as_json: bool = False,
-                environ: Optional[Mapping[str, str]] = None) -> str:
+def config_text(
+    fields: List[str], as_json: bool = False, environ: Optional[Mapping[str, str]] = None
+) -> str:
     """What ``mlbridge config`` prints: the answers of ``fields``, one a line;
     everything as JSON with ``as_json``; a ``key: value`` summary when neither."""
     native = find_native(environ)

@@ -26,18 +26,21 @@ class OnnxPolicy:
         try:
             import onnxruntime as ort
         except ImportError:
-            raise OnnxPolicyError("serving .onnx policies needs the onnxruntime package "
-                                  "(pip install 'mlbridge-compiler[onnx]')") from None
+            raise OnnxPolicyError(
+                "serving .onnx policies needs the onnxruntime package "
+                "(pip install 'mlbridge-compiler[onnx]')"
+            ) from None
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1
         try:
-            self._session = ort.InferenceSession(path, options,
-                                                 providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own exception types
             raise OnnxPolicyError(f"cannot load ONNX model '{path}': {err}") from None
-        self._inputs = [(i.name, [d if isinstance(d, int) and d >= 0 else -1
-                                  for d in i.shape]) for i in self._session.get_inputs()]
+        self._inputs = [
+            (i.name, [d if isinstance(d, int) and d >= 0 else -1 for d in i.shape])
+            for i in self._session.get_inputs()
+        ]
         self._outputs: List[str] = [o.name for o in self._session.get_outputs()]
         self.path = path
 
@@ -46,16 +49,19 @@ class OnnxPolicy:
         wanted = [spec.name for spec in session.outputs]
         missing = [name for name in wanted if name not in self._outputs]
         if missing:
-            raise OnnxPolicyError(f"model '{self.path}' has no output '{missing[0]}' "
-                                  f"(it has {', '.join(self._outputs)})")
+            raise OnnxPolicyError(
+                f"model '{self.path}' has no output '{missing[0]}' "
+                f"(it has {', '.join(self._outputs)})"
+            )
         self._outputs = wanted
 
     def __call__(self, features: Mapping[str, np.ndarray]) -> Any:
         feed: Dict[str, np.ndarray] = {}
         for name, shape in self._inputs:
             if name not in features:
-                raise OnnxPolicyError(f"model '{self.path}' needs input '{name}', which "
-                                      f"the compiler does not send")
+                raise OnnxPolicyError(
+                    f"model '{self.path}' needs input '{name}', which the compiler does not send"
+                )
             value = np.asarray(features[name])
             feed[name] = value.reshape(shape) if shape else value.reshape(())
         results = self._session.run(self._outputs, feed)

@@ -41,8 +41,17 @@ from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
 from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
 from mlbridge.jsontext import load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
-from mlbridge.policy import (DecisionFn, Policy, Session, as_decision_fn, output_array,
-                             output_arrays, output_bytes, scalar_packer, takes_context)
+from mlbridge.policy import (
+    DecisionFn,
+    Policy,
+    Session,
+    as_decision_fn,
+    output_array,
+    output_arrays,
+    output_bytes,
+    scalar_packer,
+    takes_context,
+)
 from mlbridge.tensor_spec import SpecError, TensorSpec, specs_from_json
 from mlbridge.training_log import TrainingLogWriter
 
@@ -66,7 +75,7 @@ class HostStats:
     mode: str = ""
     decisions: int = 0
     contexts: int = 0
-    errors_reported: int = 0        #: ERROR frames sent (extended mode)
+    errors_reported: int = 0  #: ERROR frames sent (extended mode)
     #: CPU time the serving thread spent on the session (reading, decoding,
     #: the policy, encoding, writing, logging); waits for the compiler excluded.
     host_seconds: float = 0.0
@@ -87,10 +96,15 @@ class HostStats:
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-friendly summary."""
-        return {"mode": self.mode, "decisions": self.decisions, "contexts": self.contexts,
-                "errors_reported": self.errors_reported, "host_seconds": self.host_seconds,
-                "host_seconds_per_decision": self.host_seconds_per_decision,
-                "reply_seconds_per_decision": self.reply_seconds_per_decision}
+        return {
+            "mode": self.mode,
+            "decisions": self.decisions,
+            "contexts": self.contexts,
+            "errors_reported": self.errors_reported,
+            "host_seconds": self.host_seconds,
+            "host_seconds_per_decision": self.host_seconds_per_decision,
+            "reply_seconds_per_decision": self.reply_seconds_per_decision,
+        }
 
 
 class PipeHost:
@@ -109,11 +123,17 @@ class PipeHost:
     (see :mod:`mlbridge.llvm.advisors`, LLVM 19's include-default bug).
     """
 
-    def __init__(self, policy: Policy, *, open_timeout: Optional[float] = None,
-                 io_timeout: Optional[float] = None, log: Optional[BinaryIO] = None,
-                 max_requests: Optional[int] = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES,
-                 patch: Optional[Callable[[Dict[str, np.ndarray]], None]] = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        open_timeout: Optional[float] = None,
+        io_timeout: Optional[float] = None,
+        log: Optional[BinaryIO] = None,
+        max_requests: Optional[int] = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        patch: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+    ) -> None:
         self.policy = policy
         self._decide = as_decision_fn(policy)
         self.open_timeout = open_timeout
@@ -155,9 +175,11 @@ class PipeHost:
                 stats.mode = "mlgo"
                 self._serve_mlgo(ends, header, stats)
             else:
-                raise ProtocolError(f"unrecognised header line {first[:100]!r}: expected "
-                                    f"a \"mlbridge\" handshake or LLVM's "
-                                    f"{{\"features\":...,\"advice\":...}}")
+                raise ProtocolError(
+                    f"unrecognised header line {first[:100]!r}: expected "
+                    f'a "mlbridge" handshake or LLVM\'s '
+                    f'{{"features":...,"advice":...}}'
+                )
             return stats
         finally:
             stats.host_seconds += time.thread_time() - cpu_start
@@ -208,11 +230,14 @@ class PipeHost:
             if got != size or buf[-1] != 0x0A or not line.endswith(b"}\n"):
                 number = _observation_number(line)
                 if got != size:
-                    raise ProtocolError(f"observation {number}: the compiler closed after "
-                                        f"{got} of {size} bytes")
+                    raise ProtocolError(
+                        f"observation {number}: the compiler closed after {got} of {size} bytes"
+                    )
                 if buf[-1] != 0x0A:
-                    raise ProtocolError(f"observation {number}: the {total} feature bytes "
-                                        f"are not followed by a newline")
+                    raise ProtocolError(
+                        f"observation {number}: the {total} feature bytes "
+                        f"are not followed by a newline"
+                    )
                 raise ProtocolError(f"truncated line from the compiler: {line[:100]!r}")
             start = perf_counter()
             if patch is not None:
@@ -223,9 +248,11 @@ class PipeHost:
                 if reply is None:
                     reply = output_bytes(advice, value)
             except Exception as err:
-                raise PolicyFailed(f"policy failed on observation {_observation_number(line)} "
-                                   f"of context {context!r}: {type(err).__name__}: "
-                                   f"{err}") from err
+                raise PolicyFailed(
+                    f"policy failed on observation {_observation_number(line)} "
+                    f"of context {context!r}: {type(err).__name__}: "
+                    f"{err}"
+                ) from err
             write(reply)
             if logger is not None:
                 logger.observation(bytes(target[:total]) + reply)
@@ -233,15 +260,13 @@ class PipeHost:
             stats.decisions += 1
 
     @staticmethod
-    def _mlgo_context(line: bytes, stats: HostStats,
-                      logger: Optional[TrainingLogWriter]) -> str:
+    def _mlgo_context(line: bytes, stats: HostStats, logger: Optional[TrainingLogWriter]) -> str:
         """Handle a non-observation line of mlgo mode: it must be a context."""
         if not line.endswith(b"\n"):
             raise ProtocolError(f"truncated line from the compiler: {line[:100]!r}")
         event = _parse_line(line, "event")
         if "context" not in event or not isinstance(event["context"], str):
-            raise ProtocolError(f"expected a context or observation line, got "
-                                f"{line[:100]!r}")
+            raise ProtocolError(f"expected a context or observation line, got {line[:100]!r}")
         stats.contexts += 1
         if logger is not None:
             logger.context(event["context"])
@@ -249,8 +274,7 @@ class PipeHost:
 
     # -- extended mode ----------------------------------------------------
 
-    def _serve_extended(self, ends: HostEnds, header: Dict[str, Any],
-                        stats: HostStats) -> None:
+    def _serve_extended(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
         writer = ends.writer
         try:
             session = _extended_session(header, self.max_bytes)
@@ -266,9 +290,11 @@ class PipeHost:
         logger = self._begin(session)
         requests = TensorBuffer(session.features)
         # Raw replies need no serialiser: a scalar answer is packed directly.
-        fast = (scalar_packer(outputs[0])
-                if codec.name == "bitstream" and len(outputs) == 1 and logger is None
-                else None)
+        fast = (
+            scalar_packer(outputs[0])
+            if codec.name == "bitstream" and len(outputs) == 1 and logger is None
+            else None
+        )
         context = ""
         while not self._done(stats):
             try:
@@ -327,7 +353,7 @@ def _observation_number(line: bytes) -> Optional[int]:
     if not line.startswith(_OBS_PREFIX):
         return None
     try:
-        return int(line[len(_OBS_PREFIX):line.rindex(b"}")])
+        return int(line[len(_OBS_PREFIX) : line.rindex(b"}")])
     except ValueError:
         return None
 
@@ -362,16 +388,16 @@ def _mlgo_session(header: Mapping[str, Any], max_bytes: int) -> Session:
         advice = TensorSpec.from_json(header.get("advice"))
     except SpecError as err:
         raise ProtocolError(f"bad mlgo header: advice: {err}") from None
-    return _check_sizes(Session("mlgo", features, [advice]), max_bytes, "bad mlgo header",
-                        extra=1)
+    return _check_sizes(Session("mlgo", features, [advice]), max_bytes, "bad mlgo header", extra=1)
 
 
 def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
     """The session an extended handshake declares, checked; else ProtocolError."""
     version = header.get("mlbridge")
     if version != 1:
-        raise ProtocolError(f"unsupported mlbridge protocol version {version!r} "
-                            f"(this host speaks 1)")
+        raise ProtocolError(
+            f"unsupported mlbridge protocol version {version!r} (this host speaks 1)"
+        )
     fmt = header.get("format")
     if fmt not in FORMATS:
         raise ProtocolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -379,11 +405,22 @@ def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
     outputs = _declared_specs(header, "outputs", "bad handshake")
     if not outputs:
         raise ProtocolError("bad handshake: no outputs declared")
-    return _check_sizes(Session("extended", features, outputs, fmt), max_bytes,
-                        "bad handshake")
+    return _check_sizes(Session("extended", features, outputs, fmt), max_bytes, "bad handshake")
 
 
-__all__ = ["HostStats", "PipeHost", "PolicyFailed", "ProtocolError",
-           # re-exported from mlbridge.policy for compatibility (see the module doc)
-           "DecisionFn", "Policy", "Session", "as_decision_fn", "output_array",
-           "output_arrays", "output_bytes", "scalar_packer", "takes_context"]
+__all__ = [
+    "HostStats",
+    "PipeHost",
+    "PolicyFailed",
+    "ProtocolError",
+    # re-exported from mlbridge.policy for compatibility (see the module doc)
+    "DecisionFn",
+    "Policy",
+    "Session",
+    "as_decision_fn",
+    "output_array",
+    "output_arrays",
+    "output_bytes",
+    "scalar_packer",
+    "takes_context",
+]

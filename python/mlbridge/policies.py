@@ -64,8 +64,10 @@ class InlineDefault:
         try:
             return int(features["inlining_default"][0])
         except KeyError:
-            raise PolicyError("the compiler sent no 'inlining_default' feature: run it "
-                              "with -inliner-interactive-include-default") from None
+            raise PolicyError(
+                "the compiler sent no 'inlining_default' feature: run it "
+                "with -inliner-interactive-include-default"
+            ) from None
 
 
 class Constant:
@@ -111,8 +113,11 @@ class EvictDefault:
     def _cost(features: Dict[str, np.ndarray]) -> np.ndarray:
         size = features["mask"].size
         cost = np.zeros(size, dtype=np.float64)
-        for name, scale in (("nr_urgent", 1e6), ("nr_broken_hints", 1e3),
-                            ("weighed_read_writes_by_max", 1.0)):
+        for name, scale in (
+            ("nr_urgent", 1e6),
+            ("nr_broken_hints", 1e3),
+            ("weighed_read_writes_by_max", 1.0),
+        ):
             if name in features:
                 cost += scale * np.nan_to_num(features[name].reshape(-1).astype(np.float64))
         return cost
@@ -187,8 +192,9 @@ def _load_object(spec: str) -> Any:
             mod_spec.loader.exec_module(module)
         except Exception as err:
             del sys.modules[mod_name]
-            raise PolicyError(f"policy file {target} failed to load: "
-                              f"{type(err).__name__}: {err}") from err
+            raise PolicyError(
+                f"policy file {target} failed to load: {type(err).__name__}: {err}"
+            ) from err
     else:
         try:
             module = importlib.import_module(target)
@@ -212,6 +218,7 @@ def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
         return builtin
     if spec.lower().endswith(".onnx"):
         from mlbridge.onnx_policy import OnnxPolicyError, load_onnx_policy
+
         try:
             return load_onnx_policy(spec)
         except OnnxPolicyError as err:
@@ -224,5 +231,13 @@ def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
     return obj
 
 
-__all__ = ["ADVISORS", "Constant", "EvictDefault", "InlineDefault", "PolicyError",
-           "PriorityDefault", "Zeros", "load_policy"]
+__all__ = [
+    "ADVISORS",
+    "Constant",
+    "EvictDefault",
+    "InlineDefault",
+    "PolicyError",
+    "PriorityDefault",
+    "Zeros",
+    "load_policy",
+]

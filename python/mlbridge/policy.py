@@ -60,10 +60,10 @@ class Session:
     serialisation of the extended mode.
     """
 
-    mode: str                       #: "mlgo" or "extended"
+    mode: str  #: "mlgo" or "extended"
     features: Sequence[TensorSpec]
-    outputs: Sequence[TensorSpec]   #: the advice spec alone in mlgo mode
-    format: str = "bitstream"       #: extended mode's serialisation
+    outputs: Sequence[TensorSpec]  #: the advice spec alone in mlgo mode
+    format: str = "bitstream"  #: extended mode's serialisation
 
 
 def takes_context(policy: Policy) -> bool:
@@ -74,8 +74,10 @@ def takes_context(policy: Policy) -> bool:
         params = list(inspect.signature(policy).parameters.values())
     except (TypeError, ValueError):  # builtins without a signature
         params = []
-    return any(p.name == "context" and p.kind != p.POSITIONAL_ONLY
-               or p.kind == p.VAR_KEYWORD for p in params)
+    return any(
+        p.name == "context" and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD
+        for p in params
+    )
 
 
 def as_decision_fn(policy: Policy) -> DecisionFn:
@@ -117,6 +119,7 @@ def scalar_packer(spec: TensorSpec) -> Optional[ScalarPacker]:
             except OverflowError:
                 return None
         return None
+
     return pack
 
 
@@ -132,8 +135,7 @@ def output_array(spec: TensorSpec, value: Any) -> np.ndarray:
         with np.errstate(over="ignore"):
             rounded = arr.astype(spec.dtype)
         if np.isinf(rounded).any() and not np.isinf(arr).any():
-            raise SpecError(f"tensor '{spec.name}': value out of the range of "
-                            f"{spec.type_name}")
+            raise SpecError(f"tensor '{spec.name}': value out of the range of {spec.type_name}")
         arr = rounded
     return spec.check(arr)
 
@@ -142,8 +144,10 @@ def output_arrays(specs: Sequence[TensorSpec], value: Any) -> Dict[str, np.ndarr
     """A policy's answer as one array per output spec, or SpecError/TypeError."""
     if not isinstance(value, Mapping):
         if len(specs) != 1:
-            raise TypeError(f"a policy serving {len(specs)} outputs must return a dict "
-                            f"name -> value, got {type(value).__name__}")
+            raise TypeError(
+                f"a policy serving {len(specs)} outputs must return a dict "
+                f"name -> value, got {type(value).__name__}"
+            )
         value = {specs[0].name: value}
     names = [s.name for s in specs]
     if set(value) != set(names):
@@ -156,5 +160,15 @@ def output_bytes(spec: TensorSpec, value: Any) -> bytes:
     return output_arrays([spec], value)[spec.name].tobytes()
 
 
-__all__ = ["DecisionFn", "Policy", "ScalarPacker", "Session", "as_decision_fn",
-           "output_array", "output_arrays", "output_bytes", "scalar_packer", "takes_context"]
+__all__ = [
+    "DecisionFn",
+    "Policy",
+    "ScalarPacker",
+    "Session",
+    "as_decision_fn",
+    "output_array",
+    "output_arrays",
+    "output_bytes",
+    "scalar_packer",
+    "takes_context",
+]

@@ -38,10 +38,15 @@ MAX_TIMEOUT_MS = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
 #: The keys each kind accepts.
 _KEYS: Dict[str, Tuple[str, ...]] = {
-    "pipe": ("protocol", "format", "timeout_ms", "connect_timeout_ms", "call_timeout_ms",
-             "max_message_bytes"),
-    "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms",
-             "max_message_bytes"),
+    "pipe": (
+        "protocol",
+        "format",
+        "timeout_ms",
+        "connect_timeout_ms",
+        "call_timeout_ms",
+        "max_message_bytes",
+    ),
+    "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms", "max_message_bytes"),
     "onnx": ("threads",),
 }
 _NEEDS = {
@@ -78,14 +83,16 @@ class RunnerConfig:
         head, *items = text.split(",")
         kind, colon, argument = head.partition(":")
         if kind not in KINDS:
-            raise RunnerConfigError(f"runner configuration '{text}': unknown runner '{kind}' "
-                                    f"({', '.join(KINDS)})")
+            raise RunnerConfigError(
+                f"runner configuration '{text}': unknown runner '{kind}' ({', '.join(KINDS)})"
+            )
         fields: Dict[str, object] = {"kind": kind, "argument": argument if colon else ""}
         for item in items:
             key, eq, value = item.partition("=")
             if not eq or not key:
-                raise RunnerConfigError(f"runner configuration '{text}': expected KEY=VALUE, "
-                                        f"got '{item}'")
+                raise RunnerConfigError(
+                    f"runner configuration '{text}': expected KEY=VALUE, got '{item}'"
+                )
             _apply(fields, key, value)
         config = cls(**fields)  # type: ignore[arg-type]
         config.check()
@@ -96,13 +103,16 @@ class RunnerConfig:
         if self.kind not in KINDS:
             raise RunnerConfigError(f"unknown runner '{self.kind}' ({', '.join(KINDS)})")
         if self.kind == "pipe" and not self.extended_protocol and self.format != "bitstream":
-            raise RunnerConfigError(f"runner configuration: format={self.format} needs "
-                                    "protocol=extended (LLVM's protocol is bitstream only)")
+            raise RunnerConfigError(
+                f"runner configuration: format={self.format} needs "
+                "protocol=extended (LLVM's protocol is bitstream only)"
+            )
         if self.kind == "constant":
             self.constant()
         elif self.kind in _NEEDS and not self.argument:
-            raise RunnerConfigError(f"runner configuration: '{self.kind}' needs "
-                                    f"{_NEEDS[self.kind]}")
+            raise RunnerConfigError(
+                f"runner configuration: '{self.kind}' needs {_NEEDS[self.kind]}"
+            )
 
     def constant(self) -> int:
         """The value of a constant runner."""
@@ -111,8 +121,10 @@ class RunnerConfig:
     def __str__(self) -> str:
         """The canonical string form: parse(str(c)) == c."""
         if "," in self.argument:
-            raise RunnerConfigError(f"runner configuration: the argument '{self.argument}' "
-                                    "contains ',', which the string form cannot carry")
+            raise RunnerConfigError(
+                f"runner configuration: the argument '{self.argument}' "
+                "contains ',', which the string form cannot carry"
+            )
         default = RunnerConfig()
         out = self.kind + (f":{self.argument}" if self.argument else "")
         if self.kind == "pipe":
@@ -152,8 +164,10 @@ def _integer(text: str, low: int, high: int, what: str) -> int:
     """A whole decimal number in [low, high] (the C++ side's strtoll rules)."""
     digits = text[1:] if text[:1] in "+-" else text
     if not digits.isdigit() or not digits.isascii() or not low <= int(text) <= high:
-        raise RunnerConfigError(f"runner configuration: {what} must be a whole number from "
-                                f"{low} to {high}, got '{text}'")
+        raise RunnerConfigError(
+            f"runner configuration: {what} must be a whole number from "
+            f"{low} to {high}, got '{text}'"
+        )
     return int(text)
 
 
@@ -174,15 +188,18 @@ def _set_timeouts(fields: Dict[str, object], key: str, value: str) -> None:
 
 _APPLY: Dict[str, Callable[[Dict[str, object], str, str], None]] = {
     "protocol": lambda f, k, v: f.__setitem__(
-        "extended_protocol", _choice(k, v, ("mlgo", "extended")) == "extended"),
+        "extended_protocol", _choice(k, v, ("mlgo", "extended")) == "extended"
+    ),
     "format": lambda f, k, v: f.__setitem__("format", _choice(k, v, FORMATS)),
     "mode": lambda f, k, v: f.__setitem__(
-        "streaming", _choice(k, v, ("unary", "streaming")) == "streaming"),
+        "streaming", _choice(k, v, ("unary", "streaming")) == "streaming"
+    ),
     "timeout_ms": _set_timeouts,
     "connect_timeout_ms": _set_timeouts,
     "call_timeout_ms": _set_timeouts,
     "max_message_bytes": lambda f, k, v: f.__setitem__(
-        "max_message_bytes", _integer(v, 1, _INT64[1], k)),
+        "max_message_bytes", _integer(v, 1, _INT64[1], k)
+    ),
     "threads": lambda f, k, v: f.__setitem__("threads", _integer(v, 1, 1024, k)),
 }
 
@@ -191,6 +208,8 @@ def _apply(fields: Dict[str, object], key: str, value: str) -> None:
     kind = str(fields["kind"])
     keys = _KEYS.get(kind, ())
     if key not in keys:
-        raise RunnerConfigError(f"runner configuration: '{kind}' takes no key '{key}' "
-                                f"(its keys: {', '.join(keys) or 'none'})")
+        raise RunnerConfigError(
+            f"runner configuration: '{kind}' takes no key '{key}' "
+            f"(its keys: {', '.join(keys) or 'none'})"
+        )
     _APPLY[key](fields, key, value)

@@ -63,8 +63,10 @@ def type_name_of(dtype: Any) -> str:
     for name, candidate in DTYPES.items():
         if candidate == dt:
             return name
-    raise SpecError(f"unsupported dtype {np.dtype(dtype)}; mlbridge carries "
-                    f"{', '.join(DTYPES)} (booleans as uint8_t)")
+    raise SpecError(
+        f"unsupported dtype {np.dtype(dtype)}; mlbridge carries "
+        f"{', '.join(DTYPES)} (booleans as uint8_t)"
+    )
 
 
 @dataclass(frozen=True)
@@ -87,31 +89,38 @@ class TensorSpec:
             raise SpecError(f"tensor '{self.name}': unknown type {_excerpt(self.type_name)}")
         port = _integer(self.port)
         if port is None or not -PORT_LIMIT <= port < PORT_LIMIT:
-            raise SpecError(f"tensor '{self.name}': port {_excerpt(self.port)} is not a "
-                            f"32-bit integer")
+            raise SpecError(
+                f"tensor '{self.name}': port {_excerpt(self.port)} is not a 32-bit integer"
+            )
         try:
             dims = tuple(self.shape)
         except TypeError:
-            raise SpecError(f"tensor '{self.name}': shape {_excerpt(self.shape)} is not a "
-                            f"sequence of integers") from None
+            raise SpecError(
+                f"tensor '{self.name}': shape {_excerpt(self.shape)} is not a sequence of integers"
+            ) from None
         if len(dims) > MAX_RANK:
-            raise SpecError(f"tensor '{self.name}': {len(dims)} dimensions, at most "
-                            f"{MAX_RANK} are supported")
+            raise SpecError(
+                f"tensor '{self.name}': {len(dims)} dimensions, at most {MAX_RANK} are supported"
+            )
         shape = tuple(map(_integer, dims))
         count = 1
         for dim, given in zip(shape, dims):
             if dim is None:
-                raise SpecError(f"tensor '{self.name}': dimension {_excerpt(given)} is not "
-                                f"an integer")
+                raise SpecError(
+                    f"tensor '{self.name}': dimension {_excerpt(given)} is not an integer"
+                )
             if dim < 0:
                 raise SpecError(f"tensor '{self.name}': negative dimension {dim}")
             if dim > MAX_ELEMENTS:
-                raise SpecError(f"tensor '{self.name}': dimension {dim} is larger than "
-                                f"{MAX_ELEMENTS}")
+                raise SpecError(
+                    f"tensor '{self.name}': dimension {dim} is larger than {MAX_ELEMENTS}"
+                )
             count *= dim
         if count > MAX_ELEMENTS:
-            raise SpecError(f"tensor '{self.name}': shape {list(shape)} is too large "
-                            f"(more than {MAX_ELEMENTS} elements)")
+            raise SpecError(
+                f"tensor '{self.name}': shape {list(shape)} is too large "
+                f"(more than {MAX_ELEMENTS} elements)"
+            )
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "port", port)
         # Cached: asked for on every decode.
@@ -145,8 +154,12 @@ class TensorSpec:
 
     def to_json(self) -> Dict[str, Any]:
         """LLVM's JSON form as a dict (key order name, type, port, shape)."""
-        return {"name": self.name, "type": self.type_name, "port": self.port,
-                "shape": list(self.shape)}
+        return {
+            "name": self.name,
+            "type": self.type_name,
+            "port": self.port,
+            "shape": list(self.shape),
+        }
 
     def to_json_str(self) -> str:
         """LLVM's JSON form, canonical text (no whitespace)."""
@@ -174,22 +187,27 @@ class TensorSpec:
         """
         arr = np.asarray(value)
         if arr.size != self.element_count:
-            raise SpecError(f"tensor '{self.name}': expected {self.element_count} "
-                            f"elements (shape {list(self.shape)}), got {arr.size}")
+            raise SpecError(
+                f"tensor '{self.name}': expected {self.element_count} "
+                f"elements (shape {list(self.shape)}), got {arr.size}"
+            )
         if arr.dtype != self.dtype:
             converted = arr.astype(self.dtype)
             with np.errstate(invalid="ignore"):
-                same = np.array_equal(converted.astype(arr.dtype), arr,
-                                      equal_nan=arr.dtype.kind == "f")
+                same = np.array_equal(
+                    converted.astype(arr.dtype), arr, equal_nan=arr.dtype.kind == "f"
+                )
             if not same:
-                raise SpecError(f"tensor '{self.name}': values of dtype {arr.dtype} "
-                                f"do not fit {self.type_name}")
+                raise SpecError(
+                    f"tensor '{self.name}': values of dtype {arr.dtype} do not fit {self.type_name}"
+                )
             arr = converted
         return np.ascontiguousarray(arr.reshape(self.shape))
 
 
-def check_unique_names(specs: Iterable[TensorSpec], what: str,
-                       error: Type[Exception] = SpecError) -> None:
+def check_unique_names(
+    specs: Iterable[TensorSpec], what: str, error: Type[Exception] = SpecError
+) -> None:
     """Raise ``error`` naming the first tensor name that ``specs`` declare twice.
 
     Every list of specs that comes from a peer goes through this check:

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import (Any, BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence,
-                    TextIO, Union)
+from typing import Any, BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from mlbridge.jsontext import format_array, load_json, quote_string
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
 from mlbridge.tensor_spec import SpecError, TensorSpec, check_unique_names, specs_from_json
 
-_MAX_EVENT_LINE = 1 << 20     # {"context":...}, {"observation":n}, {"outcome":n}
+_MAX_EVENT_LINE = 1 << 20  # {"context":...}, {"observation":n}, {"outcome":n}
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,13 @@ class TrainingLogWriter:
     reward spec) and ``advice`` are optional, as in LLVM's header.
     """
 
-    def __init__(self, stream: BinaryIO, features: Sequence[TensorSpec],
-                 score: Optional[TensorSpec] = None,
-                 advice: Optional[TensorSpec] = None) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        features: Sequence[TensorSpec],
+        score: Optional[TensorSpec] = None,
+        advice: Optional[TensorSpec] = None,
+    ) -> None:
         self._stream = stream
         self.features = list(features)
         check_unique_names(self.features, "training log", TrainingLogError)
@@ -74,8 +77,7 @@ class TrainingLogWriter:
         self._context = name
         self._stream.write(b'{"context":' + quote_string(name).encode() + b"}\n")
 
-    def observation(self, tensors: Union[Mapping[str, Any], bytes],
-                    reward: Any = None) -> int:
+    def observation(self, tensors: Union[Mapping[str, Any], bytes], reward: Any = None) -> int:
         """Log one observation (and its reward when ``score`` is declared).
 
         ``tensors`` maps every feature name to its value, or is the raw bytes
@@ -84,13 +86,16 @@ class TrainingLogWriter:
         if self._context is None:
             raise TrainingLogError("training log: call context() before observation()")
         if (reward is None) != (self.score is None):
-            raise TrainingLogError("training log: a reward must be given exactly when "
-                                   "the log declares a score")
+            raise TrainingLogError(
+                "training log: a reward must be given exactly when the log declares a score"
+            )
         if isinstance(tensors, (bytes, bytearray, memoryview)):
             raw = bytes(tensors)
             if len(raw) != self._feature_bytes:
-                raise TrainingLogError(f"training log: raw observation has {len(raw)} "
-                                       f"bytes, the features need {self._feature_bytes}")
+                raise TrainingLogError(
+                    f"training log: raw observation has {len(raw)} "
+                    f"bytes, the features need {self._feature_bytes}"
+                )
         else:
             raw = b"".join(a.tobytes() for a in self._arrays(self.features, tensors))
         number = self._next_observation.get(self._context, 0)
@@ -156,11 +161,12 @@ class TrainingLogReader:
             event = self._event()
             if self.score is not None:  # LLVM logs an outcome after every observation
                 if event is None or "outcome" not in event:
-                    raise self._error(f"truncated file or bad line: expected the outcome "
-                                      f"of observation {number}, got {event!r}")
+                    raise self._error(
+                        f"truncated file or bad line: expected the outcome "
+                        f"of observation {number}, got {event!r}"
+                    )
                 if event["outcome"] != number:
-                    raise self._error(f"outcome {event['outcome']!r} follows "
-                                      f"observation {number}")
+                    raise self._error(f"outcome {event['outcome']!r} follows observation {number}")
                 reward = self._tensor(self.score)
                 self._newline(f"outcome {number}")
                 event = self._event()
@@ -203,8 +209,7 @@ class TrainingLogReader:
             if len(line) > limit:
                 raise self._error(f"{what} line longer than {limit} bytes")
             raise self._error(f"truncated file: {what} line has no newline")
-        return load_json(line, f"{self._where()}: bad {what} line {line[:80]!r}",
-                         TrainingLogError)
+        return load_json(line, f"{self._where()}: bad {what} line {line[:80]!r}", TrainingLogError)
 
     def _where(self) -> str:
         return f"training log, line {self._line}"
@@ -217,8 +222,9 @@ def _optional_spec(header: Mapping[str, Any], key: str) -> Optional[TensorSpec]:
     return TensorSpec.from_json(header[key]) if key in header else None
 
 
-def read_training_log(stream: BinaryIO,
-                      max_record_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Record]:
+def read_training_log(
+    stream: BinaryIO, max_record_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[Record]:
     """Iterate over the records of the training log in ``stream``."""
     return iter(TrainingLogReader(stream, max_record_bytes))
 
@@ -230,7 +236,7 @@ def _values_text(arr: np.ndarray) -> str:
 def dump_lines(stream: BinaryIO) -> Iterator[str]:
     """Human-readable lines, one per record::
 
-        context=foo observation=3 a=[1 2 3] b=[0.5] reward=[1.5]
+    context=foo observation=3 a=[1 2 3] b=[0.5] reward=[1.5]
     """
     for record in read_training_log(stream):
         parts = [f"context={record.context}", f"observation={record.observation}"]

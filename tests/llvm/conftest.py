@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def plugin() -> Path:
     path = os.environ.get("MLBRIDGE_PLUGIN")
     if not path or not Path(path).exists():
-        pytest.fail("MLBRIDGE_PLUGIN must name the built mlbridge-inline-advisor.so "
-                    "(ctest sets it)")
+        pytest.fail(
+            "MLBRIDGE_PLUGIN must name the built mlbridge-inline-advisor.so (ctest sets it)"
+        )
     for tool in ("opt-19", "clang-19", "llvm-size-19"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is missing (scripts/setup installs it)")

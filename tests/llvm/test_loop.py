@@ -16,21 +16,29 @@ CORPUS = Path(__file__).resolve().parents[2] / ".cache" / "corpus"
 
 def test_quick_loop_runs_every_step(plugin, plugin_env, tmp_path):
     out = tmp_path / "loop"
-    results = run_loop(out, plugin=plugin, corpus=CORPUS, quick=True, es_iterations=1,
-                       plugin_env=plugin_env)
-    for name in ("results.json", "summary.md", "training.png", "sizes.png",
-                 "inline_policy.onnx", "es_policy.onnx", "aot/InlinePolicy.so",
-                 "dataset.npz"):
+    results = run_loop(
+        out, plugin=plugin, corpus=CORPUS, quick=True, es_iterations=1, plugin_env=plugin_env
+    )
+    for name in (
+        "results.json",
+        "summary.md",
+        "training.png",
+        "sizes.png",
+        "inline_policy.onnx",
+        "es_policy.onnx",
+        "aot/InlinePolicy.so",
+        "dataset.npz",
+    ):
         assert (out / name).exists(), name
-    assert json.loads((out / "results.json").read_text()) == json.loads(
-        json.dumps(results))
+    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     t = results["training"]
     assert t["call_sites"] > 500 and t["validation_agreement"] > 0.95
     totals = results["totals"]
     assert set(totals) == {"oz", "baseline", "aot", "onnx", "pipe"}
     # The same policy in three runners: the same decisions and code.
-    assert totals["aot"]["text_bytes"] == totals["onnx"]["text_bytes"] == \
-        totals["pipe"]["text_bytes"]
+    assert (
+        totals["aot"]["text_bytes"] == totals["onnx"]["text_bytes"] == totals["pipe"]["text_bytes"]
+    )
     assert totals["aot"]["agreement"] == totals["pipe"]["agreement"] > 0.9
     assert totals["baseline"]["text_bytes"] == totals["oz"]["text_bytes"]
     assert all(v.get("fallbacks", 0) == 0 for v in totals.values())

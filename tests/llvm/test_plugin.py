@@ -28,30 +28,38 @@ def llvm_rule_model(path: Path) -> None:
     iff cost_estimate <= 0 (argmax of [c - 0.5, 0.5 - c])."""
     from onnx import TensorProto, helper, numpy_helper, save
 
-    nodes = [helper.make_node("Cast", ["cost_estimate"], ["c"], to=TensorProto.FLOAT),
-             helper.make_node("Sub", ["c", "half"], ["shifted"]),
-             helper.make_node("Neg", ["shifted"], ["negated"]),
-             helper.make_node("Concat", ["shifted", "negated"], ["pair"], axis=0),
-             helper.make_node("Reshape", ["pair", "row"], ["logits"]),
-             helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1,
-                              keepdims=0)]
+    nodes = [
+        helper.make_node("Cast", ["cost_estimate"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["c", "half"], ["shifted"]),
+        helper.make_node("Neg", ["shifted"], ["negated"]),
+        helper.make_node("Concat", ["shifted", "negated"], ["pair"], axis=0),
+        helper.make_node("Reshape", ["pair", "row"], ["logits"]),
+        helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1, keepdims=0),
+    ]
     graph = helper.make_graph(
-        nodes, "llvm_rule",
+        nodes,
+        "llvm_rule",
         [helper.make_tensor_value_info("cost_estimate", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("inlining_decision", TensorProto.INT64, [1])],
-        [numpy_helper.from_array(np.float32(0.5), "half"),
-         numpy_helper.from_array(np.asarray([1, 2], np.int64), "row")])
+        [
+            numpy_helper.from_array(np.float32(0.5), "half"),
+            numpy_helper.from_array(np.asarray([1, 2], np.int64), "row"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     save(model, str(path))
 
 
-def run(command: Sequence[str], env: Dict[str, str], extra: Optional[Dict[str, str]] = None,
-        check: bool = True) -> subprocess.CompletedProcess:
+def run(
+    command: Sequence[str],
+    env: Dict[str, str],
+    extra: Optional[Dict[str, str]] = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     full = dict(env)
     full.update(extra or {})
-    done = subprocess.run(list(command), env=full, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(list(command), env=full, capture_output=True, text=True, timeout=600)
     if check and done.returncode != 0:
         pytest.fail(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-3000:]}")
     return done
@@ -60,33 +68,70 @@ def run(command: Sequence[str], env: Dict[str, str], extra: Optional[Dict[str, s
 def stats(path: Path) -> Dict[str, int]:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert rows, "the plugin wrote no statistics"
-    return {k: sum(r[k] for r in rows) for k in ("decisions", "inlined", "fallbacks",
-                                                 "compared", "agreed")}
+    return {
+        k: sum(r[k] for r in rows)
+        for k in ("decisions", "inlined", "fallbacks", "compared", "agreed")
+    }
 
 
 @pytest.fixture(scope="module")
 def ir(tmp_path_factory) -> Path:
     """A real C program as unoptimised IR (for opt-19)."""
     out = tmp_path_factory.mktemp("ir") / "hashtable.ll"
-    subprocess.run(["clang-19", "-Oz", "-S", "-emit-llvm", "-Xclang", "-disable-llvm-optzns",
-                    str(DEMO / "hashtable.c"), "-o", str(out)], check=True)
+    subprocess.run(
+        [
+            "clang-19",
+            "-Oz",
+            "-S",
+            "-emit-llvm",
+            "-Xclang",
+            "-disable-llvm-optzns",
+            str(DEMO / "hashtable.c"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
     return out
 
 
-def opt(ir: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
-        options: Sequence[str] = (), extra: Optional[Dict[str, str]] = None,
-        ) -> subprocess.CompletedProcess:
-    command = ["opt-19", *([f"-load-pass-plugin={plugin}"] if plugin else []), *options,
-               "-passes=default<Oz>", str(ir), "-S", "-o", str(out)]
+def opt(
+    ir: Path,
+    out: Path,
+    plugin: Optional[Path],
+    env: Dict[str, str],
+    options: Sequence[str] = (),
+    extra: Optional[Dict[str, str]] = None,
+) -> subprocess.CompletedProcess:
+    command = [
+        "opt-19",
+        *([f"-load-pass-plugin={plugin}"] if plugin else []),
+        *options,
+        "-passes=default<Oz>",
+        str(ir),
+        "-S",
+        "-o",
+        str(out),
+    ]
     return run(command, env, extra)
 
 
-def clang(source: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
-          flags: Sequence[str] = (), extra: Optional[Dict[str, str]] = None,
-          check: bool = True) -> subprocess.CompletedProcess:
+def clang(
+    source: Path,
+    out: Path,
+    plugin: Optional[Path],
+    env: Dict[str, str],
+    flags: Sequence[str] = (),
+    extra: Optional[Dict[str, str]] = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     plug = [f"-fpass-plugin={plugin}", f"-fplugin={plugin}"] if plugin else []
-    return run(["clang-19", "-Oz", "-c", "-w", *plug, *flags, str(source), "-o", str(out)],
-               env, extra, check)
+    return run(
+        ["clang-19", "-Oz", "-c", "-w", *plug, *flags, str(source), "-o", str(out)],
+        env,
+        extra,
+        check,
+    )
 
 
 def test_loads_in_opt_and_changes_nothing_by_default(plugin, compiler_env, ir, tmp_path):
@@ -96,30 +141,39 @@ def test_loads_in_opt_and_changes_nothing_by_default(plugin, compiler_env, ir, t
 
 
 @pytest.mark.parametrize("runner", ["default", "echo:inlining_default"])
-def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir, tmp_path,
-                                                       runner):
+def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir, tmp_path, runner):
     opt(ir, tmp_path / "plain.ll", None, compiler_env)
-    opt(ir, tmp_path / "default.ll", plugin, compiler_env,
-        [f"-mlbridge-runner={runner}", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+    opt(
+        ir,
+        tmp_path / "default.ll",
+        plugin,
+        compiler_env,
+        [f"-mlbridge-runner={runner}", f"-mlbridge-stats={tmp_path / 's.jsonl'}"],
+    )
     assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "default.ll").read_bytes()
     s = stats(tmp_path / "s.jsonl")
     assert s["decisions"] > 20 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
 
 
-@pytest.mark.parametrize("options", [["-mlbridge-runner=constant", "-mlbridge-constant=0"],
-                                     ["-mlbridge-runner=constant:0"]])
+@pytest.mark.parametrize(
+    "options",
+    [["-mlbridge-runner=constant", "-mlbridge-constant=0"], ["-mlbridge-runner=constant:0"]],
+)
 def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path, options):
     opt(ir, tmp_path / "plain.ll", None, compiler_env)
-    opt(ir, tmp_path / "never.ll", plugin, compiler_env,
-        options + [f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
-    calls = [p.read_text().count("call ") for p in (tmp_path / "plain.ll",
-                                                    tmp_path / "never.ll")]
+    opt(
+        ir,
+        tmp_path / "never.ll",
+        plugin,
+        compiler_env,
+        options + [f"-mlbridge-stats={tmp_path / 's.jsonl'}"],
+    )
+    calls = [p.read_text().count("call ") for p in (tmp_path / "plain.ll", tmp_path / "never.ll")]
     assert calls[1] > calls[0]
     assert stats(tmp_path / "s.jsonl")["inlined"] == 0
 
 
-def serve(policy: str, transport: str,
-          where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:
+def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:
     """`mlbridge serve` of ``policy`` for every compilation until killed, over
     ``transport``: "pipe" (channel base ``where``) or "grpc" (unix socket
     ``where``). Returns the server and the plugin settings that reach it."""
@@ -131,9 +185,20 @@ def serve(policy: str, transport: str,
         where_args = ["--grpc", f"unix:{where}"]
         ready = [where]
         settings = {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": f"unix:{where}"}
-    server = subprocess.Popen([sys.executable, "-m", "mlbridge", "serve", *where_args,
-                               "--policy", policy, "--advisor", "inline"],
-                              stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlbridge",
+            "serve",
+            *where_args,
+            "--policy",
+            policy,
+            "--advisor",
+            "inline",
+        ],
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while not all(path.exists() for path in ready):
         assert server.poll() is None, server.stderr.read().decode()
@@ -153,18 +218,24 @@ def real_programs() -> List[tuple]:
 
 
 @pytest.mark.parametrize("transport", ["pipe", "grpc"])
-def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path,
-                                                   transport):
+def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path, transport):
     """LLVM's own decision served by a Python process (the training set-up):
     the objects are LLVM's, byte for byte."""
     server, settings = serve("default", transport, tmp_path / "inline")
     try:
         for source, flags in real_programs():
             clang(source, tmp_path / "plain.o", None, compiler_env, flags)
-            clang(source, tmp_path / "served.o", plugin, compiler_env, flags,
-                  {**settings, "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
-            assert (tmp_path / "plain.o").read_bytes() == \
-                (tmp_path / "served.o").read_bytes(), source.name
+            clang(
+                source,
+                tmp_path / "served.o",
+                plugin,
+                compiler_env,
+                flags,
+                {**settings, "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")},
+            )
+            assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "served.o").read_bytes(), (
+                source.name
+            )
             s = stats(tmp_path / f"{source.stem}.jsonl")
             assert s["decisions"] > 0 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
     finally:
@@ -173,8 +244,7 @@ def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_pat
 
 
 @pytest.mark.parametrize("kind", ["onnx", "aot"])
-def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env, tmp_path,
-                                                           kind):
+def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env, tmp_path, kind):
     from mlbridge.loop.imitation import build_aot_module
 
     model = tmp_path / "rule.onnx"
@@ -182,32 +252,57 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
     path = model if kind == "onnx" else build_aot_module(model, tmp_path / "aot", "LlvmRule")
     for source, flags in real_programs():
         clang(source, tmp_path / "plain.o", None, compiler_env, flags)
-        clang(source, tmp_path / "model.o", plugin, compiler_env, flags,
-              {"MLBRIDGE_RUNNER": kind, "MLBRIDGE_MODEL": str(path),
-               "MLBRIDGE_COMPARE_DEFAULT": "1",
-               "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")})
+        clang(
+            source,
+            tmp_path / "model.o",
+            plugin,
+            compiler_env,
+            flags,
+            {
+                "MLBRIDGE_RUNNER": kind,
+                "MLBRIDGE_MODEL": str(path),
+                "MLBRIDGE_COMPARE_DEFAULT": "1",
+                "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
+            },
+        )
         s = stats(tmp_path / f"{source.stem}.jsonl")
         assert s["fallbacks"] == 0 and s["agreed"] == s["compared"] > 0, (source.name, s)
         assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
 
 
-@pytest.mark.parametrize("setting", [
-    {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": "/nonexistent/channel"},
-    {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": "unix:/nonexistent/socket"},
-    {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
-    {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
-    {"MLBRIDGE_RUNNER": "bogus"},
-    {"MLBRIDGE_RUNNER": "onnx:/nonexistent/model.onnx"},
-    {"MLBRIDGE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
-    {"MLBRIDGE_RUNNER": "pipe:/tmp/x,format=json"},
-], ids=["pipe-without-peer", "grpc-without-server", "missing-aot-module",
-        "missing-onnx-model", "unknown-runner", "config-missing-onnx-model",
-        "config-pipe-without-peer", "config-malformed"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": "/nonexistent/channel"},
+        {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": "unix:/nonexistent/socket"},
+        {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
+        {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
+        {"MLBRIDGE_RUNNER": "bogus"},
+        {"MLBRIDGE_RUNNER": "onnx:/nonexistent/model.onnx"},
+        {"MLBRIDGE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
+        {"MLBRIDGE_RUNNER": "pipe:/tmp/x,format=json"},
+    ],
+    ids=[
+        "pipe-without-peer",
+        "grpc-without-server",
+        "missing-aot-module",
+        "missing-onnx-model",
+        "unknown-runner",
+        "config-missing-onnx-model",
+        "config-pipe-without-peer",
+        "config-malformed",
+    ],
+)
 def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
     source = DEMO / "hashtable.c"
     clang(source, tmp_path / "plain.o", None, compiler_env)
-    done = clang(source, tmp_path / "fallback.o", plugin, compiler_env,
-                 extra={**setting, "MLBRIDGE_TIMEOUT_MS": "500"})
+    done = clang(
+        source,
+        tmp_path / "fallback.o",
+        plugin,
+        compiler_env,
+        extra={**setting, "MLBRIDGE_TIMEOUT_MS": "500"},
+    )
     assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "fallback.o").read_bytes()
     assert "using LLVM's default advice" in done.stderr
     assert done.stdout == ""
@@ -218,14 +313,24 @@ def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path, t
     """A policy that crashes after a few answers: the rest of the call sites
     get LLVM's advice and the compilation succeeds."""
     policy = tmp_path / "dies.py"
-    policy.write_text("import os\nN = [0]\n\ndef decide(features):\n"
-                      "    N[0] += 1\n    if N[0] > 5:\n        os._exit(3)\n"
-                      "    return int(features['inlining_default'][0])\n")
+    policy.write_text(
+        "import os\nN = [0]\n\ndef decide(features):\n"
+        "    N[0] += 1\n    if N[0] > 5:\n        os._exit(3)\n"
+        "    return int(features['inlining_default'][0])\n"
+    )
     server, settings = serve(f"{policy}:decide", transport, tmp_path / "inline")
     try:
-        done = clang(DEMO / "hashtable.c", tmp_path / "o.o", plugin, compiler_env,
-                     extra={**settings, "MLBRIDGE_TIMEOUT_MS": "2000",
-                            "MLBRIDGE_STATS": str(tmp_path / "s.jsonl")})
+        done = clang(
+            DEMO / "hashtable.c",
+            tmp_path / "o.o",
+            plugin,
+            compiler_env,
+            extra={
+                **settings,
+                "MLBRIDGE_TIMEOUT_MS": "2000",
+                "MLBRIDGE_STATS": str(tmp_path / "s.jsonl"),
+            },
+        )
     finally:
         server.kill()
         server.wait()
@@ -236,9 +341,20 @@ def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path, t
 
 def test_clang_mllvm_options_and_training_log(plugin, compiler_env, tmp_path):
     log = tmp_path / "train.log"
-    clang(DEMO / "kernels.c", tmp_path / "o.o", plugin, compiler_env,
-          ["-mllvm", "-mlbridge-runner=default", "-mllvm", f"-mlbridge-log={log}",
-           "-mllvm", f"-mlbridge-stats={tmp_path / 's.jsonl'}"])
+    clang(
+        DEMO / "kernels.c",
+        tmp_path / "o.o",
+        plugin,
+        compiler_env,
+        [
+            "-mllvm",
+            "-mlbridge-runner=default",
+            "-mllvm",
+            f"-mlbridge-log={log}",
+            "-mllvm",
+            f"-mlbridge-stats={tmp_path / 's.jsonl'}",
+        ],
+    )
     s = stats(tmp_path / "s.jsonl")
     with open(log, "rb") as stream:
         records = list(read_training_log(stream))
@@ -246,23 +362,51 @@ def test_clang_mllvm_options_and_training_log(plugin, compiler_env, tmp_path):
     first = records[0].tensors
     assert "cost_estimate" in first and "inlining_default" in first
     assert "callee_basic_block_count" in first  # in-process: not lost
-    assert all(int(r.tensors["inlining_decision"][0]) ==
-               int(r.tensors["inlining_default"][0]) for r in records)
+    assert all(
+        int(r.tensors["inlining_decision"][0]) == int(r.tensors["inlining_default"][0])
+        for r in records
+    )
 
 
 def size_cap_ir(tmp_path: Path) -> Path:
     """tests/data/size_cap.c as inliner input: its inlining outgrows
     MLInlineAdvisor's 2x size cap at -O2."""
     out = tmp_path / "size_cap.ll"
-    subprocess.run(["clang-19", "-O1", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm",
-                    str(ROOT / "tests" / "data" / "size_cap.c"), "-o", str(out)], check=True)
+    subprocess.run(
+        [
+            "clang-19",
+            "-O1",
+            "-Xclang",
+            "-disable-llvm-passes",
+            "-S",
+            "-emit-llvm",
+            str(ROOT / "tests" / "data" / "size_cap.c"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
     return out
 
 
-def opt_o2(ir: Path, out: Path, plugin: Optional[Path], env: Dict[str, str],
-           options: Sequence[str] = (), check: bool = True) -> subprocess.CompletedProcess:
-    command = ["opt-19", *([f"-load-pass-plugin={plugin}"] if plugin else []), *options,
-               "-passes=default<O2>", str(ir), "-S", "-o", str(out)]
+def opt_o2(
+    ir: Path,
+    out: Path,
+    plugin: Optional[Path],
+    env: Dict[str, str],
+    options: Sequence[str] = (),
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    command = [
+        "opt-19",
+        *([f"-load-pass-plugin={plugin}"] if plugin else []),
+        *options,
+        "-passes=default<O2>",
+        str(ir),
+        "-S",
+        "-o",
+        str(out),
+    ]
     return run(command, env, check=check)
 
 
@@ -273,29 +417,52 @@ def test_default_runner_lifts_the_size_cap(plugin, compiler_env, tmp_path):
     ir = size_cap_ir(tmp_path)
     opt_o2(ir, tmp_path / "plain.ll", None, compiler_env)
     rows = tmp_path / "s.jsonl"
-    opt_o2(ir, tmp_path / "default.ll", plugin, compiler_env,
-           ["-mlbridge-runner=default", f"-mlbridge-stats={rows}"])
+    opt_o2(
+        ir,
+        tmp_path / "default.ll",
+        plugin,
+        compiler_env,
+        ["-mlbridge-runner=default", f"-mlbridge-stats={rows}"],
+    )
     assert (tmp_path / "plain.ll").read_text() == (tmp_path / "default.ll").read_text()
     row = json.loads(rows.read_text())
     assert row["size_increase_threshold"] is None and row["size_stopped"] is False
     rows.unlink()
-    opt_o2(ir, tmp_path / "capped.ll", plugin, compiler_env,
-           ["-mlbridge-runner=default", "-mlbridge-size-increase-threshold=2",
-            f"-mlbridge-stats={rows}"])
+    opt_o2(
+        ir,
+        tmp_path / "capped.ll",
+        plugin,
+        compiler_env,
+        [
+            "-mlbridge-runner=default",
+            "-mlbridge-size-increase-threshold=2",
+            f"-mlbridge-stats={rows}",
+        ],
+    )
     assert (tmp_path / "plain.ll").read_text() != (tmp_path / "capped.ll").read_text()
     row = json.loads(rows.read_text())
     assert row["size_increase_threshold"] == 2 and row["size_stopped"] is True
     assert row["after_size_stop"] > 0 and row["decisions"] > 0
     # LLVM's own option, given explicitly, wins over the plugin's choice.
-    opt_o2(ir, tmp_path / "llvm.ll", plugin, compiler_env,
-           ["-mlbridge-runner=default", "-ml-advisor-size-increase-threshold=2"])
+    opt_o2(
+        ir,
+        tmp_path / "llvm.ll",
+        plugin,
+        compiler_env,
+        ["-mlbridge-runner=default", "-ml-advisor-size-increase-threshold=2"],
+    )
     assert (tmp_path / "llvm.ll").read_text() == (tmp_path / "capped.ll").read_text()
 
 
 def test_bad_size_threshold_falls_back_to_llvm(plugin, compiler_env, tmp_path):
     ir = size_cap_ir(tmp_path)
     opt_o2(ir, tmp_path / "plain.ll", None, compiler_env)
-    done = opt_o2(ir, tmp_path / "bad.ll", plugin, compiler_env,
-                  ["-mlbridge-runner=constant", "-mlbridge-size-increase-threshold=0.5"])
+    done = opt_o2(
+        ir,
+        tmp_path / "bad.ll",
+        plugin,
+        compiler_env,
+        ["-mlbridge-runner=constant", "-mlbridge-size-increase-threshold=0.5"],
+    )
     assert "-mlbridge-size-increase-threshold must be a factor >= 1" in done.stderr
     assert (tmp_path / "plain.ll").read_text() == (tmp_path / "bad.ll").read_text()

@@ -16,6 +16,7 @@ def onnx_models(tmp_path_factory) -> Path:
     """The test models of tools/make_onnx_test_models.py (needs onnx)."""
     pytest.importorskip("onnx")
     out = tmp_path_factory.mktemp("onnx_models")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"),
-                    str(out)], check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"), str(out)], check=True
+    )
     return out

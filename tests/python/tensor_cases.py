@@ -9,9 +9,12 @@ import numpy as np
 from mlbridge.tensor_spec import DTYPES, TensorSpec
 
 #: One tensor per dtype: scalar, vector, N-d and zero-sized shapes.
-ALL_DTYPE_SPECS = [TensorSpec(f"t_{name}", name, shape) for name, shape in
-                   zip(DTYPES, [(1,), (), (7,), (2, 3), (2, 3, 4), (1, 33), (5,), (3, 1),
-                                (0,), (4,)])]
+ALL_DTYPE_SPECS = [
+    TensorSpec(f"t_{name}", name, shape)
+    for name, shape in zip(
+        DTYPES, [(1,), (), (7,), (2, 3), (2, 3, 4), (1, 33), (5,), (3, 1), (0,), (4,)]
+    )
+]
 
 
 def random_values(specs: Sequence[TensorSpec], seed: int) -> Dict[str, np.ndarray]:
@@ -23,6 +26,7 @@ def random_values(specs: Sequence[TensorSpec], seed: int) -> Dict[str, np.ndarra
             out[spec.name] = rng.standard_normal(spec.shape).astype(spec.dtype)
         else:
             info = np.iinfo(spec.dtype)
-            out[spec.name] = rng.integers(info.min, info.max, spec.shape, dtype=spec.dtype,
-                                          endpoint=True)
+            out[spec.name] = rng.integers(
+                info.min, info.max, spec.shape, dtype=spec.dtype, endpoint=True
+            )
     return out

@@ -21,11 +21,9 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-from mlbridge.aot import (AotError, Generated, compile_model,  # noqa: E402
-                          default_class_name, supported_ops)
+from mlbridge.aot import AotError, Generated, compile_model, default_class_name, supported_ops  # noqa: E402
 from mlbridge.aot.cxx import float_literal, string_literal  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 F = TensorProto.FLOAT
@@ -41,15 +39,22 @@ BUILD_FLAGS = ["-O3", "-ffp-contract=fast"]
 
 # -- helpers -------------------------------------------------------------------
 
-def make_model(nodes: List[onnx.NodeProto], inputs: List[Tensor], outputs: List[Tensor],
-               inits: Optional[Dict[str, np.ndarray]] = None,
-               extra_opsets: Sequence[Tuple[str, int]] = ()) -> onnx.ModelProto:
+
+def make_model(
+    nodes: List[onnx.NodeProto],
+    inputs: List[Tensor],
+    outputs: List[Tensor],
+    inits: Optional[Dict[str, np.ndarray]] = None,
+    extra_opsets: Sequence[Tuple[str, int]] = (),
+) -> onnx.ModelProto:
     """A checked opset-13, IR-8 model, as tools/make_aot_test_models.py builds them."""
     graph = helper.make_graph(
-        nodes, "test",
+        nodes,
+        "test",
         [helper.make_tensor_value_info(*t) for t in inputs],
         [helper.make_tensor_value_info(*t) for t in outputs],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()],
+    )
     opsets = [helper.make_opsetid("", 13)]
     opsets += [helper.make_opsetid(d, v) for d, v in extra_opsets]
     model = helper.make_model(graph, opset_imports=opsets)
@@ -60,18 +65,27 @@ def make_model(nodes: List[onnx.NodeProto], inputs: List[Tensor], outputs: List[
 
 def relu_model(shape: Sequence[Any] = (2, 64), elem_type: int = F) -> onnx.ModelProto:
     """y = Relu(x)."""
-    return make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                      [("x", elem_type, shape)], [("y", elem_type, shape)])
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", elem_type, shape)],
+        [("y", elem_type, shape)],
+    )
 
 
 def dense_relu_model(layer_is_output: bool) -> onnx.ModelProto:
     """y = Relu(Gemm(x, W, b)); ``h``, the Gemm's output, is also an output
     when ``layer_is_output``."""
-    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="dense"),
-             helper.make_node("Relu", ["h"], ["y"], name="relu")]
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="dense"),
+        helper.make_node("Relu", ["h"], ["y"], name="relu"),
+    ]
     outputs = [("y", F, [1, 3])] + ([("h", F, [1, 3])] if layer_is_output else [])
-    return make_model(nodes, [("x", F, [1, 4])], outputs,
-                      {"w": np.ones((4, 3), np.float32), "b": np.ones(3, np.float32)})
+    return make_model(
+        nodes,
+        [("x", F, [1, 4])],
+        outputs,
+        {"w": np.ones((4, 3), np.float32), "b": np.ones(3, np.float32)},
+    )
 
 
 def compile_error(model: Any, **kwargs: Any) -> str:
@@ -93,21 +107,35 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
 
 def run_cli(*args: str, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     """``python -m mlbridge.aot ARGS``."""
-    return subprocess.run([sys.executable, "-m", "mlbridge.aot", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mlbridge.aot", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 # -- 1. unsupported operators --------------------------------------------------
 
-@pytest.mark.parametrize("op_type, name, inputs, inits, y_shape", [
-    ("Sin", "my_sin", ["x"], {}, [1, 1, 2, 2]),
-    ("Conv", "my_conv", ["x", "w"], {"w": np.ones((2, 1, 1, 1), np.float32)}, [1, 2, 2, 2]),
-], ids=["Sin", "Conv"])
-def test_unsupported_operator_names_node_and_op(op_type: str, name: str, inputs: List[str],
-                                                inits: Dict[str, np.ndarray],
-                                                y_shape: List[int]) -> None:
-    model = make_model([helper.make_node(op_type, inputs, ["y"], name=name)],
-                       [("x", F, [1, 1, 2, 2])], [("y", F, y_shape)], inits)
+
+@pytest.mark.parametrize(
+    "op_type, name, inputs, inits, y_shape",
+    [
+        ("Sin", "my_sin", ["x"], {}, [1, 1, 2, 2]),
+        ("Conv", "my_conv", ["x", "w"], {"w": np.ones((2, 1, 1, 1), np.float32)}, [1, 2, 2, 2]),
+    ],
+    ids=["Sin", "Conv"],
+)
+def test_unsupported_operator_names_node_and_op(
+    op_type: str, name: str, inputs: List[str], inits: Dict[str, np.ndarray], y_shape: List[int]
+) -> None:
+    model = make_model(
+        [helper.make_node(op_type, inputs, ["y"], name=name)],
+        [("x", F, [1, 1, 2, 2])],
+        [("y", F, y_shape)],
+        inits,
+    )
     message = compile_error(model)
     assert f"node '{name}' ({op_type})" in message
     assert f"operator {op_type} is not supported" in message
@@ -117,7 +145,10 @@ def test_unsupported_operator_names_node_and_op(op_type: str, name: str, inputs:
 def test_non_default_domain_is_rejected() -> None:
     model = make_model(
         [helper.make_node("Gelu", ["x"], ["y"], name="ms_gelu", domain="com.microsoft")],
-        [("x", F, [1, 4])], [("y", F, [1, 4])], extra_opsets=[("com.microsoft", 1)])
+        [("x", F, [1, 4])],
+        [("y", F, [1, 4])],
+        extra_opsets=[("com.microsoft", 1)],
+    )
     message = compile_error(model)
     assert "node 'ms_gelu' (Gelu)" in message
     assert "'com.microsoft'" in message
@@ -125,6 +156,7 @@ def test_non_default_domain_is_rejected() -> None:
 
 
 # -- 2. dynamic shapes ---------------------------------------------------------
+
 
 def test_dynamic_dimension_must_be_pinned() -> None:
     message = compile_error(relu_model(["batch", 64]))
@@ -139,27 +171,31 @@ def test_pinned_shape_compiles() -> None:
 
 
 def test_pin_naming_no_input_is_an_error() -> None:
-    message = compile_error(relu_model(["batch", 64]),
-                            input_shapes={"x": [1, 64], "nope": [1]})
+    message = compile_error(relu_model(["batch", 64]), input_shapes={"x": [1, 64], "nope": [1]})
     assert "'nope'" in message and "names no input" in message
 
 
-@pytest.mark.parametrize("pinned", [[-1, 64], [1, 2, 64], [1, 32]],
-                         ids=["negative", "rank", "fixed-dim"])
+@pytest.mark.parametrize(
+    "pinned", [[-1, 64], [1, 2, 64], [1, 32]], ids=["negative", "rank", "fixed-dim"]
+)
 def test_pinned_shape_must_fit_the_declared_one(pinned: List[int]) -> None:
     message = compile_error(relu_model(["batch", 64]), input_shapes={"x": pinned})
     assert "'x'" in message
 
 
 def test_reshape_to_runtime_shape_is_dynamic() -> None:
-    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
-                       [("x", F, [2, 3]), ("shape", I64, [2])], [("y", F, [3, 2])])
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [("x", F, [2, 3]), ("shape", I64, [2])],
+        [("y", F, [3, 2])],
+    )
     message = compile_error(model)
     assert message.startswith("dynamic shape")
     assert "node 'reshape' (Reshape)" in message and "'shape'" in message
 
 
 # -- 3. runtime element types --------------------------------------------------
+
 
 def test_float64_input_is_rejected() -> None:
     message = compile_error(relu_model([2], TensorProto.DOUBLE))
@@ -169,23 +205,35 @@ def test_float64_input_is_rejected() -> None:
 def test_cast_to_double_is_rejected() -> None:
     model = make_model(
         [helper.make_node("Cast", ["x"], ["y"], name="to_double", to=TensorProto.DOUBLE)],
-        [("x", F, [2])], [("y", TensorProto.DOUBLE, [2])])
+        [("x", F, [2])],
+        [("y", TensorProto.DOUBLE, [2])],
+    )
     assert "node 'to_double' (Cast)" in compile_error(model)
 
 
 # -- 4. constant folding -------------------------------------------------------
 
+
 def test_shape_arithmetic_is_folded() -> None:
     """Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), as PyTorch
     exports a flatten."""
-    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
-             helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
-             helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
-             helper.make_node("Concat", ["batch1", "minus_one"], ["target"], axis=0),
-             helper.make_node("Reshape", ["x", "target"], ["y"])]
-    model = make_model(nodes, [("x", F, [2, 3, 4])], [("y", F, [2, 12])],
-                       {"zero": np.int64(0), "axes": np.array([0], np.int64),
-                        "minus_one": np.array([-1], np.int64)})
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "minus_one"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F, [2, 3, 4])],
+        [("y", F, [2, 12])],
+        {
+            "zero": np.int64(0),
+            "axes": np.array([0], np.int64),
+            "minus_one": np.array([-1], np.int64),
+        },
+    )
     generated = compile_model(model)
     assert ops_of(generated) == ["Reshape"]
     assert generated.graph.results[0].shape == (2, 12)
@@ -193,9 +241,15 @@ def test_shape_arithmetic_is_folded() -> None:
 
 def test_unsupported_operator_on_constants_is_folded() -> None:
     values = np.array([0.5, 1.0, 2.0], np.float32)
-    model = make_model([helper.make_node("Sin", ["c"], ["s"], name="sin_of_constant"),
-                        helper.make_node("Add", ["x", "s"], ["y"])],
-                       [("x", F, [3])], [("y", F, [3])], {"c": values})
+    model = make_model(
+        [
+            helper.make_node("Sin", ["c"], ["s"], name="sin_of_constant"),
+            helper.make_node("Add", ["x", "s"], ["y"]),
+        ],
+        [("x", F, [3])],
+        [("y", F, [3])],
+        {"c": values},
+    )
     generated = compile_model(model)
     assert ops_of(generated) == ["Add"]
     for x in np.sin(values):
@@ -203,6 +257,7 @@ def test_unsupported_operator_on_constants_is_folded() -> None:
 
 
 # -- 5. Relu fusion ------------------------------------------------------------
+
 
 def test_relu_is_fused_into_dense_layer() -> None:
     generated = compile_model(dense_relu_model(layer_is_output=False))
@@ -219,6 +274,7 @@ def test_no_fusion_when_layer_output_is_a_result() -> None:
 
 # -- 6. determinism ------------------------------------------------------------
 
+
 def test_output_is_deterministic(tmp_path: Path) -> None:
     path = save(dense_relu_model(layer_is_output=True), tmp_path / "dense.onnx")
     first, second = compile_model(path), compile_model(path)
@@ -230,8 +286,7 @@ def test_output_does_not_depend_on_hash_seed(tmp_path: Path) -> None:
     outputs = []
     for seed in ("1", "2"):
         out = tmp_path / f"seed{seed}"
-        done = run_cli(str(path), "-o", str(out),
-                       env={**os.environ, "PYTHONHASHSEED": seed})
+        done = run_cli(str(path), "-o", str(out), env={**os.environ, "PYTHONHASHSEED": seed})
         assert done.returncode == 0, done.stderr
         outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
     assert outputs[0] == outputs[1] and sorted(outputs[0]) == ["Dense.cpp", "Dense.h"]
@@ -255,24 +310,31 @@ def test_write_rewrites_only_changed_files(tmp_path: Path) -> None:
 
 # -- 7. names ------------------------------------------------------------------
 
-@pytest.mark.parametrize("path, expected", [
-    ("inliner_policy.onnx", "InlinerPolicy"),
-    ("models/regalloc-eviction.v2.onnx", "RegallocEvictionV2"),
-    ("2fast.onnx", "Model2fast"),
-])
+
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("inliner_policy.onnx", "InlinerPolicy"),
+        ("models/regalloc-eviction.v2.onnx", "RegallocEvictionV2"),
+        ("2fast.onnx", "Model2fast"),
+    ],
+)
 def test_default_class_name(path: str, expected: str) -> None:
     assert default_class_name(path) == expected
 
 
-@pytest.mark.parametrize("class_name", ["1abc", "class", "a-b", ""],
-                         ids=["digit", "keyword", "dash", "empty"])
+@pytest.mark.parametrize(
+    "class_name", ["1abc", "class", "a-b", ""], ids=["digit", "keyword", "dash", "empty"]
+)
 def test_bad_class_name(class_name: str) -> None:
     assert f"class name '{class_name}'" in compile_error(relu_model(), class_name=class_name)
 
 
-@pytest.mark.parametrize("namespace", ["1abc", "class", "a::", "::a", "a b"],
-                         ids=["digit", "keyword", "trailing-colons", "leading-colons",
-                              "space"])
+@pytest.mark.parametrize(
+    "namespace",
+    ["1abc", "class", "a::", "::a", "a b"],
+    ids=["digit", "keyword", "trailing-colons", "leading-colons", "space"],
+)
 def test_bad_namespace(namespace: str) -> None:
     assert f"namespace '{namespace}'" in compile_error(relu_model(), namespace=namespace)
 
@@ -285,6 +347,7 @@ def test_nested_namespace() -> None:
 
 # -- 8. command line -----------------------------------------------------------
 
+
 def test_cli_lists_ops() -> None:
     done = run_cli("--list-ops")
     assert done.returncode == 0, done.stderr
@@ -295,8 +358,9 @@ def test_cli_lists_ops() -> None:
 def test_cli_writes_header_and_source(tmp_path: Path) -> None:
     path = save(relu_model(["batch", 64]), tmp_path / "inliner_policy.onnx")
     out = tmp_path / "gen"
-    done = run_cli(str(path), "-o", str(out), "--namespace", "my::models",
-                   "--input-shape", "x=1,64")
+    done = run_cli(
+        str(path), "-o", str(out), "--namespace", "my::models", "--input-shape", "x=1,64"
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["InlinerPolicy.cpp", "InlinerPolicy.h"]
     assert "namespace my::models {" in (out / "InlinerPolicy.h").read_text()
@@ -307,8 +371,9 @@ def test_cli_writes_header_and_source(tmp_path: Path) -> None:
 
 
 def test_cli_reports_unsupported_operator(tmp_path: Path) -> None:
-    model = make_model([helper.make_node("Sin", ["x"], ["y"], name="my_sin")],
-                       [("x", F, [4])], [("y", F, [4])])
+    model = make_model(
+        [helper.make_node("Sin", ["x"], ["y"], name="my_sin")], [("x", F, [4])], [("y", F, [4])]
+    )
     out = tmp_path / "gen"
     done = run_cli(str(save(model, tmp_path / "sin.onnx")), "-o", str(out))
     assert done.returncode == 1
@@ -327,25 +392,33 @@ def test_cli_rejects_malformed_input_shape(tmp_path: Path, shape: str) -> None:
 
 # -- 9. generated code is warning-free -----------------------------------------
 
+
 @pytest.fixture(scope="module")
 def generated_sources(tmp_path_factory: pytest.TempPathFactory) -> List[Path]:
     """The source of every case of tools/make_aot_test_models.py."""
     spec = importlib.util.spec_from_file_location(
-        "make_aot_test_models", ROOT / "tools" / "make_aot_test_models.py")
+        "make_aot_test_models", ROOT / "tools" / "make_aot_test_models.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path_factory.mktemp("aot_sources")
-    return [compile_model(case.model, class_name=case.class_name).write(out / case.name)[1]
-            for case in module.cases()]
+    return [
+        compile_model(case.model, class_name=case.class_name).write(out / case.name)[1]
+        for case in module.cases()
+    ]
 
 
-def _compile_cxx(compiler: str, source: Path, flags: Sequence[str] = CXXFLAGS,
-                 output: Optional[Path] = None) -> Optional[str]:
+def _compile_cxx(
+    compiler: str, source: Path, flags: Sequence[str] = CXXFLAGS, output: Optional[Path] = None
+) -> Optional[str]:
     """None if ``source`` compiles cleanly, else the compiler's messages."""
     output = output or source.with_suffix(f".{compiler}.o")
-    done = subprocess.run([compiler, *flags, "-I", str(source.parent), str(source),
-                           "-o", str(output)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [compiler, *flags, "-I", str(source.parent), str(source), "-o", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return None if done.returncode == 0 else f"{source.name}:\n{done.stderr[:2000]}"
 
 
@@ -364,8 +437,10 @@ def _main_source(generated: Generated) -> str:
         info = "argInfo" if kind == "Arg" else "resultInfo"
         for i, v in enumerate(values):
             name = string_literal(v.name)
-            checks.append(f"  if (M::Lookup{kind}Index({name}) != {i} || "
-                          f"std::strcmp(M::{info}({i}).Name, {name}) != 0)\n    return 3;")
+            checks.append(
+                f"  if (M::Lookup{kind}Index({name}) != {i} || "
+                f"std::strcmp(M::{info}({i}).Name, {name}) != 0)\n    return 3;"
+            )
     return f"""#include "{generated.model.header_name}"
 #include <cstdio>
 #include <cstring>
@@ -388,8 +463,13 @@ int main() {{
 """
 
 
-def run_generated(generated: Generated, out: Path, inputs: Sequence[np.ndarray],
-                  compiler: str = "g++", flags: Sequence[str] = BUILD_FLAGS) -> List[np.ndarray]:
+def run_generated(
+    generated: Generated,
+    out: Path,
+    inputs: Sequence[np.ndarray],
+    compiler: str = "g++",
+    flags: Sequence[str] = BUILD_FLAGS,
+) -> List[np.ndarray]:
     """Writes ``generated`` into ``out``, compiles it (warnings are errors)
     with a main, runs it on ``inputs`` and returns its outputs. The program
     must print the outputs and nothing else."""
@@ -401,19 +481,23 @@ def run_generated(generated: Generated, out: Path, inputs: Sequence[np.ndarray],
         failure = _compile_cxx(compiler, src, WARNINGS + list(flags) + ["-c"], obj)
         assert failure is None, failure
     program = out / f"model.{compiler}"
-    done = subprocess.run([compiler, *map(str, objects), "-o", str(program)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [compiler, *map(str, objects), "-o", str(program)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[:2000]
-    data = b"".join(np.ascontiguousarray(x, v.dtype).tobytes()
-                    for x, v in zip(inputs, generated.graph.args))
+    data = b"".join(
+        np.ascontiguousarray(x, v.dtype).tobytes() for x, v in zip(inputs, generated.graph.args)
+    )
     ran = subprocess.run([str(program)], input=data, capture_output=True, timeout=300)
     assert ran.returncode == 0 and ran.stderr == b"", (ran.returncode, ran.stderr[:2000])
     sizes = [v.nbytes for v in generated.graph.results]
     assert len(ran.stdout) == sum(sizes), ran.stdout[:200]
     outputs, offset = [], 0
     for v, size in zip(generated.graph.results, sizes):
-        outputs.append(np.frombuffer(ran.stdout[offset:offset + size], v.dtype)
-                       .reshape(v.shape))
+        outputs.append(np.frombuffer(ran.stdout[offset : offset + size], v.dtype).reshape(v.shape))
         offset += size
     return outputs
 
@@ -421,8 +505,7 @@ def run_generated(generated: Generated, out: Path, inputs: Sequence[np.ndarray],
 def onnxruntime_outputs(model: onnx.ModelProto, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
     """What ONNX Runtime computes for ``inputs`` (in the graph's input order)."""
     ort = pytest.importorskip("onnxruntime")
-    session = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, inputs)))
 
@@ -432,12 +515,16 @@ def test_generated_code_is_warning_free(compiler: str, generated_sources: List[P
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        failures = [f for f in pool.map(lambda s: _compile_cxx(compiler, s), generated_sources)
-                    if f is not None]
+        failures = [
+            f
+            for f in pool.map(lambda s: _compile_cxx(compiler, s), generated_sources)
+            if f is not None
+        ]
     assert not failures, "\n".join(failures)
 
 
 # -- 10. unreadable models -----------------------------------------------------
+
 
 def test_missing_model_file(tmp_path: Path) -> None:
     path = tmp_path / "missing.onnx"

@@ -52,22 +52,25 @@ int main() {
 
 
 def _inputs() -> List[np.ndarray]:
-    return [(np.arange(400, dtype=np.float32).reshape(1, 400) % 7) / np.float32(7) -
-            np.float32(0.5)]
+    return [
+        (np.arange(400, dtype=np.float32).reshape(1, 400) % 7) / np.float32(7) - np.float32(0.5)
+    ]
 
 
 def _build_and_run(project: Path, build: Path) -> np.ndarray:
-    done = subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        ["cmake", "--build", str(build)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    ran = subprocess.run([str(build / "run_dense")], capture_output=True, text=True,
-                         timeout=60)
+    ran = subprocess.run([str(build / "run_dense")], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     return np.array([float.fromhex(line) for line in ran.stdout.split()], np.float32)
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None or not AOT_COMMAND.exists(),
-                    reason="needs cmake and the mlbridge-aot program")
+@pytest.mark.skipif(
+    shutil.which("cmake") is None or not AOT_COMMAND.exists(),
+    reason="needs cmake and the mlbridge-aot program",
+)
 def test_weights_file_through_cmake(tmp_path: Path) -> None:
     project, build = tmp_path / "project", tmp_path / "build"
     project.mkdir()
@@ -76,14 +79,18 @@ def test_weights_file_through_cmake(tmp_path: Path) -> None:
     model = dense_model(400, 70, seed=1)
     save(model, project / "dense.onnx")
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    done = subprocess.run(["cmake", "-S", str(project), "-B", str(build), *generator,
-                           "-DCMAKE_BUILD_TYPE=Debug"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["cmake", "-S", str(project), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Debug"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     first = _build_and_run(project, build)
-    np.testing.assert_allclose(first, onnxruntime_outputs(model, _inputs())[0][0],
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        first, onnxruntime_outputs(model, _inputs())[0][0], rtol=1e-4, atol=1e-4
+    )
     weights = build / "dense_model_aot" / "Dense.weights.bin"
     assert weights.stat().st_size > 64 << 10
 
@@ -92,10 +99,12 @@ def test_weights_file_through_cmake(tmp_path: Path) -> None:
     save(other, project / "dense.onnx")
     second = _build_and_run(project, build)
     assert not np.array_equal(first, second)
-    np.testing.assert_allclose(second, onnxruntime_outputs(other, _inputs())[0][0],
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        second, onnxruntime_outputs(other, _inputs())[0][0], rtol=1e-4, atol=1e-4
+    )
 
     module = build / "dense_module.so"
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(module)],
-                             capture_output=True, text=True).stdout
+    symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", str(module)], capture_output=True, text=True
+    ).stdout
     assert "mlbridge_aot_model_v1_entry" in symbols

@@ -17,12 +17,11 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from onnx import helper  # noqa: E402
+from test_aot import F, _compile_cxx, compilers, make_model, run_cli, run_generated, save  # noqa: E402
 
 from mlbridge.aot import AotError, compile_model  # noqa: E402
 from mlbridge.aot.cxx import comment, string_literal, unique_identifier  # noqa: E402
-from test_aot import (F, _compile_cxx, compilers, make_model, run_cli,  # noqa: E402
-                      run_generated, save)
+from onnx import helper  # noqa: E402
 
 #: Code that prints at start-up (or when run) if it ever escapes its comment
 #: or string literal: at class or namespace scope, and in a function.
@@ -30,28 +29,33 @@ STATIC = 'static inline int mlbridge_pwned = __builtin_printf("PWNED\\n");'
 STATEMENT = '__builtin_printf("PWNED\\n");'
 
 #: name -> what it attacks.
-INPUT_A = f"a\n{STATIC}\n//"                                 # newline in ///
-INPUT_B = f'b"); {STATEMENT} ("' + "\\"                      # quotes, trailing \
-INIT_W = f"w */ {STATIC} /* \\\n{STATIC}\n/*"                # */, /*, line splice
-NODE_ADD = f"add ??/\n{STATEMENT}\n// \x00\x01\x1b[2J\x7f"   # trigraph, NUL, controls
-TENSOR_T = f"t\u2028{STATEMENT}\u2029é\U0001F600\r{STATEMENT}"  # U+2028, UTF-8, CR
+INPUT_A = f"a\n{STATIC}\n//"  # newline in ///
+INPUT_B = f'b"); {STATEMENT} ("' + "\\"  # quotes, trailing \
+INIT_W = f"w */ {STATIC} /* \\\n{STATIC}\n/*"  # */, /*, line splice
+NODE_ADD = f"add ??/\n{STATEMENT}\n// \x00\x01\x1b[2J\x7f"  # trigraph, NUL, controls
+TENSOR_T = f"t\u2028{STATEMENT}\u2029é\U0001f600\r{STATEMENT}"  # U+2028, UTF-8, CR
 NODE_MUL = "m" + "\\\n" + STATEMENT
 OUTPUT_Y = f"y */\n{STATIC}\n\"'??=??(??<"
-OUTPUT_LONG = "ü" * 5000 + "\n" + STATIC                      # 10 kB of UTF-8
+OUTPUT_LONG = "ü" * 5000 + "\n" + STATIC  # 10 kB of UTF-8
 GRAPH = f"g */ {STATIC} /*\n{STATIC}\n"
-NAMES = [INPUT_A, INPUT_B, INIT_W, NODE_ADD, TENSOR_T, NODE_MUL, OUTPUT_Y, OUTPUT_LONG,
-         GRAPH]
+NAMES = [INPUT_A, INPUT_B, INIT_W, NODE_ADD, TENSOR_T, NODE_MUL, OUTPUT_Y, OUTPUT_LONG, GRAPH]
 
 
 def hostile_model() -> onnx.ModelProto:
     """y = Relu((a + w) * b) and t = a + w, every name hostile."""
     w = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
-    nodes = [helper.make_node("Add", [INPUT_A, INIT_W], [TENSOR_T], name=NODE_ADD),
-             helper.make_node("Mul", [TENSOR_T, INPUT_B], ["u"], name=NODE_MUL),
-             helper.make_node("Relu", ["u"], [OUTPUT_Y], name=STATEMENT),
-             helper.make_node("Identity", [TENSOR_T], [OUTPUT_LONG], name=GRAPH)]
-    model = make_model(nodes, [(INPUT_A, F, [2, 3]), (INPUT_B, F, [2, 3])],
-                       [(OUTPUT_Y, F, [2, 3]), (OUTPUT_LONG, F, [2, 3])], {INIT_W: w})
+    nodes = [
+        helper.make_node("Add", [INPUT_A, INIT_W], [TENSOR_T], name=NODE_ADD),
+        helper.make_node("Mul", [TENSOR_T, INPUT_B], ["u"], name=NODE_MUL),
+        helper.make_node("Relu", ["u"], [OUTPUT_Y], name=STATEMENT),
+        helper.make_node("Identity", [TENSOR_T], [OUTPUT_LONG], name=GRAPH),
+    ]
+    model = make_model(
+        nodes,
+        [(INPUT_A, F, [2, 3]), (INPUT_B, F, [2, 3])],
+        [(OUTPUT_Y, F, [2, 3]), (OUTPUT_LONG, F, [2, 3])],
+        {INIT_W: w},
+    )
     model.graph.name = GRAPH
     model.graph.doc_string = GRAPH
     model.producer_name = GRAPH
@@ -67,15 +71,15 @@ def expected(a: np.ndarray, b: np.ndarray) -> List[np.ndarray]:
 @pytest.mark.parametrize("weights", ["inline", "file"])
 @pytest.mark.parametrize("compiler", compilers())
 def test_hostile_names_compile_and_run(tmp_path: Path, compiler: str, weights: str) -> None:
-    generated = compile_model(hostile_model(), class_name="Hostile",
-                              inline_weights_limit=0 if weights == "file" else None)
+    generated = compile_model(
+        hostile_model(), class_name="Hostile", inline_weights_limit=0 if weights == "file" else None
+    )
     assert bool(generated.weights) == (weights == "file")
     rng = np.random.default_rng(3)
     a, b = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
     # run_generated: -Werror, every name looked up by its exact bytes, and
     # the program's output is the results' bytes and nothing else.
-    for got, want in zip(run_generated(generated, tmp_path, [a, b], compiler),
-                         expected(a, b)):
+    for got, want in zip(run_generated(generated, tmp_path, [a, b], compiler), expected(a, b)):
         np.testing.assert_array_equal(got, want)
 
 
@@ -83,7 +87,7 @@ def test_no_name_reaches_the_code_verbatim() -> None:
     generated = compile_model(hostile_model(), class_name="Hostile", inline_weights_limit=0)
     for text in (generated.header, generated.source):
         assert text.isascii()
-        assert "PWNED\\n\");\n" not in text and "\u2028" not in text
+        assert 'PWNED\\n");\n' not in text and "\u2028" not in text
         for name in NAMES:
             assert name not in text
         for line in text.splitlines():
@@ -149,8 +153,11 @@ def test_weights_directory_with_spaces_and_utf8(tmp_path: Path) -> None:
 
 
 def test_cli_error_shows_no_control_characters(tmp_path: Path) -> None:
-    model = make_model([helper.make_node("Sin", ["x"], ["y"], name="s\x1b[2J\ri\n")],
-                       [("x", F, [4])], [("y", F, [4])])
+    model = make_model(
+        [helper.make_node("Sin", ["x"], ["y"], name="s\x1b[2J\ri\n")],
+        [("x", F, [4])],
+        [("y", F, [4])],
+    )
     done = run_cli(str(save(model, tmp_path / "sin.onnx")), "-o", str(tmp_path / "gen"))
     assert done.returncode == 1
     assert "\x1b" not in done.stderr and "\r" not in done.stderr
@@ -166,8 +173,9 @@ NASTY = list("*/?\\\"'\n\r\t\x00\x0b\x0c#=(<!>)-") + ["\u2028", "\u2029", "é", 
 def _random_texts(count: int, length: int = 12) -> List[str]:
     rng = random.Random(11)
     alphabet = NASTY + list("ab ")
-    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, length)))
-            for _ in range(count)]
+    return [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, length))) for _ in range(count)
+    ]
 
 
 def test_comment_is_inert_anywhere() -> None:
@@ -185,14 +193,19 @@ def test_string_literal_round_trips_through_the_compiler(tmp_path: Path) -> None
     texts = _random_texts(200) + [OUTPUT_LONG, NODE_ADD]
     rows = ",\n".join(f"  {{{string_literal(t)}, {len(t.encode())}}}" for t in texts)
     source = tmp_path / "literals.cpp"
-    source.write_text("#include <cstdio>\nstruct Row { const char *Text; unsigned long Size; };\n"
-                      f"const Row Rows[] = {{\n{rows}}};\nint main() {{\n"
-                      "  for (const Row &R : Rows)\n"
-                      "    std::fwrite(R.Text, 1, R.Size, stdout);\n}\n")
+    source.write_text(
+        "#include <cstdio>\nstruct Row { const char *Text; unsigned long Size; };\n"
+        f"const Row Rows[] = {{\n{rows}}};\nint main() {{\n"
+        "  for (const Row &R : Rows)\n"
+        "    std::fwrite(R.Text, 1, R.Size, stdout);\n}\n"
+    )
     for compiler in compilers():
-        failure = _compile_cxx(compiler, source, ["-std=c++17", "-Wall", "-Wextra",
-                                                  "-Wpedantic", "-Werror"],
-                               tmp_path / f"literals.{compiler}")
+        failure = _compile_cxx(
+            compiler,
+            source,
+            ["-std=c++17", "-Wall", "-Wextra", "-Wpedantic", "-Werror"],
+            tmp_path / f"literals.{compiler}",
+        )
         assert failure is None, failure
         done = subprocess.run([str(tmp_path / f"literals.{compiler}")], capture_output=True)
         assert done.stdout == b"".join(t.encode() for t in texts)

@@ -15,12 +15,21 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from onnx import helper  # noqa: E402
+from test_aot import (  # noqa: E402
+    WARNINGS,
+    F,
+    _compile_cxx,
+    compilers,
+    make_model,
+    onnxruntime_outputs,
+    run_cli,
+    run_generated,
+    save,
+)
 
 from mlbridge.aot import DEFAULT_INLINE_LIMIT, compile_model  # noqa: E402
 from mlbridge.aot.runfn import OUTLINE_NODES, STEP_NODES  # noqa: E402
-from test_aot import (F, WARNINGS, _compile_cxx, compilers, make_model,  # noqa: E402
-                      onnxruntime_outputs, run_cli, run_generated, save)
+from onnx import helper  # noqa: E402
 
 
 def dense_model(k: int, n: int, m: int = 1, seed: int = 5) -> onnx.ModelProto:
@@ -29,11 +38,14 @@ def dense_model(k: int, n: int, m: int = 1, seed: int = 5) -> onnx.ModelProto:
     w = (rng.standard_normal((k, n), dtype=np.float32) * (1 / np.sqrt(k))).astype(np.float32)
     b = rng.standard_normal(n, dtype=np.float32)
     w2 = rng.standard_normal((n, 3), dtype=np.float32)
-    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="dense"),
-             helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("MatMul", ["r", "w2"], ["y"], name="head")]
-    return make_model(nodes, [("x", F, [m, k])], [("y", F, [m, 3]), ("h", F, [m, n])],
-                      {"w": w, "b": b, "w2": w2})
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="dense"),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="head"),
+    ]
+    return make_model(
+        nodes, [("x", F, [m, k])], [("y", F, [m, 3]), ("h", F, [m, n])], {"w": w, "b": b, "w2": w2}
+    )
 
 
 def chain_model(length: int) -> onnx.ModelProto:
@@ -53,12 +65,15 @@ def chain_model(length: int) -> onnx.ModelProto:
 
 def random_inputs(model: onnx.ModelProto, seed: int = 1) -> List[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim])
-            .astype(np.float32) for vi in model.graph.input]
+    return [
+        rng.standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.float32)
+        for vi in model.graph.input
+    ]
 
 
-def assert_like_onnxruntime(model: onnx.ModelProto, outputs: List[np.ndarray],
-                            inputs: List[np.ndarray], exact: bool = False) -> None:
+def assert_like_onnxruntime(
+    model: onnx.ModelProto, outputs: List[np.ndarray], inputs: List[np.ndarray], exact: bool = False
+) -> None:
     for got, want in zip(outputs, onnxruntime_outputs(model, inputs)):
         if exact:
             np.testing.assert_array_equal(got, want)
@@ -67,6 +82,7 @@ def assert_like_onnxruntime(model: onnx.ModelProto, outputs: List[np.ndarray],
 
 
 # -- the acceptance cases ---------------------------------------------------------
+
 
 def test_twenty_million_weights(tmp_path: Path) -> None:
     """A 5000 -> 4000 dense layer (20M random float32 weights): the source
@@ -92,8 +108,9 @@ def test_ten_thousand_node_chain(tmp_path: Path) -> None:
     assert_like_onnxruntime(model, outputs, inputs, exact=True)
 
 
-@pytest.mark.parametrize("length", [2 * STEP_NODES + 3, OUTLINE_NODES + 1],
-                         ids=["inline-kernels", "shared-kernels"])
+@pytest.mark.parametrize(
+    "length", [2 * STEP_NODES + 3, OUTLINE_NODES + 1], ids=["inline-kernels", "shared-kernels"]
+)
 def test_chain_in_several_steps(tmp_path: Path, length: int) -> None:
     model = chain_model(length)
     generated = compile_model(model, class_name="Chain")
@@ -106,6 +123,7 @@ def test_chain_in_several_steps(tmp_path: Path, length: int) -> None:
 
 
 # -- inline arrays and weights files -------------------------------------------------
+
 
 @pytest.mark.parametrize("compiler", compilers())
 def test_inline_and_file_weights_agree(tmp_path: Path, compiler: str) -> None:
@@ -134,15 +152,17 @@ def test_weights_file_layout(tmp_path: Path) -> None:
     """Every constant 64-byte aligned (the dense kernels' vector loads), the
     SHA-256 of the constants at the end, and in the source, which names the
     file by its absolute path."""
-    generated = compile_model(dense_model(40, 70), class_name="Dense",
-                              inline_weights_limit=0)
+    generated = compile_model(dense_model(40, 70), class_name="Dense", inline_weights_limit=0)
     data = generated.weights
     assert len(data) % 64 == 32
     assert hashlib.sha256(data[:-32]).digest() == data[-32:]
     for half in (data[-32:-16], data[-16:]):
         assert ", ".join(f"0x{b:02x}" for b in half) in generated.source
-    offsets = [int(line.rsplit("+ ", 1)[1].rstrip(";")) for line in
-               generated.source.splitlines() if line.startswith("constexpr const float *kConst")]
+    offsets = [
+        int(line.rsplit("+ ", 1)[1].rstrip(";"))
+        for line in generated.source.splitlines()
+        if line.startswith("constexpr const float *kConst")
+    ]
     assert offsets and all(o % 16 == 0 for o in offsets)  # floats: 64 bytes
     header, source = generated.write(tmp_path / "gen")
     weights = tmp_path / "gen" / "Dense.weights.bin"
@@ -171,9 +191,11 @@ def test_a_weights_file_that_does_not_match(tmp_path: Path) -> None:
         weights.write_bytes(generated.weights[:1000])
         assert _compile_cxx(compiler, source, flags) is None
         main = tmp_path / "main.cpp"
-        main.write_text('#include "Dense.h"\n#include <cstdio>\nint main() {\n'
-                        "  mlbridge_models::Dense M;\n"
-                        '  std::puts(M.Run() ? "ran" : M.error());\n}\n')
+        main.write_text(
+            '#include "Dense.h"\n#include <cstdio>\nint main() {\n'
+            "  mlbridge_models::Dense M;\n"
+            '  std::puts(M.Run() ? "ran" : M.error());\n}\n'
+        )
         program = tmp_path / f"main.{compiler}"
         assert _compile_cxx(compiler, main, ["-std=c++17", str(source)], program) is None
         done = subprocess.run([str(program)], capture_output=True, text=True)
@@ -192,12 +214,19 @@ def test_weights_with_link_time_optimisation_and_shared_libraries(tmp_path: Path
     assert_like_onnxruntime(model, lto, inputs)
     _, source = generated.write(tmp_path / "so")
     library = tmp_path / "so" / "libdense.so"
-    assert _compile_cxx(compiler, source, WARNINGS + ["-O2", "-fPIC", "-shared",
-                                                      "-fvisibility=hidden",
-                                                      "-DMLBRIDGE_AOT_ENTRY_POINT"],
-                        library) is None
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)],
-                             capture_output=True, text=True).stdout
+    assert (
+        _compile_cxx(
+            compiler,
+            source,
+            WARNINGS
+            + ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-DMLBRIDGE_AOT_ENTRY_POINT"],
+            library,
+        )
+        is None
+    )
+    symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True
+    ).stdout
     assert "mlbridge_aot_model_v1_entry" in symbols and "weights" not in symbols
 
 
@@ -216,9 +245,12 @@ def test_cli_always_write_weights(tmp_path: Path) -> None:
 def test_long_dimension_lists_go_with_the_constants() -> None:
     """A broadcast MatMul over 300 x 2 batches: its irregular batch offsets
     are constants, not a 600-entry constexpr array."""
-    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
-                       [("a", F, [300, 1, 2, 2])], [("y", F, [300, 2, 2, 2])],
-                       {"b": np.ones((2, 2, 2), np.float32)})
+    model = make_model(
+        [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        [("a", F, [300, 1, 2, 2])],
+        [("y", F, [300, 2, 2, 2])],
+        {"b": np.ones((2, 2, 2), np.float32)},
+    )
     generated = compile_model(model)
     assert generated.source.count("dimensions: int64 [600]") == 2
     assert "constexpr kernels::I64 kDims1[] = {0, 0, 4" not in generated.source

@@ -18,8 +18,11 @@ AOT_DIR = Path(templates.__file__).resolve().parents[1]
 
 
 def template_files() -> list:
-    return sorted(p.name for p in resources.files("mlbridge.aot.templates").iterdir()
-                  if p.name.endswith(".in"))
+    return sorted(
+        p.name
+        for p in resources.files("mlbridge.aot.templates").iterdir()
+        if p.name.endswith(".in")
+    )
 
 
 def test_filling_is_strict():
@@ -32,8 +35,7 @@ def test_filling_is_strict():
 def test_values_are_inserted_verbatim_in_one_pass():
     text = templates.fill("weights_asm.cpp.in", file_name="@size@", size=3, lines="@lines@")
     assert text == "// The constants: @size@ (3 bytes; see kWeightsSha256).\nasm(@lines@);\n"
-    assert templates.snippet("weights_check.cpp.in") == \
-        templates.fill("weights_check.cpp.in")[:-1]
+    assert templates.snippet("weights_check.cpp.in") == templates.fill("weights_check.cpp.in")[:-1]
 
 
 def test_every_template_is_documented_and_used():
@@ -51,20 +53,24 @@ def test_every_template_is_documented_and_used():
 def test_generated_code_has_no_placeholder_left():
     onnx = pytest.importorskip("onnx")
     import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
 
     from mlbridge.aot import compile_model
+    from onnx import TensorProto, helper, numpy_helper
 
     bias = numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 4), "b")
     graph = helper.make_graph(
         [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
-        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [bias])
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [bias],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     for limit in (0, None):  # a weights file, inline constants
-        generated = compile_model(model.SerializeToString(), class_name="AddRelu",
-                                  inline_weights_limit=limit)
+        generated = compile_model(
+            model.SerializeToString(), class_name="AddRelu", inline_weights_limit=limit
+        )
         assert bool(generated.weights) == (limit == 0)
         for text in (generated.header, generated.source):
             assert not PLACEHOLDER.search(text)

@@ -9,8 +9,15 @@ import time
 
 import pytest
 
-from mlbridge.channel import (ChannelTimeout, FdReader, PeerGone, create_channel, make_fifos,
-                              open_host_ends, open_writer)
+from mlbridge.channel import (
+    ChannelTimeout,
+    FdReader,
+    PeerGone,
+    create_channel,
+    make_fifos,
+    open_host_ends,
+    open_writer,
+)
 
 
 def test_create_channel_is_private_and_removed(tmp_path):
@@ -44,8 +51,9 @@ def test_open_order_and_exact_reads():
     with create_channel() as channel:
         payload = b"\n\n\x0a" + bytes(range(256))
         result = []
-        t = threading.Thread(target=_compiler_side,
-                             args=(channel.base, [b"hello\n", payload], result))
+        t = threading.Thread(
+            target=_compiler_side, args=(channel.base, [b"hello\n", payload], result)
+        )
         t.start()
         with open_host_ends(channel.base, open_timeout=5, io_timeout=5) as ends:
             assert ends.reader.readline() == b"hello\n"

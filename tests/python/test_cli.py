@@ -18,8 +18,10 @@ def _fake_llvm(base: str, answers: list) -> None:
     deadline = time.monotonic() + 10
     while not os.path.exists(base + ".out") and time.monotonic() < deadline:
         time.sleep(0.01)
-    header = {"features": [{"name": "x", "type": "int64_t", "port": 0, "shape": [1]}],
-              "advice": {"name": "y", "type": "float", "port": 0, "shape": [1]}}
+    header = {
+        "features": [{"name": "x", "type": "int64_t", "port": 0, "shape": [1]}],
+        "advice": {"name": "y", "type": "float", "port": 0, "shape": [1]},
+    }
     with open(base + ".in", "rb", buffering=0) as inp, open(base + ".out", "wb") as out:
         out.write(json.dumps(header).encode() + b'\n{"context":"c"}\n')
         for i in range(3):
@@ -34,8 +36,22 @@ def test_serve_creates_fifos_and_prints_nothing(tmp_path, capsys):
     fake = threading.Thread(target=_fake_llvm, args=(base, answers), daemon=True)
     fake.start()
     log, stats = tmp_path / "log", tmp_path / "stats.json"
-    rc = main(["serve", "--pipe", base, "--policy", "zeros", "--create", "--timeout", "10",
-               "--log", str(log), "--stats-json", str(stats)])
+    rc = main(
+        [
+            "serve",
+            "--pipe",
+            base,
+            "--policy",
+            "zeros",
+            "--create",
+            "--timeout",
+            "10",
+            "--log",
+            str(log),
+            "--stats-json",
+            str(stats),
+        ]
+    )
     fake.join(10)
     assert rc == 0 and answers == [0.0, 0.0, 0.0]
     assert not os.path.exists(base + ".in")  # --create removes what it made
@@ -56,6 +72,7 @@ def test_bad_policy_and_onnx_are_clear_errors(capsys):
 
 def test_policy_from_file(tmp_path):
     from mlbridge.policies import load_policy
+
     path = tmp_path / "p.py"
     path.write_text("def decide(features):\n    return 1\n")
     assert load_policy(f"{path}:decide", "inline")({}) == 1

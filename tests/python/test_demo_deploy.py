@@ -18,9 +18,11 @@ def test_onnx_export_matches_the_python_policy(tmp_path):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     for _ in range(2000):
-        values = {"cost_estimate": int(rng.integers(-50, 60)),
-                  "callee_basic_block_count": int(rng.integers(0, 12)),
-                  "last_call_to_static_bonus": int(rng.integers(0, 2)) * 15000}
+        values = {
+            "cost_estimate": int(rng.integers(-50, 60)),
+            "callee_basic_block_count": int(rng.integers(0, 12)),
+            "last_call_to_static_bonus": int(rng.integers(0, 2)) * 15000,
+        }
         feed = {name: np.array([values[name]], np.int64) for name in FEATURES}
         expected = policy({k: v for k, v in feed.items()})
         assert int(session.run(None, feed)[0][0]) == expected, values

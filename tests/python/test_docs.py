@@ -72,8 +72,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "docs_fixtures"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-VENV_BIN = ROOT / ".venv" / "bin" if (ROOT / ".venv" / "bin").is_dir() \
-    else Path(sys.executable).parent
+VENV_BIN = (
+    ROOT / ".venv" / "bin" if (ROOT / ".venv" / "bin").is_dir() else Path(sys.executable).parent
+)
 PYTHON = VENV_BIN / "python" if (VENV_BIN / "python").exists() else Path(sys.executable)
 
 #: Seconds a block (or a program it builds) may run.
@@ -83,12 +84,22 @@ GRACE = 10
 #: Output lines that fail a block that otherwise succeeded: the plugin fell
 #: back to LLVM's advice (the documented runner did not work) or an mlbridge
 #: command warned (e.g. a compilation that asked nothing).
-FORBIDDEN = re.compile(r"^(mlbridge inline advisor: .*|mlbridge[\w-]*( \w+)?: warning: .*)$",
-                       re.MULTILINE)
+FORBIDDEN = re.compile(
+    r"^(mlbridge inline advisor: .*|mlbridge[\w-]*( \w+)?: warning: .*)$", re.MULTILINE
+)
 
-LANGUAGES = {"sh": "shell", "bash": "shell", "shell": "shell", "console": "console",
-             "c": "c", "cpp": "cpp", "c++": "cpp", "cxx": "cpp",
-             "python": "python", "py": "python"}
+LANGUAGES = {
+    "sh": "shell",
+    "bash": "shell",
+    "shell": "shell",
+    "console": "console",
+    "c": "c",
+    "cpp": "cpp",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "python": "python",
+    "py": "python",
+}
 DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<text>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
 
@@ -139,22 +150,26 @@ def parse_doc(doc: Path) -> Tuple[List[Block], List[str]]:
                     break
                 body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j])
                 j += 1
-            blocks.append(Block(doc, i + 1, opening.group("info").lower(),
-                                "\n".join(body) + "\n", pending))
+            blocks.append(
+                Block(doc, i + 1, opening.group("info").lower(), "\n".join(body) + "\n", pending)
+            )
             pending = []
             i = j
         else:
             if "<!-- docs-test" in line:
-                problems.append(f"{doc.relative_to(ROOT)}:{i + 1}: a docs-test directive "
-                                f"must be a whole line <!-- docs-test: ... -->")
+                problems.append(
+                    f"{doc.relative_to(ROOT)}:{i + 1}: a docs-test directive "
+                    f"must be a whole line <!-- docs-test: ... -->"
+                )
             for at, text in pending:
-                problems.append(f"{doc.relative_to(ROOT)}:{at}: directive '{text}' is not "
-                                f"on the lines right before a fence")
+                problems.append(
+                    f"{doc.relative_to(ROOT)}:{at}: directive '{text}' is not "
+                    f"on the lines right before a fence"
+                )
             pending = []
         i += 1
     for at, text in pending:
-        problems.append(f"{doc.relative_to(ROOT)}:{at}: directive '{text}' is followed by "
-                        f"no fence")
+        problems.append(f"{doc.relative_to(ROOT)}:{at}: directive '{text}' is followed by no fence")
     return blocks, problems
 
 
@@ -173,6 +188,7 @@ BLOCKS, STRAY = all_blocks()
 
 # --- directives ---------------------------------------------------------------
 
+
 @dataclass
 class Plan:
     """What the directives of a block say."""
@@ -190,8 +206,10 @@ def plan_of(block: Block) -> Plan:
         name, arg = name.strip(), arg.strip()
         if name == "skip":
             if not arg:
-                pytest.fail(f"{block.where_of(line)}: 'skip' needs a reason: "
-                            f"<!-- docs-test: skip: REASON -->")
+                pytest.fail(
+                    f"{block.where_of(line)}: 'skip' needs a reason: "
+                    f"<!-- docs-test: skip: REASON -->"
+                )
             plan.skip = arg
         elif name == "setup":
             if not arg:
@@ -199,16 +217,20 @@ def plan_of(block: Block) -> Plan:
             plan.setup += arg.split()
         elif name == "compile" and not arg:
             if block.kind not in ("c", "cpp"):
-                pytest.fail(f"{block.where_of(line)}: 'compile' is for c and cpp blocks, "
-                            f"not '{block.lang}'")
+                pytest.fail(
+                    f"{block.where_of(line)}: 'compile' is for c and cpp blocks, not '{block.lang}'"
+                )
             plan.fragment = True
         else:
-            pytest.fail(f"{block.where_of(line)}: unknown directive '{text}' "
-                        f"(skip: REASON, setup: NAME..., compile)")
+            pytest.fail(
+                f"{block.where_of(line)}: unknown directive '{text}' "
+                f"(skip: REASON, setup: NAME..., compile)"
+            )
     return plan
 
 
 # --- the environment: both halves installed -------------------------------------
+
 
 def _build_dir() -> Path:
     return Path(os.environ.get("MLBRIDGE_BUILD_DIR") or ROOT / "build")
@@ -221,8 +243,12 @@ def prefix(tmp_path_factory) -> Path:
     if not (build / "cmake_install.cmake").is_file():
         pytest.fail(f"no CMake build tree at {build} (scripts/setup makes build/)")
     where = tmp_path_factory.mktemp("prefix")
-    done = subprocess.run(["cmake", "--install", str(build), "--prefix", str(where)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["cmake", "--install", str(build), "--prefix", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.fail(f"cmake --install {build} failed:\n{done.stdout}{done.stderr}")
     return where
@@ -231,20 +257,22 @@ def prefix(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def block_env(prefix: Path) -> Dict[str, str]:
     """The environment of every block: a user who installed both halves."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("MLBRIDGE_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MLBRIDGE_")}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', os.defpath)}"
     env["MLBRIDGE_PREFIX"] = str(prefix)
-    pkg = [str(prefix / "lib" / "pkgconfig")] + \
-        [p for p in env.get("PKG_CONFIG_PATH", "").split(os.pathsep) if p]
+    pkg = [str(prefix / "lib" / "pkgconfig")] + [
+        p for p in env.get("PKG_CONFIG_PATH", "").split(os.pathsep) if p
+    ]
     env["PKG_CONFIG_PATH"] = os.pathsep.join(pkg)
     env["CMAKE_PREFIX_PATH"] = os.pathsep.join(
-        [str(prefix)] + [p for p in env.get("CMAKE_PREFIX_PATH", "").split(os.pathsep) if p])
+        [str(prefix)] + [p for p in env.get("CMAKE_PREFIX_PATH", "").split(os.pathsep) if p]
+    )
     env.pop("PYTHONPATH", None)
     return env
 
 
 # --- inputs (setup: NAME) -------------------------------------------------------
+
 
 @dataclass
 class Inputs:
@@ -253,17 +281,29 @@ class Inputs:
 
     sources: List[Path] = field(default_factory=list)
     include_dirs: List[Path] = field(default_factory=list)
-    around: List[Callable[[], contextlib.AbstractContextManager]] = \
-        field(default_factory=list)
+    around: List[Callable[[], contextlib.AbstractContextManager]] = field(default_factory=list)
 
 
-def _run(command: List[str], cwd: Path, env: Optional[Dict[str, str]] = None,
-         timeout: float = BLOCK_TIMEOUT) -> None:
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+def _run(
+    command: List[str],
+    cwd: Path,
+    env: Optional[Dict[str, str]] = None,
+    timeout: float = BLOCK_TIMEOUT,
+) -> None:
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"{shlex.join(command)} failed ({done.returncode}):\n"
-                           f"{done.stdout}{done.stderr}")
+        raise RuntimeError(
+            f"{shlex.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+        )
 
 
 def _inline_rule_model(path: Path) -> None:
@@ -275,19 +315,24 @@ def _inline_rule_model(path: Path) -> None:
 
     from onnx import TensorProto, helper, numpy_helper, save
 
-    nodes = [helper.make_node("Cast", ["callee_users"], ["c"], to=TensorProto.FLOAT),
-             helper.make_node("Sub", ["c", "threshold"], ["shifted"]),
-             helper.make_node("Neg", ["shifted"], ["negated"]),
-             helper.make_node("Concat", ["shifted", "negated"], ["pair"], axis=0),
-             helper.make_node("Reshape", ["pair", "row"], ["logits"]),
-             helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1,
-                              keepdims=0)]
+    nodes = [
+        helper.make_node("Cast", ["callee_users"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["c", "threshold"], ["shifted"]),
+        helper.make_node("Neg", ["shifted"], ["negated"]),
+        helper.make_node("Concat", ["shifted", "negated"], ["pair"], axis=0),
+        helper.make_node("Reshape", ["pair", "row"], ["logits"]),
+        helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1, keepdims=0),
+    ]
     graph = helper.make_graph(
-        nodes, "inline_policy",
+        nodes,
+        "inline_policy",
         [helper.make_tensor_value_info("callee_users", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("inlining_decision", TensorProto.INT64, [1])],
-        [numpy_helper.from_array(np.float32(1.5), "threshold"),
-         numpy_helper.from_array(np.asarray([1, 2], np.int64), "row")])
+        [
+            numpy_helper.from_array(np.float32(1.5), "threshold"),
+            numpy_helper.from_array(np.asarray([1, 2], np.int64), "row"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     save(model, str(path))
@@ -302,13 +347,19 @@ def _dense_model(path: Path, inputs: int, outputs: int, batch) -> None:
 
     rng = np.random.default_rng(0)
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["xw"]),
-         helper.make_node("Add", ["xw", "b"], ["pre"]),
-         helper.make_node("Relu", ["pre"], ["y"])], "dense",
+        [
+            helper.make_node("MatMul", ["x", "w"], ["xw"]),
+            helper.make_node("Add", ["xw", "b"], ["pre"]),
+            helper.make_node("Relu", ["pre"], ["y"]),
+        ],
+        "dense",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, inputs])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, outputs])],
-        [numpy_helper.from_array(rng.standard_normal((inputs, outputs), np.float32), "w"),
-         numpy_helper.from_array(rng.standard_normal(outputs, np.float32), "b")])
+        [
+            numpy_helper.from_array(rng.standard_normal((inputs, outputs), np.float32), "w"),
+            numpy_helper.from_array(rng.standard_normal(outputs, np.float32), "b"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     save(model, str(path))
@@ -333,10 +384,31 @@ class Generated:
     # Makers: (self, target path).
     def in_ll(self, target: Path) -> None:
         raw = target.with_suffix(".raw.ll")
-        _run(["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm",
-              str(FIXTURES / "prog.c"), "-o", str(raw)], self.cache)
-        _run(["opt-19", "-passes=function(sroa,early-cse,instcombine,simplifycfg)", str(raw),
-              "-S", "-o", str(target)], self.cache)
+        _run(
+            [
+                "clang-19",
+                "-Oz",
+                "-Xclang",
+                "-disable-llvm-passes",
+                "-S",
+                "-emit-llvm",
+                str(FIXTURES / "prog.c"),
+                "-o",
+                str(raw),
+            ],
+            self.cache,
+        )
+        _run(
+            [
+                "opt-19",
+                "-passes=function(sroa,early-cse,instcombine,simplifycfg)",
+                str(raw),
+                "-S",
+                "-o",
+                str(target),
+            ],
+            self.cache,
+        )
 
     def policy_onnx(self, target: Path) -> None:
         pytest.importorskip("onnx")
@@ -346,11 +418,26 @@ class Generated:
         """policy.onnx as a loadable AOT module, as docs/aot.md builds one."""
         work = target.parent
         shutil.copy(self.file("policy.onnx"), work / "policy.onnx")
-        _run(["mlbridge-aot", "policy.onnx", "-o", "gen/", "--class", "InlinePolicy"],
-             work, self.env)
-        _run(["c++", "-std=c++17", "-O3", "-ffp-contract=fast", "-fPIC", "-shared", "-fvisibility=hidden",
-              "-DMLBRIDGE_AOT_ENTRY_POINT", "gen/InlinePolicy.cpp", "-o", str(target)],
-             work, self.env)
+        _run(
+            ["mlbridge-aot", "policy.onnx", "-o", "gen/", "--class", "InlinePolicy"], work, self.env
+        )
+        _run(
+            [
+                "c++",
+                "-std=c++17",
+                "-O3",
+                "-ffp-contract=fast",
+                "-fPIC",
+                "-shared",
+                "-fvisibility=hidden",
+                "-DMLBRIDGE_AOT_ENTRY_POINT",
+                "gen/InlinePolicy.cpp",
+                "-o",
+                str(target),
+            ],
+            work,
+            self.env,
+        )
 
     def torch_export_onnx(self, target: Path) -> None:
         pytest.importorskip("onnx")
@@ -364,24 +451,46 @@ class Generated:
         """policy.onnx compiled by mlbridge-aot as docs/aot.md's class."""
         work = target.parent
         shutil.copy(self.file("policy.onnx"), work / "policy.onnx")
-        _run(["mlbridge-aot", "policy.onnx", "-o", str(work), "--class", "InlinerPolicy",
-              "--namespace", "my::models"], work, self.env)
+        _run(
+            [
+                "mlbridge-aot",
+                "policy.onnx",
+                "-o",
+                str(work),
+                "--class",
+                "InlinerPolicy",
+                "--namespace",
+                "my::models",
+            ],
+            work,
+            self.env,
+        )
 
 
 #: Inputs the test makes: name -> (what it is, maker).
 GENERATED: Dict[str, Tuple[str, Callable[[Generated, Path], None]]] = {
-    "in.ll": (("LLVM IR of prog.c: clang-19 -Oz without LLVM's passes, then SROA "
-               "(values in registers, no call inlined)"), Generated.in_ll),
-    "policy.onnx": ("an inlining policy: callee_users -> inlining_decision",
-                    Generated.policy_onnx),
+    "in.ll": (
+        (
+            "LLVM IR of prog.c: clang-19 -Oz without LLVM's passes, then SROA "
+            "(values in registers, no call inlined)"
+        ),
+        Generated.in_ll,
+    ),
+    "policy.onnx": ("an inlining policy: callee_users -> inlining_decision", Generated.policy_onnx),
     "policy.so": ("policy.onnx as a loadable AOT module", Generated.aot_module),
     "inline_policy.so": ("policy.onnx as a loadable AOT module", Generated.aot_module),
-    "torch_export.onnx": ("a dense layer with a dynamic batch axis: x [batch, 64]",
-                          Generated.torch_export_onnx),
+    "torch_export.onnx": (
+        "a dense layer with a dynamic batch axis: x [batch, 64]",
+        Generated.torch_export_onnx,
+    ),
     "big.onnx": ("a dense layer with 256 KiB of weights", Generated.big_onnx),
-    "InlinerPolicy.h": (("policy.onnx compiled by mlbridge-aot --class InlinerPolicy "
-                         "--namespace my::models (the header, with its source linked in)"),
-                        Generated.inliner_policy_h),
+    "InlinerPolicy.h": (
+        (
+            "policy.onnx compiled by mlbridge-aot --class InlinerPolicy "
+            "--namespace my::models (the header, with its source linked in)"
+        ),
+        Generated.inliner_policy_h,
+    ),
 }
 
 
@@ -406,17 +515,21 @@ def provide(names: List[str], work: Path, generated: Generated) -> Inputs:
         elif (FIXTURES / name).is_file():
             shutil.copy(FIXTURES / name, work / name)
         else:
-            pytest.fail(f"setup: unknown input '{name}' (files of {FIXTURES.relative_to(ROOT)}: "
-                        f"{', '.join(sorted(p.name for p in FIXTURES.iterdir()))}; generated: "
-                        f"{', '.join(GENERATED)}; pipe-compiler=BASE)")
+            pytest.fail(
+                f"setup: unknown input '{name}' (files of {FIXTURES.relative_to(ROOT)}: "
+                f"{', '.join(sorted(p.name for p in FIXTURES.iterdir()))}; generated: "
+                f"{', '.join(GENERATED)}; pipe-compiler=BASE)"
+            )
     return inputs
 
 
 # --- pipe-compiler=BASE: a compiler on a fixed channel path ---------------------
 
 #: The README's compiler: these features, one int64 advice, in LLVM's protocol.
-PIPE_FEATURES = [{"name": "callee_users", "type": "int64_t", "port": 0, "shape": [1]},
-                 {"name": "weights", "type": "float", "port": 0, "shape": [1, 2]}]
+PIPE_FEATURES = [
+    {"name": "callee_users", "type": "int64_t", "port": 0, "shape": [1]},
+    {"name": "weights", "type": "float", "port": 0, "shape": [1, 2]},
+]
 PIPE_ADVICE = {"name": "inlining_decision", "type": "int64_t", "port": 0, "shape": [1]}
 PIPE_OBSERVATIONS = 3
 
@@ -437,15 +550,19 @@ def pipe_compiler(base: str) -> Iterator[None]:
                     os.unlink(end)
         outcome: Dict[str, object] = {}
         stop = threading.Event()
-        thread = threading.Thread(target=_compile_over_pipes, args=(base, outcome, stop),
-                                  daemon=True)
+        thread = threading.Thread(
+            target=_compile_over_pipes, args=(base, outcome, stop), daemon=True
+        )
         thread.start()
         try:
             yield
             thread.join(GRACE)
             if thread.is_alive():
-                outcome.setdefault("error", "the compiler was still waiting when the "
-                                            "block ended (did the host open the channel?)")
+                outcome.setdefault(
+                    "error",
+                    "the compiler was still waiting when the "
+                    "block ended (did the host open the channel?)",
+                )
             if "error" in outcome:
                 pytest.fail(f"pipe-compiler={base}: {outcome['error']}", pytrace=False)
         finally:
@@ -471,12 +588,19 @@ def _compile_over_pipes(base: str, outcome: Dict[str, object], stop: threading.E
                 time.sleep(0.05)
         os.set_blocking(out, True)
         header = {"features": PIPE_FEATURES, "advice": PIPE_ADVICE}
-        os.write(out, json.dumps(header, separators=(",", ":")).encode() + b"\n"
-                 + b'{"context":"docs"}\n')
+        os.write(
+            out,
+            json.dumps(header, separators=(",", ":")).encode() + b"\n" + b'{"context":"docs"}\n',
+        )
         replies = []
         for i in range(PIPE_OBSERVATIONS):
-            os.write(out, b'{"observation":%d}\n' % i + struct.pack("<q", i)
-                     + struct.pack("<2f", 0.5, -1.0) + b"\n")
+            os.write(
+                out,
+                b'{"observation":%d}\n' % i
+                + struct.pack("<q", i)
+                + struct.pack("<2f", 0.5, -1.0)
+                + b"\n",
+            )
             reply = b""
             while len(reply) < 8:
                 ready, _, _ = select.select([inp], [], [], max(0.0, deadline - time.monotonic()))
@@ -496,6 +620,7 @@ def _compile_over_pipes(base: str, outcome: Dict[str, object], stop: threading.E
 
 # --- running blocks -------------------------------------------------------------
 
+
 def _group(pgid: int) -> List[str]:
     """The live (not zombie) processes of process group ``pgid``: 'PID ARGS'."""
     found = []
@@ -504,25 +629,36 @@ def _group(pgid: int) -> List[str]:
             continue
         try:
             stat = (proc / "stat").read_text()
-            state, _ppid, group = stat[stat.rindex(")") + 2:].split()[:3]
+            state, _ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]
             if int(group) != pgid or state == "Z":
                 continue
-            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace").strip()
+            args = (
+                (proc / "cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
+                .strip()
+            )
         except (OSError, ValueError):
             continue
         found.append(f"{proc.name} {args}")
     return found
 
 
-def run_process(command: List[str], work: Path, env: Dict[str, str], log: Path,
-                what: str) -> None:
+def run_process(command: List[str], work: Path, env: Dict[str, str], log: Path, what: str) -> None:
     """Runs ``command`` in its own process group with BLOCK_TIMEOUT; fails the
     test (with the output) on a non-zero exit, a timeout, or processes of the
     group still running GRACE seconds after it ended."""
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         problem = None
         try:
             code = proc.wait(BLOCK_TIMEOUT)
@@ -541,9 +677,10 @@ def run_process(command: List[str], work: Path, env: Dict[str, str], log: Path,
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            problem = problem or (f"{what} left processes running (a server must end: "
-                                  f"--sessions, --max-requests, kill, wait):\n  "
-                                  + "\n  ".join(left))
+            problem = problem or (
+                f"{what} left processes running (a server must end: "
+                f"--sessions, --max-requests, kill, wait):\n  " + "\n  ".join(left)
+            )
     output = log.read_text(errors="replace")
     forbidden = FORBIDDEN.search(output)
     if forbidden and not problem:
@@ -581,21 +718,26 @@ def fragment_source(block: Block) -> str:
             body.append("")
         else:
             body.append(line)
-    return ("\n".join(head) + "\n\nvoid mlbridge_docs_fragment(void);\n"
-            f"void mlbridge_docs_fragment(void) {{\n#line {block.line + 1} \"{doc}\"\n"
-            + "\n".join(body) + "\n}\n\nint main(void) { return 0; }\n")
+    return (
+        "\n".join(head) + "\n\nvoid mlbridge_docs_fragment(void);\n"
+        f'void mlbridge_docs_fragment(void) {{\n#line {block.line + 1} "{doc}"\n'
+        + "\n".join(body)
+        + "\n}\n\nint main(void) { return 0; }\n"
+    )
 
 
 def _pkg_config(args: List[str], env: Dict[str, str]) -> List[str]:
-    done = subprocess.run(["pkg-config", *args], capture_output=True, text=True, env=env,
-                          check=False)
+    done = subprocess.run(
+        ["pkg-config", *args], capture_output=True, text=True, env=env, check=False
+    )
     if done.returncode != 0:
         pytest.fail(f"pkg-config {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout.split()
 
 
-def build_command(block: Block, source: Path, exe: Path, prefix: Path,
-                  env: Dict[str, str], inputs: Inputs) -> List[str]:
+def build_command(
+    block: Block, source: Path, exe: Path, prefix: Path, env: Dict[str, str], inputs: Inputs
+) -> List[str]:
     """The compiler command of a C/C++ block against the installed package:
     pkg-config's mlbridge / mlbridge-c, plus the component libraries the
     block's #includes call for."""
@@ -603,24 +745,47 @@ def build_command(block: Block, source: Path, exe: Path, prefix: Path,
     lib = prefix / "lib"
     flags = [f"-I{d}" for d in inputs.include_dirs]
     if block.kind == "c":
-        return ["cc", "-std=c99", "-Werror=implicit-function-declaration", *flags,
-                str(source), *map(str, inputs.sources), "-o", str(exe),
-                *_pkg_config(["--cflags", "--libs", "mlbridge-c"], env), f"-Wl,-rpath,{lib}"]
+        return [
+            "cc",
+            "-std=c99",
+            "-Werror=implicit-function-declaration",
+            *flags,
+            str(source),
+            *map(str, inputs.sources),
+            "-o",
+            str(exe),
+            *_pkg_config(["--cflags", "--libs", "mlbridge-c"], env),
+            f"-Wl,-rpath,{lib}",
+        ]
     libs: List[str] = []
     system: List[str] = []
     if re.search(r"mlbridge/(Grpc\w*|UserProtoRunner)\.h", text):
         libs.append("-lmlbridge_grpc")
         system += _pkg_config(["--libs", "grpc++", "protobuf"], env)
     if re.search(r"mlbridge/Onnx\w*\.h", text):
-        libs += ["-lmlbridge_onnx", f"-L{lib / 'mlbridge'}", "-l:libonnxruntime.so.1",
-                 f"-Wl,-rpath,{lib / 'mlbridge'}"]
-    return ["c++", "-std=c++17", *flags, str(source), *map(str, inputs.sources),
-            "-o", str(exe), *_pkg_config(["--cflags", "mlbridge"], env), f"-L{lib}", *libs,
-            *_pkg_config(["--libs", "mlbridge"], env), *system]
+        libs += [
+            "-lmlbridge_onnx",
+            f"-L{lib / 'mlbridge'}",
+            "-l:libonnxruntime.so.1",
+            f"-Wl,-rpath,{lib / 'mlbridge'}",
+        ]
+    return [
+        "c++",
+        "-std=c++17",
+        *flags,
+        str(source),
+        *map(str, inputs.sources),
+        "-o",
+        str(exe),
+        *_pkg_config(["--cflags", "mlbridge"], env),
+        f"-L{lib}",
+        *libs,
+        *_pkg_config(["--libs", "mlbridge"], env),
+        *system,
+    ]
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind],
-                         ids=lambda b: b.where)
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind], ids=lambda b: b.where)
 def test_block(block: Block, tmp_path: Path, request) -> None:
     plan = plan_of(block)
     if plan.skip:
@@ -636,20 +801,27 @@ def test_block(block: Block, tmp_path: Path, request) -> None:
             stack.enter_context(make())
         if block.kind in ("shell", "console"):
             script = tmp_path / "block.sh"
-            script.write_text(console_commands(block.code) if block.kind == "console"
-                              else block.code)
-            run_process(["bash", "-euo", "pipefail", str(script)], work, env, log,
-                        f"the block ({block.where})")
+            script.write_text(
+                console_commands(block.code) if block.kind == "console" else block.code
+            )
+            run_process(
+                ["bash", "-euo", "pipefail", str(script)],
+                work,
+                env,
+                log,
+                f"the block ({block.where})",
+            )
         elif block.kind == "python":
             script = tmp_path / "block.py"
             script.write_text(block.code)
-            run_process([str(PYTHON), str(script)], work, env, log,
-                        f"the block ({block.where})")
+            run_process([str(PYTHON), str(script)], work, env, log, f"the block ({block.where})")
         else:
             source = tmp_path / ("block.c" if block.kind == "c" else "block.cpp")
-            source.write_text(fragment_source(block) if plan.fragment else
-                              f'#line {block.line + 1} "{block.doc.relative_to(ROOT)}"\n'
-                              + block.code)
+            source.write_text(
+                fragment_source(block)
+                if plan.fragment
+                else f'#line {block.line + 1} "{block.doc.relative_to(ROOT)}"\n' + block.code
+            )
             exe = tmp_path / "block"
             command = build_command(block, source, exe, prefix, env, inputs)
             run_process(command, work, env, log, f"building the block ({block.where})")
@@ -664,8 +836,11 @@ def test_directives_are_attached() -> None:
 
 def test_directives_only_on_blocks_that_run() -> None:
     """A directive on a block that never runs (cmake, untagged) is a mistake."""
-    wrong = [f"{b.where}: directives on a '{b.lang or 'untagged'}' block, which is not run"
-             for b in BLOCKS if b.directives and not b.kind]
+    wrong = [
+        f"{b.where}: directives on a '{b.lang or 'untagged'}' block, which is not run"
+        for b in BLOCKS
+        if b.directives and not b.kind
+    ]
     assert not wrong, "\n".join(wrong)
 
 

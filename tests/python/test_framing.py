@@ -9,8 +9,16 @@ import threading
 import pytest
 
 from mlbridge.errors import EndOfStream, FrameError
-from mlbridge.framing import (CONTEXT, ERROR, OBSERVATION, RESULT, FrameKind, encode_frame,
-                              read_frame, write_frame)
+from mlbridge.framing import (
+    CONTEXT,
+    ERROR,
+    OBSERVATION,
+    RESULT,
+    FrameKind,
+    encode_frame,
+    read_frame,
+    write_frame,
+)
 
 
 class Trickle(io.RawIOBase):
@@ -24,7 +32,7 @@ class Trickle(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         chunk = self._data.read(min(1, len(buffer)))
-        buffer[:len(chunk)] = chunk
+        buffer[: len(chunk)] = chunk
         return len(chunk)
 
 
@@ -57,8 +65,12 @@ def test_over_a_real_pipe_unbuffered():
     read_fd, write_fd = os.pipe()
     payload = os.urandom(3 << 20)  # bigger than the pipe buffer: many partial reads
     with open(read_fd, "rb", buffering=0) as reader, open(write_fd, "wb", buffering=0) as writer:
-        thread = threading.Thread(target=lambda: (write_frame(writer, OBSERVATION, payload),
-                                                  write_frame(writer, ERROR, b"x")))
+        thread = threading.Thread(
+            target=lambda: (
+                write_frame(writer, OBSERVATION, payload),
+                write_frame(writer, ERROR, b"x"),
+            )
+        )
         thread.start()
         assert read_frame(reader) == (OBSERVATION, payload)
         assert read_frame(reader) == (ERROR, b"x")

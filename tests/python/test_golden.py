@@ -28,8 +28,10 @@ def specs_of(case: Dict[str, Any]) -> List[TensorSpec]:
 
 
 def tensors_of(case: Dict[str, Any]) -> Dict[str, np.ndarray]:
-    return {spec.name: np.frombuffer(bytes.fromhex(t["hex"]), spec.dtype).reshape(spec.shape)
-            for spec, t in zip(specs_of(case), case["tensors"])}
+    return {
+        spec.name: np.frombuffer(bytes.fromhex(t["hex"]), spec.dtype).reshape(spec.shape)
+        for spec, t in zip(specs_of(case), case["tensors"])
+    }
 
 
 def golden(case: Dict[str, Any], suffix: str) -> bytes:
@@ -79,8 +81,10 @@ def test_training_log_bytes(case):
     out = io.BytesIO()
     writer = TrainingLogWriter(out, specs_of(case), score=REWARD if reward else None)
     writer.context(case["context"])
-    writer.observation(tensors_of(case),
-                       reward=np.frombuffer(bytes.fromhex(reward), np.float32) if reward else None)
+    writer.observation(
+        tensors_of(case),
+        reward=np.frombuffer(bytes.fromhex(reward), np.float32) if reward else None,
+    )
     assert out.getvalue() == expected
     reader = TrainingLogReader(io.BytesIO(expected))
     assert reader.features == specs_of(case)
@@ -117,14 +121,18 @@ HANDWRITTEN = ("runner_configs.json",)
 
 def test_generator_is_deterministic_and_matches_committed_files(tmp_path):
     spec = importlib.util.spec_from_file_location(
-        "make_golden_vectors", ROOT / "tools" / "make_golden_vectors.py")
+        "make_golden_vectors", ROOT / "tools" / "make_golden_vectors.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     first = {p.name: p.read_bytes() for p in module.write(tmp_path / "a")}
     second = {p.name: p.read_bytes() for p in module.write(tmp_path / "b")}
     assert first == second
-    committed = {p.name: p.read_bytes() for p in GOLDEN.iterdir()
-                 if p.name not in ("README.md",) + HANDWRITTEN}
+    committed = {
+        p.name: p.read_bytes()
+        for p in GOLDEN.iterdir()
+        if p.name not in ("README.md",) + HANDWRITTEN
+    }
     assert sorted(first) == sorted(committed)
     for name, data in first.items():
         assert data == committed[name], name

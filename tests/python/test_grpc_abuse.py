@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-import grpc
 import numpy as np
 import pytest
-
 import test_grpc_server as shared
+
+import grpc
 from mlbridge.grpc_client import ModelClient, schema_message
 from mlbridge.grpc_server import RunningServer, client_identity, start_server
 from mlbridge.grpc_sessions import Session, SessionTable, UnknownSession
@@ -47,6 +47,7 @@ def serve(tmp_path) -> Iterator[Callable[..., RunningServer]]:
         running = start_server(policy, f"unix:{tmp_path}/s{len(started)}.sock", **limits)
         started.append(running)
         return running
+
     yield start
     for running in started:
         running.stop(0)
@@ -60,6 +61,7 @@ def channel() -> Iterator[Callable[[str], grpc.Channel]]:
     def make(target: str) -> grpc.Channel:
         opened.append(grpc.insecure_channel(target))
         return opened[-1]
+
     yield make
     for each in opened:
         each.close()
@@ -82,8 +84,9 @@ def _raw_open(shape: List[int], type_name: str = "float") -> Any:
     """An OpenSessionRequest with one input of any shape (TensorSpec would refuse)."""
     request = _open_request([TensorSpec("x", "float", (1,))])
     del request.schema.inputs[:]
-    request.schema.inputs.add(name="huge", dtype=TensorSpec("t", type_name).proto_dtype,
-                              shape=shape)
+    request.schema.inputs.add(
+        name="huge", dtype=TensorSpec("t", type_name).proto_dtype, shape=shape
+    )
     return request
 
 
@@ -101,7 +104,8 @@ class Stream:
         self._channel = grpc.insecure_channel(target)
         self._requests: "queue.Queue[Any]" = queue.Queue()
         self.replies = pb_grpc.ModelServiceStub(self._channel).EvaluateStream(
-            iter(self._requests.get, None), timeout=deadline)
+            iter(self._requests.get, None), timeout=deadline
+        )
 
     def send(self, message: Any) -> None:
         """Queue one StreamRequest."""
@@ -110,8 +114,9 @@ class Stream:
     def open(self, inputs: List[TensorSpec]) -> Any:
         """Open a session of ``inputs`` and make one decision; its reply."""
         self.send(pb.StreamRequest(open=_open_request(inputs)))
-        self.send(pb.StreamRequest(evaluate=pb.EvaluateRequest(
-            inputs=[bytes(s.nbytes) for s in inputs])))
+        self.send(
+            pb.StreamRequest(evaluate=pb.EvaluateRequest(inputs=[bytes(s.nbytes) for s in inputs]))
+        )
         return next(self.replies)
 
     def close(self) -> None:
@@ -138,8 +143,9 @@ def test_tensor_larger_than_a_message_is_refused_before_allocating(serve, make_s
     running = serve(max_message_bytes=1 << 20)
     stub = make_stub(running.target)
     # 8 MiB can never arrive in a 1 MiB message: refused, nothing reserved.
-    code, details = _code(lambda: stub.OpenSession(_raw_open([1 << 20], "uint64_t"),
-                                                   timeout=DEADLINE))
+    code, details = _code(
+        lambda: stub.OpenSession(_raw_open([1 << 20], "uint64_t"), timeout=DEADLINE)
+    )
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "'huge'" in details and "message limit" in details
     # Each tensor fits, their sum does not.
@@ -147,16 +153,18 @@ def test_tensor_larger_than_a_message_is_refused_before_allocating(serve, make_s
     code, details = _code(lambda: stub.OpenSession(_open_request(two), timeout=DEADLINE))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "2 tensors" in details
     # So are outputs: their reply could never be sent.
-    code, details = _code(lambda: stub.OpenSession(
-        _open_request([], [TensorSpec("big_out", "uint8_t", (2 << 20,))]), timeout=DEADLINE))
+    code, details = _code(
+        lambda: stub.OpenSession(
+            _open_request([], [TensorSpec("big_out", "uint8_t", (2 << 20,))]), timeout=DEADLINE
+        )
+    )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "'big_out'" in details
     assert running.servicer.budget.used == 0
 
 
 def test_session_memory_budget_bounds_all_sessions_and_streams(serve, make_stub):
     one_mib = [TensorSpec("x", "uint8_t", (1 << 20,))]
-    running = serve(max_message_bytes=2 << 20, session_memory=(2 << 20) + (256 << 10),
-                    workers=8)
+    running = serve(max_message_bytes=2 << 20, session_memory=(2 << 20) + (256 << 10), workers=8)
     stub = make_stub(running.target)
     streams = [Stream(running.target) for _ in range(4)]
     try:
@@ -172,8 +180,11 @@ def test_session_memory_budget_bounds_all_sessions_and_streams(serve, make_stub)
         idle = stub.OpenSession(_open_request(one_mib), timeout=DEADLINE).session_id
         # The budget is full again: the stalest idle unary session makes room.
         assert streams[3].open(one_mib).outputs
-        code, _ = _code(lambda: stub.Evaluate(pb.EvaluateRequest(
-            session_id=idle, inputs=[bytes(1 << 20)]), timeout=DEADLINE))
+        code, _ = _code(
+            lambda: stub.Evaluate(
+                pb.EvaluateRequest(session_id=idle, inputs=[bytes(1 << 20)]), timeout=DEADLINE
+            )
+        )
         assert code == grpc.StatusCode.NOT_FOUND
     finally:
         for stream in streams:
@@ -183,8 +194,12 @@ def test_session_memory_budget_bounds_all_sessions_and_streams(serve, make_stub)
 
 def test_context_is_charged_to_the_budget(serve):
     running = serve(session_memory=256 << 10)
-    with ModelClient(running.target, [TensorSpec("x", "int64_t")],
-                     [TensorSpec("x_out", "int64_t")], deadline=DEADLINE) as client:
+    with ModelClient(
+        running.target,
+        [TensorSpec("x", "int64_t")],
+        [TensorSpec("x_out", "int64_t")],
+        deadline=DEADLINE,
+    ) as client:
         with pytest.raises(grpc.RpcError) as info:
             client.evaluate({"x": 1}, context="f" * (1 << 20))
         assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -219,6 +234,7 @@ def test_slow_policy_is_not_an_idle_stream(serve):
     def slow(features: Any) -> int:
         time.sleep(3 * QUICK)
         return 7
+
     running = serve(slow, workers=2, stream_idle_timeout=QUICK)
     stream = Stream(running.target)
     try:
@@ -238,8 +254,7 @@ def test_excess_streams_are_refused_at_once_and_unary_calls_still_run(serve):
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_streams" in details
         with ModelClient(running.target, INPUTS, OUTPUTS, deadline=DEADLINE) as client:
             values = shared._values(3)
-            assert client.evaluate(values)["t_float_out"].tobytes() == \
-                values["t_float"].tobytes()
+            assert client.evaluate(values)["t_float_out"].tobytes() == values["t_float"].tobytes()
     finally:
         for stream in streams:
             stream.close()
@@ -253,8 +268,11 @@ def test_idle_unary_sessions_expire(serve, make_stub):
     assert running.servicer.budget.used > 0
     assert _wait_until(lambda: running.servicer.open_sessions == 0)
     assert running.servicer.budget.used == 0
-    code, _ = _code(lambda: stub.Evaluate(pb.EvaluateRequest(
-        session_id=session_id, inputs=[bytes(8)]), timeout=DEADLINE))
+    code, _ = _code(
+        lambda: stub.Evaluate(
+            pb.EvaluateRequest(session_id=session_id, inputs=[bytes(8)]), timeout=DEADLINE
+        )
+    )
     assert code == grpc.StatusCode.NOT_FOUND
 
 
@@ -267,8 +285,12 @@ def test_full_table_evicts_the_stalest_idle_session(serve, make_stub):
     ids.append(stub.OpenSession(request, timeout=DEADLINE).session_id)  # evicts ids[1]
     assert running.servicer.open_sessions == 3
     for session_id, alive in zip(ids, [True, False, True, True]):
-        evaluate = lambda: stub.Evaluate(pb.EvaluateRequest(  # noqa: E731
-            session_id=session_id, inputs=[bytes(8)]), timeout=DEADLINE)
+
+        def evaluate(session_id: int = session_id) -> pb.EvaluateReply:
+            return stub.Evaluate(
+                pb.EvaluateRequest(session_id=session_id, inputs=[bytes(8)]), timeout=DEADLINE
+            )
+
         if alive:
             assert evaluate().outputs
         else:
@@ -300,15 +322,18 @@ class _Peer:
         return self._identities
 
 
-@pytest.mark.parametrize("peer,identities,owner", [
-    ("unix:", None, "local"),
-    ("ipv4:127.0.0.1:40000", None, "local"),
-    ("ipv6:%5B::1%5D:40000", None, "local"),
-    ("ipv6:%5B::ffff:127.0.0.1%5D:40000", None, "local"),
-    ("ipv4:10.1.2.3:40000", None, "host:10.1.2.3"),
-    ("ipv4:10.1.2.3:40001", None, "host:10.1.2.3"),
-    ("ipv4:10.1.2.3:40000", [b"compiler-7"], "tls:compiler-7"),
-])
+@pytest.mark.parametrize(
+    "peer,identities,owner",
+    [
+        ("unix:", None, "local"),
+        ("ipv4:127.0.0.1:40000", None, "local"),
+        ("ipv6:%5B::1%5D:40000", None, "local"),
+        ("ipv6:%5B::ffff:127.0.0.1%5D:40000", None, "local"),
+        ("ipv4:10.1.2.3:40000", None, "host:10.1.2.3"),
+        ("ipv4:10.1.2.3:40001", None, "host:10.1.2.3"),
+        ("ipv4:10.1.2.3:40000", [b"compiler-7"], "tls:compiler-7"),
+    ],
+)
 def test_client_identity(peer, identities, owner):
     assert client_identity(_Peer(peer, identities)) == owner
 
@@ -316,20 +341,22 @@ def test_client_identity(peer, identities, owner):
 def test_real_unix_and_loopback_clients_keep_their_sessions(server):
     with ModelClient(server.target, INPUTS, OUTPUTS, deadline=DEADLINE) as client:
         values = shared._values(4)
-        assert client.evaluate(values)["t_int8_t_out"].tobytes() == \
-            values["t_int8_t"].tobytes()
+        assert client.evaluate(values)["t_int8_t_out"].tobytes() == values["t_int8_t"].tobytes()
 
 
 # -- 3. statuses for bad input ----------------------------------------------------
 
 
-@pytest.mark.parametrize("shape,type_name,words", [
-    ([10 ** 12], "float", ["'huge'", "message limit"]),
-    ([1 << 28], "uint64_t", ["'huge'", "message limit"]),
-    ([1] * 100_000, "float", ["'huge'"]),
-    ([1 << 62], "int8_t", ["'huge'"]),
-    ([-1], "int8_t", ["'huge'"]),
-])
+@pytest.mark.parametrize(
+    "shape,type_name,words",
+    [
+        ([10**12], "float", ["'huge'", "message limit"]),
+        ([1 << 28], "uint64_t", ["'huge'", "message limit"]),
+        ([1] * 100_000, "float", ["'huge'"]),
+        ([1 << 62], "int8_t", ["'huge'"]),
+        ([-1], "int8_t", ["'huge'"]),
+    ],
+)
 @pytest.mark.parametrize("streaming", [False, True])
 def test_absurd_shapes_are_invalid_argument(server, make_stub, shape, type_name, words, streaming):
     request = _raw_open(shape, type_name)
@@ -339,8 +366,9 @@ def test_absurd_shapes_are_invalid_argument(server, make_stub, shape, type_name,
         code, details = _code(lambda: next(stream.replies))
         stream.close()
     else:
-        code, details = _code(lambda: make_stub(server.target).OpenSession(request,
-                                                                        timeout=DEADLINE))
+        code, details = _code(
+            lambda: make_stub(server.target).OpenSession(request, timeout=DEADLINE)
+        )
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert all(word in details for word in words), details
     assert server.servicer.budget.used == 0
@@ -351,26 +379,39 @@ def test_bad_requests_get_a_status_never_unknown(server, make_stub):
     inputs = [TensorSpec("x", "int64_t")]
     session_id = stub.OpenSession(_open_request(inputs), timeout=DEADLINE).session_id
     cases = {
-        "no outputs": (lambda: stub.OpenSession(_open_request(inputs, []), timeout=DEADLINE),
-                       grpc.StatusCode.INVALID_ARGUMENT),
-        "empty name": (lambda: stub.OpenSession(_raw_open_named(""), timeout=DEADLINE),
-                       grpc.StatusCode.INVALID_ARGUMENT),
-        "unknown session": (lambda: stub.Evaluate(pb.EvaluateRequest(session_id=0),
-                                                  timeout=DEADLINE),
-                            grpc.StatusCode.NOT_FOUND),
-        "missing input": (lambda: stub.Evaluate(pb.EvaluateRequest(session_id=session_id),
-                                                timeout=DEADLINE),
-                          grpc.StatusCode.INVALID_ARGUMENT),
-        "short input": (lambda: stub.Evaluate(pb.EvaluateRequest(
-            session_id=session_id, inputs=[b"\0"]), timeout=DEADLINE),
-            grpc.StatusCode.INVALID_ARGUMENT),
+        "no outputs": (
+            lambda: stub.OpenSession(_open_request(inputs, []), timeout=DEADLINE),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        "empty name": (
+            lambda: stub.OpenSession(_raw_open_named(""), timeout=DEADLINE),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        "unknown session": (
+            lambda: stub.Evaluate(pb.EvaluateRequest(session_id=0), timeout=DEADLINE),
+            grpc.StatusCode.NOT_FOUND,
+        ),
+        "missing input": (
+            lambda: stub.Evaluate(pb.EvaluateRequest(session_id=session_id), timeout=DEADLINE),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        "short input": (
+            lambda: stub.Evaluate(
+                pb.EvaluateRequest(session_id=session_id, inputs=[b"\0"]), timeout=DEADLINE
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
     }
     for what, (call, expected) in cases.items():
         assert _code(call)[0] == expected, what
-    for first, later in [(pb.StreamRequest(), None),
-                         (pb.StreamRequest(evaluate=pb.EvaluateRequest()), None),
-                         (pb.StreamRequest(open=_open_request(inputs)),
-                          pb.StreamRequest(open=_open_request(inputs)))]:
+    for first, later in [
+        (pb.StreamRequest(), None),
+        (pb.StreamRequest(evaluate=pb.EvaluateRequest()), None),
+        (
+            pb.StreamRequest(open=_open_request(inputs)),
+            pb.StreamRequest(open=_open_request(inputs)),
+        ),
+    ]:
         stream = Stream(server.target)
         stream.send(first)
         if later is not None:
@@ -393,9 +434,13 @@ def test_unexpected_failure_is_internal_not_unknown(serve, make_stub, monkeypatc
 
     def broken(request: Any) -> Any:
         raise KeyError("a bug")
+
     monkeypatch.setattr(running.servicer, "_new_session", broken)
-    code, details = _code(lambda: make_stub(running.target).OpenSession(
-        _open_request([TensorSpec("x", "int64_t")]), timeout=DEADLINE))
+    code, details = _code(
+        lambda: make_stub(running.target).OpenSession(
+            _open_request([TensorSpec("x", "int64_t")]), timeout=DEADLINE
+        )
+    )
     assert code == grpc.StatusCode.INTERNAL and "KeyError" in details
     stream = Stream(running.target)
     stream.send(pb.StreamRequest(open=_open_request([TensorSpec("x", "int64_t")])))
@@ -408,9 +453,23 @@ def test_unexpected_failure_is_internal_not_unknown(serve, make_stub, monkeypatc
 
 
 def _serve_cli(address: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlbridge.cli", "serve", "--grpc", address,
-                           "--policy", "default", "--advisor", "inline"],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlbridge.cli",
+            "serve",
+            "--grpc",
+            address,
+            "--policy",
+            "default",
+            "--advisor",
+            "inline",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> None:
@@ -419,8 +478,9 @@ def _assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> N
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert "Traceback" not in result.stderr
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("mlbridge serve: error: cannot bind") and words in lines[0], \
+    assert lines[0].startswith("mlbridge serve: error: cannot bind") and words in lines[0], (
         result.stderr
+    )
 
 
 def test_serve_refuses_a_regular_file(tmp_path):
@@ -431,8 +491,7 @@ def test_serve_refuses_a_regular_file(tmp_path):
 
 
 def test_serve_refuses_a_missing_directory(tmp_path):
-    _assert_one_line_error(_serve_cli(f"unix:{tmp_path}/no/such/dir/m.sock"),
-                           "does not exist")
+    _assert_one_line_error(_serve_cli(f"unix:{tmp_path}/no/such/dir/m.sock"), "does not exist")
 
 
 def test_serve_refuses_a_port_in_use():
@@ -457,23 +516,37 @@ RSS_BOUND_MIB = 300
 
 
 def _rss_mib(pid: int) -> float:
-    fields = dict(line.split(":", 1) for line in
-                  Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    fields = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if ":" in line
+    )
     return int(fields["VmHWM"].split()[0]) / 1024
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
-@pytest.mark.parametrize("options", [[], ["--max-sessions", "10000"]],
-                         ids=["defaults", "all-sessions-kept"])
+@pytest.mark.parametrize(
+    "options", [[], ["--max-sessions", "10000"]], ids=["defaults", "all-sessions-kept"]
+)
 def test_abandoned_streams_and_sessions_do_not_starve_a_fresh_client(tmp_path, options):
     """With the default limits 4096 of the sessions stay open (the stalest
     are evicted); with --max-sessions 10000 all of them do."""
     target = f"unix:{tmp_path}/model.sock"
     with open(tmp_path / "server.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "mlbridge.cli", "serve", "--grpc",
-                                 target, "--policy",
-                                 f"{ROOT}/tests/cpp/policies/echo.py:echo"] + options,
-                                stderr=log)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlbridge.cli",
+                "serve",
+                "--grpc",
+                target,
+                "--policy",
+                f"{ROOT}/tests/cpp/policies/echo.py:echo",
+            ]
+            + options,
+            stderr=log,
+        )
     streams: List[Stream] = []
     channel = grpc.insecure_channel(target)
     try:
@@ -495,8 +568,7 @@ def test_abandoned_streams_and_sessions_do_not_starve_a_fresh_client(tmp_path, o
             assert all(call.result().session_id for call in calls)
         with ModelClient(target, INPUTS, OUTPUTS, deadline=DEADLINE) as client:
             values = shared._values(9)
-            assert client.evaluate(values)["t_double_out"].tobytes() == \
-                values["t_double"].tobytes()
+            assert client.evaluate(values)["t_double_out"].tobytes() == values["t_double"].tobytes()
         rss = _rss_mib(proc.pid)
         print(f"server peak RSS {rss:.0f} MiB")
         assert rss < RSS_BOUND_MIB

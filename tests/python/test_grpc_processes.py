@@ -20,8 +20,9 @@ EXAMPLE = ROOT / "build" / "examples" / "mlbridge-example-grpc-advisor"
 sys.path.insert(0, str(ROOT / "tests" / "cpp" / "policies"))
 from echo import fail_on_negative  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not EXAMPLE.exists(),
-                                reason="build the C++ examples first (scripts/setup)")
+pytestmark = pytest.mark.skipif(
+    not EXAMPLE.exists(), reason="build the C++ examples first (scripts/setup)"
+)
 
 
 @pytest.mark.parametrize("mode", ["unary", "streaming"])
@@ -29,10 +30,15 @@ def test_eight_compilers_share_one_server(tmp_path, mode):
     running = start_server(fail_on_negative, f"unix:{tmp_path}/model.sock")
     try:
         decisions = 300
-        procs = [subprocess.Popen([str(EXAMPLE), running.target, str(seed), str(decisions),
-                                   mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-                 for seed in range(1, 9)]
+        procs = [
+            subprocess.Popen(
+                [str(EXAMPLE), running.target, str(seed), str(decisions), mode],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for seed in range(1, 9)
+        ]
         results = [p.communicate(timeout=120) for p in procs]
         for proc, (out, err) in zip(procs, results):
             assert proc.returncode == 0, err

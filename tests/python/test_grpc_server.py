@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
-import grpc
 import numpy as np
 import pytest
+from tensor_cases import ALL_DTYPE_SPECS, random_values
 
+import grpc
 from mlbridge.errors import ModelError
 from mlbridge.grpc_client import ModelClient, schema_message
 from mlbridge.grpc_server import AddressError, check_address, start_server
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.v1 import model_service_pb2 as pb
 from mlbridge.v1 import model_service_pb2_grpc as pb_grpc
-from tensor_cases import ALL_DTYPE_SPECS, random_values
 
 INPUTS = ALL_DTYPE_SPECS
 OUTPUTS = [TensorSpec(s.name + "_out", s.type_name, s.shape) for s in INPUTS]
@@ -37,7 +37,7 @@ def _values(seed):
 
 @pytest.fixture(params=["unix", "tcp"])
 def server(request, tmp_path):
-    address = (f"unix:{tmp_path}/model.sock" if request.param == "unix" else "127.0.0.1:0")
+    address = f"unix:{tmp_path}/model.sock" if request.param == "unix" else "127.0.0.1:0"
     running = start_server(echo, address)
     yield running
     running.stop(0)
@@ -76,8 +76,7 @@ def test_concurrent_sessions_do_not_cross_talk(server):
 
     def run(worker):
         try:
-            with ModelClient(server.target, INPUTS, OUTPUTS,
-                             streaming=worker % 2 == 1) as client:
+            with ModelClient(server.target, INPUTS, OUTPUTS, streaming=worker % 2 == 1) as client:
                 for seed in range(30):
                     values = _values(1000 * worker + seed)
                     got = client.evaluate(values)
@@ -103,8 +102,9 @@ def test_malformed_tensor_is_invalid_argument_naming_it(server):
         bad = [bytes(s.nbytes) for s in INPUTS]
         bad[3] = b"\x00"
         with pytest.raises(grpc.RpcError) as info:
-            stub.Evaluate(pb.EvaluateRequest(session_id=open_reply.session_id, inputs=bad),
-                          timeout=5)
+            stub.Evaluate(
+                pb.EvaluateRequest(session_id=open_reply.session_id, inputs=bad), timeout=5
+            )
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "t_uint8_t" in info.value.details()
         with pytest.raises(grpc.RpcError) as info:
@@ -121,9 +121,9 @@ def test_bad_schema_is_invalid_argument(server):
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "t_double" in info.value.details() and "dtype 42" in info.value.details()
     with pytest.raises(grpc.RpcError) as info:
-        stub.OpenSession(pb.OpenSessionRequest(version=7, schema=schema_message(INPUTS,
-                                                                                 OUTPUTS)),
-                         timeout=5)
+        stub.OpenSession(
+            pb.OpenSessionRequest(version=7, schema=schema_message(INPUTS, OUTPUTS)), timeout=5
+        )
     assert "version 7" in info.value.details()
 
 
@@ -147,8 +147,7 @@ def test_oversized_message_is_rejected(tmp_path):
             ModelClient(running.target, [TensorSpec("big", "uint8_t", (4096,))], out)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "'big'" in info.value.details()
-        with ModelClient(running.target, [TensorSpec("big", "uint8_t", (1024,))], out) \
-                as client:
+        with ModelClient(running.target, [TensorSpec("big", "uint8_t", (1024,))], out) as client:
             with pytest.raises(grpc.RpcError) as info:
                 client.evaluate({"big": np.zeros(1024, np.uint8)})
             assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -165,16 +164,20 @@ def test_server_never_started_fails_within_the_deadline(tmp_path):
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 def test_mutual_tls(tmp_path):
     root = Path(__file__).resolve().parents[2]
-    subprocess.run([str(root / "tests" / "tls" / "make_certs.sh"), str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(root / "tests" / "tls" / "make_certs.sh"), str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     read = lambda name: (tmp_path / name).read_bytes()  # noqa: E731
-    server_creds = grpc.ssl_server_credentials([(read("server.key"), read("server.pem"))],
-                                               root_certificates=read("ca.pem"),
-                                               require_client_auth=True)
+    server_creds = grpc.ssl_server_credentials(
+        [(read("server.key"), read("server.pem"))],
+        root_certificates=read("ca.pem"),
+        require_client_auth=True,
+    )
     running = start_server(echo, "127.0.0.1:0", credentials=server_creds)
     try:
-        creds = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"),
-                                             read("client.pem"))
+        creds = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"), read("client.pem"))
         with ModelClient(running.target, INPUTS, OUTPUTS, credentials=creds) as client:
             values = _values(5)
             got = client.evaluate(values)

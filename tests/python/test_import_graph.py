@@ -24,8 +24,17 @@ from typing import Dict, Iterator, List, Set
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "python" / "mlbridge"
 #: Names :mod:`mlbridge.policy` owns and :mod:`mlbridge.pipe_host` only re-exports.
-POLICY_NAMES = ("DecisionFn", "Policy", "Session", "as_decision_fn", "output_array",
-                "output_arrays", "output_bytes", "scalar_packer", "takes_context")
+POLICY_NAMES = (
+    "DecisionFn",
+    "Policy",
+    "Session",
+    "as_decision_fn",
+    "output_array",
+    "output_arrays",
+    "output_bytes",
+    "scalar_packer",
+    "takes_context",
+)
 
 
 def module_files(package_dir: Path = PACKAGE_DIR) -> Dict[str, Path]:
@@ -40,8 +49,9 @@ def module_files(package_dir: Path = PACKAGE_DIR) -> Dict[str, Path]:
     return modules
 
 
-def _imported(module: str, is_package: bool, tree: ast.AST,
-              modules: Dict[str, Path]) -> Iterator[str]:
+def _imported(
+    module: str, is_package: bool, tree: ast.AST, modules: Dict[str, Path]
+) -> Iterator[str]:
     """The modules of ``modules`` that the statements of ``tree`` import."""
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -52,7 +62,7 @@ def _imported(module: str, is_package: bool, tree: ast.AST,
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
@@ -153,7 +163,8 @@ def test_cycles_are_found():
 def test_no_import_cycle_in_the_package():
     found = cycles(import_graph())
     assert not found, "import cycles in python/mlbridge:\n" + "\n".join(
-        " -> ".join(cycle) for cycle in found)
+        " -> ".join(cycle) for cycle in found
+    )
 
 
 def test_no_module_takes_policy_helpers_from_the_pipe_transport():
@@ -165,8 +176,9 @@ def test_no_module_takes_policy_helpers_from_the_pipe_transport():
                 taken = sorted({a.name for a in node.names} & set(POLICY_NAMES))
                 if taken:
                     offenders.append(f"{name}:{node.lineno} imports {', '.join(taken)}")
-    assert not offenders, ("import these from mlbridge.policy, not mlbridge.pipe_host:\n"
-                           + "\n".join(offenders))
+    assert not offenders, (
+        "import these from mlbridge.policy, not mlbridge.pipe_host:\n" + "\n".join(offenders)
+    )
 
 
 def test_the_pipe_host_still_re_exports_the_policy_helpers():

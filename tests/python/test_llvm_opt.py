@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mlbridge.cli import main
-from mlbridge.llvm import (call_count, make_inliner_ir, run_compiler, spill_counts, text_size)
+from mlbridge.llvm import call_count, make_inliner_ir, run_compiler, spill_counts, text_size
 from mlbridge.policies import EvictDefault, load_policy
 from mlbridge.training_log import read_training_log
 
@@ -20,7 +20,8 @@ import cgen  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in ("opt-19", "llc-19", "clang-19", "llvm-size-19")),
-    reason="LLVM 19 (opt-19, llc-19, clang-19, llvm-size-19) is not installed")
+    reason="LLVM 19 (opt-19, llc-19, clang-19, llvm-size-19) is not installed",
+)
 
 INLINER = "-passes=scc-oz-module-inliner"
 DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "python", "mlbridge", "demo", "data")
@@ -34,17 +35,34 @@ def work(tmp_path_factory):
     source.write_text(cgen.generate())
     assert source.read_text().count("\n") > 3000
     make_inliner_ir(str(source), str(d / "gen.ll"))
-    subprocess.run(["clang-19", "-O2", "-emit-llvm", "-S", str(source), "-o", str(d / "o2.ll")],
-                   check=True)
-    subprocess.run(["opt-19", INLINER, str(d / "gen.ll"), "-S", "-o", str(d / "ref.ll")],
-                   check=True)
+    subprocess.run(
+        ["clang-19", "-O2", "-emit-llvm", "-S", str(source), "-o", str(d / "o2.ll")], check=True
+    )
+    subprocess.run(
+        ["opt-19", INLINER, str(d / "gen.ll"), "-S", "-o", str(d / "ref.ll")], check=True
+    )
     return d
 
 
 def _opt(work, policy, extra=()):
     out = work / f"out-{policy}.ll"
-    rc = main(["llvm", "--advisor", "inline", "--policy", policy, *extra, "--",
-               "opt-19", INLINER, str(work / "gen.ll"), "-S", "-o", str(out)])
+    rc = main(
+        [
+            "llvm",
+            "--advisor",
+            "inline",
+            "--policy",
+            policy,
+            *extra,
+            "--",
+            "opt-19",
+            INLINER,
+            str(work / "gen.ll"),
+            "-S",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     return out.read_text()
 
@@ -54,6 +72,7 @@ def test_default_policy_is_byte_identical(work, tmp_path):
     out = _opt(work, "default", ["--stats-json", str(stats), "--log", str(tmp_path / "log")])
     assert out == (work / "ref.ll").read_text()
     import json
+
     summary = json.loads(stats.read_text())
     assert summary["decisions"] > 500 and summary["compiler_returncode"] == 0
     assert summary["host_seconds_per_decision"] > 0
@@ -63,8 +82,10 @@ def test_default_policy_is_byte_identical(work, tmp_path):
     first = records[0].tensors
     assert list(first)[-1] == "inlining_decision"
     # pitfall #1 repaired: inlining_default carries LLVM's decision, which was echoed
-    assert all(int(r.tensors["inlining_default"][0]) == int(r.tensors["inlining_decision"][0])
-               for r in records)
+    assert all(
+        int(r.tensors["inlining_default"][0]) == int(r.tensors["inlining_decision"][0])
+        for r in records
+    )
     assert {int(r.tensors["inlining_default"][0]) for r in records} == {0, 1}
 
 
@@ -92,8 +113,9 @@ def test_eviction_default_gives_legal_answers(work):
         return choice
 
     out = work / "evict.s"
-    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(out)],
-                          {"evict": recording}, timeout=120)
+    result = run_compiler(
+        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(out)], {"evict": recording}, timeout=120
+    )
     assert result.ok, result.error or result.stderr
     assert result.decisions == len(answers) > 100
     assert all(mask[choice] == 1 for choice, mask in answers)
@@ -101,12 +123,17 @@ def test_eviction_default_gives_legal_answers(work):
 
 
 def test_priority_and_both_advisors_at_once(work):
-    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "p.s")],
-                          {"priority": load_policy("default", "priority")}, timeout=120)
+    result = run_compiler(
+        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "p.s")],
+        {"priority": load_policy("default", "priority")},
+        timeout=120,
+    )
     assert result.ok and result.decisions > 100
-    both = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "b.s")],
-                        {"evict": load_policy("default", "evict"),
-                         "priority": load_policy("default", "priority")}, timeout=120)
+    both = run_compiler(
+        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "b.s")],
+        {"evict": load_policy("default", "evict"), "priority": load_policy("default", "priority")},
+        timeout=120,
+    )
     assert both.ok, both.error
     assert all(run.stats.decisions > 0 for run in both.advisors.values())
     assert both.advisors["evict"].stats.contexts > 10  # one context per machine function
@@ -116,15 +143,32 @@ def test_clang_mllvm_path(tmp_path):
     source = os.path.join(DEMO, "kernels.c")
     plain, served = tmp_path / "plain.o", tmp_path / "served.o"
     subprocess.run(["clang-19", "-Oz", "-c", source, "-o", str(plain)], check=True)
-    rc = main(["llvm", "--advisor", "inline", "--policy", "default", "--",
-               "clang-19", "-Oz", "-c", source, "-o", str(served)])
+    rc = main(
+        [
+            "llvm",
+            "--advisor",
+            "inline",
+            "--policy",
+            "default",
+            "--",
+            "clang-19",
+            "-Oz",
+            "-c",
+            source,
+            "-o",
+            str(served),
+        ]
+    )
     assert rc == 0
     assert text_size(str(served)) == text_size(str(plain)) > 0
 
 
 def test_compiler_that_never_opens_does_not_hang(work):
-    result = run_compiler(["llc-19", "-O0", str(work / "o2.ll"), "-o", str(work / "o0.s")],
-                          {"evict": load_policy("default", "evict")}, timeout=60)
+    result = run_compiler(
+        ["llc-19", "-O0", str(work / "o2.ll"), "-o", str(work / "o0.s")],
+        {"evict": load_policy("default", "evict")},
+        timeout=60,
+    )
     assert result.ok and result.decisions == 0
     assert not result.advisors["evict"].opened and not result.timed_out
 
@@ -134,9 +178,22 @@ def test_exit_code_passthrough(tmp_path):
     fake.write_text("#!/bin/sh\nexit 7\n")
     fake.chmod(0o755)
     assert main(["llvm", "--advisor", "inline", "--policy", "never", "--", str(fake)]) == 7
-    rc = subprocess.run([sys.executable, "-m", "mlbridge", "llvm", "--advisor", "inline",
-                         "--policy", "never", "--", "opt-19", str(tmp_path / "missing.ll")],
-                        capture_output=True).returncode
+    rc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlbridge",
+            "llvm",
+            "--advisor",
+            "inline",
+            "--policy",
+            "never",
+            "--",
+            "opt-19",
+            str(tmp_path / "missing.ll"),
+        ],
+        capture_output=True,
+    ).returncode
     assert rc == 1
 
 
@@ -149,8 +206,11 @@ def test_policy_failure_kills_the_compiler(work):
             raise RuntimeError("model crashed")
         return 0
 
-    result = run_compiler(["opt-19", INLINER, str(work / "gen.ll"), "-S", "-o",
-                           str(work / "fail.ll")], {"inline": failing}, timeout=60)
+    result = run_compiler(
+        ["opt-19", INLINER, str(work / "gen.ll"), "-S", "-o", str(work / "fail.ll")],
+        {"inline": failing},
+        timeout=60,
+    )
     assert "model crashed" in result.error
     assert result.returncode < 0 and not result.timed_out  # killed (pitfall #3)
 
@@ -159,8 +219,11 @@ def test_illegal_eviction_answer_is_never_sent(work):
     def illegal(features):
         return int(np.flatnonzero(features["mask"].reshape(-1) == 0)[0])
 
-    result = run_compiler(["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "x.s")],
-                          {"evict": illegal}, timeout=60)
+    result = run_compiler(
+        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "x.s")],
+        {"evict": illegal},
+        timeout=60,
+    )
     assert "not a legal candidate" in result.error
     assert result.returncode < 0
 
@@ -172,13 +235,29 @@ def _size_cap_run(tmp_path, name, extra=(), compiler=("opt-19", "-passes=default
     """``mlbridge llvm --policy default`` over tests/data/size_cap.c (whose
     inlining outgrows LLVM's 2x cap); returns (output bytes, inline stats)."""
     import json
+
     ir = tmp_path / "size_cap.bc"
     if not ir.exists():
         make_inliner_ir(SIZE_CAP_SOURCE, str(ir))
     out, stats = tmp_path / f"{name}.o", tmp_path / f"{name}.json"
     source = str(ir) if compiler[0].startswith("opt") else SIZE_CAP_SOURCE
-    rc = main(["llvm", "--advisor", "inline", "--policy", "default", *extra,
-               "--stats-json", str(stats), "--", *compiler, source, "-o", str(out)])
+    rc = main(
+        [
+            "llvm",
+            "--advisor",
+            "inline",
+            "--policy",
+            "default",
+            *extra,
+            "--stats-json",
+            str(stats),
+            "--",
+            *compiler,
+            source,
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     return out.read_bytes(), json.loads(stats.read_text())["advisors"]["inline"]
 
@@ -187,8 +266,16 @@ def test_default_policy_lifts_llvm_size_cap(tmp_path):
     """Issue 11 #6: the default policy is LLVM's default inliner even where
     MLInlineAdvisor's size cap would have stopped it."""
     make_inliner_ir(SIZE_CAP_SOURCE, str(tmp_path / "size_cap.bc"))
-    subprocess.run(["opt-19", "-passes=default<O2>", str(tmp_path / "size_cap.bc"), "-o",
-                    str(tmp_path / "plain.o")], check=True)
+    subprocess.run(
+        [
+            "opt-19",
+            "-passes=default<O2>",
+            str(tmp_path / "size_cap.bc"),
+            "-o",
+            str(tmp_path / "plain.o"),
+        ],
+        check=True,
+    )
     lifted, stats = _size_cap_run(tmp_path, "lifted")
     assert lifted == (tmp_path / "plain.o").read_bytes()
     assert stats["size_increase_threshold"] is None and stats["size_stopped"] is False
@@ -199,8 +286,9 @@ def test_default_policy_lifts_llvm_size_cap(tmp_path):
 
 
 def test_size_cap_reported_through_clang(tmp_path):
-    _, stats = _size_cap_run(tmp_path, "clang", ["--size-increase-threshold", "2"],
-                             ("clang-19", "-O2", "-c", "-w"))
+    _, stats = _size_cap_run(
+        tmp_path, "clang", ["--size-increase-threshold", "2"], ("clang-19", "-O2", "-c", "-w")
+    )
     assert stats["size_stopped"] is True and stats["after_size_stop"] > 0
     _, stats = _size_cap_run(tmp_path, "clang-lifted", (), ("clang-19", "-O2", "-c", "-w"))
     assert stats["size_stopped"] is False and stats["decisions"] > 0

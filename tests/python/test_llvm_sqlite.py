@@ -22,8 +22,9 @@ INLINER = "-passes=scc-oz-module-inliner"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("opt-19") is None, reason="opt-19 is not installed"),
-    pytest.mark.skipif(not SQLITE.exists(),
-                       reason="run tools/fetch_corpus.py (scripts/setup does) for sqlite3.c"),
+    pytest.mark.skipif(
+        not SQLITE.exists(), reason="run tools/fetch_corpus.py (scripts/setup does) for sqlite3.c"
+    ),
 ]
 
 
@@ -31,8 +32,9 @@ pytestmark = [
 def sqlite_ir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("sqlite")
     ir = d / "sqlite3.ll"
-    make_inliner_ir(str(SQLITE), str(ir),
-                    extra_args=["-DSQLITE_OMIT_LOAD_EXTENSION", "-DSQLITE_THREADSAFE=0"])
+    make_inliner_ir(
+        str(SQLITE), str(ir), extra_args=["-DSQLITE_OMIT_LOAD_EXTENSION", "-DSQLITE_THREADSAFE=0"]
+    )
     subprocess.run(["opt-19", INLINER, str(ir), "-S", "-o", str(d / "plain.ll")], check=True)
     return ir
 
@@ -43,8 +45,24 @@ def _defined_functions(ir: str) -> int:
 
 def _served(ir: Path, policy: str, tmp_path: Path) -> tuple:
     out, stats = tmp_path / f"{policy}.ll", tmp_path / f"{policy}.json"
-    rc = main(["llvm", "--advisor", "inline", "--policy", policy, "--stats-json", str(stats),
-               "--", "opt-19", INLINER, str(ir), "-S", "-o", str(out)])
+    rc = main(
+        [
+            "llvm",
+            "--advisor",
+            "inline",
+            "--policy",
+            policy,
+            "--stats-json",
+            str(stats),
+            "--",
+            "opt-19",
+            INLINER,
+            str(ir),
+            "-S",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     return out.read_bytes(), json.loads(stats.read_text())
 

@@ -12,8 +12,7 @@ import pytest
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop import corpus
-from mlbridge.loop.corpus import (HELD_OUT, TRAIN, default_corpus, hash_split, load_corpus,
-                                  split)
+from mlbridge.loop.corpus import HELD_OUT, TRAIN, default_corpus, hash_split, load_corpus, split
 from mlbridge.loop.run import _programs
 
 BUNDLED = ["demo-expr", "demo-hashtable", "demo-kernels"]
@@ -37,9 +36,21 @@ def test_bundled_programs_are_package_data_and_training_programs() -> None:
 
 
 def test_a_users_directory(tmp_path: Path) -> None:
-    write(tmp_path, {"a.c": "int a;", "b.c": "int b;", "notes.txt": "", ".hidden.c": "",
-                     "lib/x.c": "int x;", "lib/y.c": "int y;", "lib/x.h": "",
-                     "lib/deeper/z.c": "", "headers/only.h": "", ".git/h.c": ""})
+    write(
+        tmp_path,
+        {
+            "a.c": "int a;",
+            "b.c": "int b;",
+            "notes.txt": "",
+            ".hidden.c": "",
+            "lib/x.c": "int x;",
+            "lib/y.c": "int y;",
+            "lib/x.h": "",
+            "lib/deeper/z.c": "",
+            "headers/only.h": "",
+            ".git/h.c": "",
+        },
+    )
     programs = load_corpus(tmp_path)
     assert names(programs) == BUNDLED + ["a.c", "b.c", "lib"]
     lib = programs[-1]
@@ -83,8 +94,15 @@ def test_a_name_clash_with_the_bundled_programs_is_an_error(tmp_path: Path) -> N
 
 
 def test_the_fetched_corpus_keeps_its_split(tmp_path: Path) -> None:
-    write(tmp_path, {"lz4/lz4libs/lz4.c": "", "xxhash/deps/xxhash/xxhash.c": "",
-                     "zstd/zstd/zstd.c": "", "sqlite3.c": ""})
+    write(
+        tmp_path,
+        {
+            "lz4/lz4libs/lz4.c": "",
+            "xxhash/deps/xxhash/xxhash.c": "",
+            "zstd/zstd/zstd.c": "",
+            "sqlite3.c": "",
+        },
+    )
     quick = load_corpus(tmp_path, quick=True)
     assert names(split(quick, TRAIN)) == BUNDLED + ["lz4"]
     assert names(split(quick, HELD_OUT)) == ["xxhash"]
@@ -100,8 +118,9 @@ def test_the_default_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert default_corpus({"MLBRIDGE_CORPUS": "/somewhere"}) == Path("/somewhere")
 
 
-def test_bundled_programs_only_is_explained(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_programs_only_is_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLBRIDGE_CORPUS", raising=False)
     stream = io.StringIO()

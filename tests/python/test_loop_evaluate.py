@@ -64,8 +64,7 @@ def _bounded(call: Callable[[], Any], pid_files: List[Path]) -> Dict[str, Any]:
     if thread.is_alive():
         _kill_recorded(pid_files)
         thread.join(5)
-        pytest.fail(f"the call hung for {GUARD_SECONDS:g} s (until its processes were "
-                    f"killed)")
+        pytest.fail(f"the call hung for {GUARD_SECONDS:g} s (until its processes were killed)")
     outcome["seconds"] = time.monotonic() - start
     return outcome
 
@@ -86,15 +85,17 @@ def test_a_server_that_never_gets_ready_nor_exits_is_killed_then_reported(tmp_pa
     """Alive, stderr open, no FIFOs: reading its stderr before killing it
     would wait forever."""
     pid_file = tmp_path / "server.pid"
-    command = _script(tmp_path, f"""
+    command = _script(
+        tmp_path,
+        f"""
         import os, sys, time
         open({str(pid_file)!r}, "w").write(str(os.getpid()))
         sys.stderr.write("stand-in: listening nowhere\\n")
         sys.stderr.flush()
         time.sleep(3600)
-        """)
-    outcome = _bounded(lambda: _try_to_start(command, str(tmp_path / "inline"), 1.0),
-                       [pid_file])
+        """,
+    )
+    outcome = _bounded(lambda: _try_to_start(command, str(tmp_path / "inline"), 1.0), [pid_file])
     error = outcome.get("error")
     assert isinstance(error, MlbridgeError), outcome
     assert "still running after 1 s" in str(error)
@@ -109,16 +110,20 @@ def test_a_server_that_exits_leaving_a_child_on_its_stderr_is_reported(tmp_path)
     """The server dies at once but a child of it keeps its stderr open: reading
     that stderr to its end would wait for the child."""
     child_pid = tmp_path / "child.pid"
-    command = _script(tmp_path, f"""
+    command = _script(
+        tmp_path,
+        f"""
         import subprocess, sys
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         open({str(child_pid)!r}, "w").write(str(child.pid))
         sys.stderr.write("stand-in: bad policy\\n")
         sys.exit(3)
-        """)
+        """,
+    )
     try:
-        outcome = _bounded(lambda: _try_to_start(command, str(tmp_path / "inline"), 15.0),
-                           [child_pid])
+        outcome = _bounded(
+            lambda: _try_to_start(command, str(tmp_path / "inline"), 15.0), [child_pid]
+        )
         error = outcome.get("error")
         assert isinstance(error, MlbridgeError), outcome
         assert "exited with status 3" in str(error)
@@ -130,13 +135,16 @@ def test_a_server_that_exits_leaving_a_child_on_its_stderr_is_reported(tmp_path)
 def test_a_ready_server_is_yielded_then_killed(tmp_path):
     base = tmp_path / "inline"
     pid_file = tmp_path / "server.pid"
-    command = _script(tmp_path, f"""
+    command = _script(
+        tmp_path,
+        f"""
         import os, time
         os.mkfifo({str(base) + ".in"!r})
         os.mkfifo({str(base) + ".out"!r})
         open({str(pid_file)!r}, "w").write(str(os.getpid()))
         time.sleep(3600)
-        """)
+        """,
+    )
 
     def serve() -> int:
         with pipe_server(command, str(base), ready_timeout=15.0) as server:

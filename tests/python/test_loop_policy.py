@@ -17,13 +17,17 @@ import pytest
 
 from mlbridge.loop import search
 from mlbridge.loop.collect import DECISION, Dataset
-from mlbridge.loop.imitation import (EXCLUDED, Policy, build_aot_module, signed_log,
-                                     train_imitation)
+from mlbridge.loop.imitation import EXCLUDED, Policy, build_aot_module, signed_log, train_imitation
 from mlbridge.loop.report import Progress
 from mlbridge.loop.run import summary_markdown
 
-NAMES = ["cost_estimate", "callee_users", "callsite_height", "node_count",
-         "callee_basic_block_count"]
+NAMES = [
+    "cost_estimate",
+    "callee_users",
+    "callsite_height",
+    "node_count",
+    "callee_basic_block_count",
+]
 
 
 def llvm_like_dataset(rows: int = 3000, seed: int = 1) -> Dataset:
@@ -32,11 +36,16 @@ def llvm_like_dataset(rows: int = 3000, seed: int = 1) -> Dataset:
     orders of magnitude as real ones."""
     rng = np.random.default_rng(seed)
     cost = rng.integers(-400, 400, rows) * rng.integers(1, 30, rows)
-    features = np.stack([cost,
-                         rng.integers(1, 5000, rows),
-                         rng.integers(1, 40, rows),
-                         rng.integers(10, 100000, rows),
-                         rng.integers(0, 2, rows)], axis=1).astype(np.int64)
+    features = np.stack(
+        [
+            cost,
+            rng.integers(1, 5000, rows),
+            rng.integers(1, 40, rows),
+            rng.integers(10, 100000, rows),
+            rng.integers(0, 2, rows),
+        ],
+        axis=1,
+    ).astype(np.int64)
     decisions = (cost <= 0).astype(np.int64)
     return Dataset(list(NAMES), features, decisions, ["synthetic"] * rows)
 
@@ -69,7 +78,7 @@ def raw_inputs(policy: Policy, rows: int, seed: int = 3) -> np.ndarray:
     rng = np.random.default_rng(seed)
     x = rng.integers(-5000, 5000, (rows, len(policy.names)))
     x[::7] = 0
-    x[1::11] = 10 ** 9
+    x[1::11] = 10**9
     return x.astype(np.int64)
 
 
@@ -91,31 +100,43 @@ def test_onnx_form_decides_like_numpy_under_onnxruntime(trained, tmp_path: Path)
     assert [i.name for i in session.get_inputs()] == policy.names
     assert [o.name for o in session.get_outputs()] == [DECISION]
     x = raw_inputs(policy, 500)
-    got = np.asarray([session.run(None, {n: row[i:i + 1]
-                                         for i, n in enumerate(policy.names)})[0][0]
-                      for row in x])
+    got = np.asarray(
+        [
+            session.run(None, {n: row[i : i + 1] for i, n in enumerate(policy.names)})[0][0]
+            for row in x
+        ]
+    )
     mask = confident(policy, x)
     assert np.array_equal(got[mask], policy.decide(x)[mask])
 
 
 class AotTensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
-                ("rank", ctypes.c_int), ("shape", ctypes.POINTER(ctypes.c_int64))]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_char_p),
+        ("rank", ctypes.c_int),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+    ]
 
 
 class AotModel(ctypes.Structure):
     """mlbridge_aot_model_v1 (include/mlbridge/AotAbi.h)."""
 
-    _fields_ = [("abi_version", ctypes.c_int), ("name", ctypes.c_char_p),
-                ("num_args", ctypes.c_int), ("num_results", ctypes.c_int),
-                ("args", ctypes.POINTER(AotTensor)), ("results", ctypes.POINTER(AotTensor)),
-                ("create", ctypes.CFUNCTYPE(ctypes.c_void_p)),
-                ("destroy", ctypes.CFUNCTYPE(None, ctypes.c_void_p)),
-                ("arg_data", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)),
-                ("result_data",
-                 ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)),
-                ("set_arg_data", ctypes.c_void_p), ("set_result_data", ctypes.c_void_p),
-                ("run", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p))]
+    _fields_ = [
+        ("abi_version", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("num_args", ctypes.c_int),
+        ("num_results", ctypes.c_int),
+        ("args", ctypes.POINTER(AotTensor)),
+        ("results", ctypes.POINTER(AotTensor)),
+        ("create", ctypes.CFUNCTYPE(ctypes.c_void_p)),
+        ("destroy", ctypes.CFUNCTYPE(None, ctypes.c_void_p)),
+        ("arg_data", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)),
+        ("result_data", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)),
+        ("set_arg_data", ctypes.c_void_p),
+        ("set_result_data", ctypes.c_void_p),
+        ("run", ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)),
+    ]
 
 
 @pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
@@ -136,8 +157,10 @@ def test_aot_module_decides_like_numpy(trained, tmp_path: Path):
     x = raw_inputs(policy, 500)
     instance = model.create()
     try:
-        inputs = [ctypes.cast(model.arg_data(instance, i), ctypes.POINTER(ctypes.c_int64))
-                  for i in range(model.num_args)]
+        inputs = [
+            ctypes.cast(model.arg_data(instance, i), ctypes.POINTER(ctypes.c_int64))
+            for i in range(model.num_args)
+        ]
         output = ctypes.cast(model.result_data(instance, 0), ctypes.POINTER(ctypes.c_int64))
         got = []
         for row in x:
@@ -154,11 +177,13 @@ def test_aot_module_decides_like_numpy(trained, tmp_path: Path):
 def synthetic_objective(target: np.ndarray, calls: List[int]):
     """A stand-in for compiling the training programs: the size ratio is
     1 + the mean squared distance of the output layer to ``target``."""
+
     def size_ratio(policy, programs, plugin, oz_text, work, jobs=2, plugin_env=None):
         calls.append(1)
         w, b = policy.layers[-1]
         theta = np.concatenate([w.reshape(-1), b]).astype(np.float64)
         return 1.0 + float(np.mean((theta - target) ** 2))
+
     return size_ratio
 
 
@@ -173,8 +198,9 @@ def test_evolution_strategies_descend_and_return_the_mean(trained, monkeypatch):
     monkeypatch.setattr(search, "size_ratio", objective)
     start_ratio = objective(policy, [], Path("."), {}, Path("."))
     calls.clear()
-    result, ratio, trace = search.evolve(policy, [], Path("unused.so"), {}, iterations=8,
-                                         pairs=3, sigma=0.5)
+    result, ratio, trace = search.evolve(
+        policy, [], Path("unused.so"), {}, iterations=8, pairs=3, sigma=0.5
+    )
     assert trace.evaluations == len(calls) == 1 + 8 * (2 * 3 + 1)
     assert len(trace.ratio) == len(trace.best_ratio) == 8
     # The result is the search's mean after the last step, measured as such.
@@ -189,8 +215,9 @@ def test_evolution_strategies_descend_and_return_the_mean(trained, monkeypatch):
 def test_evolution_strategies_are_deterministic_for_a_seed(trained, monkeypatch):
     policy, _ = trained
     monkeypatch.setattr(search, "size_ratio", synthetic_objective(np.zeros(1), []))
-    runs = [search.evolve(policy, [], Path("unused.so"), {}, iterations=2, seed=4)
-            for _ in range(2)]
+    runs = [
+        search.evolve(policy, [], Path("unused.so"), {}, iterations=2, seed=4) for _ in range(2)
+    ]
     assert runs[0][1] == runs[1][1]
     assert np.array_equal(runs[0][0].layers[-1][0], runs[1][0].layers[-1][0])
 
@@ -208,16 +235,27 @@ def test_progress_lines_off_a_terminal():
 
 
 def test_summary_tables():
-    program = {"program": "zstd", "lines": 10, "oz_text": 1000, "es_text": 990,
-               "aot": {"text_bytes": 1010, "agreed": 99, "compared": 100}}
-    results = {"training": {"call_sites": 5, "features": ["a", "b"],
-                            "train_agreement": 1.0, "validation_agreement": 0.5},
-               "held_out": [program],
-               "totals": {"oz": {"text_bytes": 1000, "cpu_seconds": 1.0},
-                          "aot": {"text_bytes": 1010, "cpu_seconds": 1.5,
-                                  "agreement": 0.99, "fallbacks": 0}},
-               "search": {"evaluations": 15, "ratio": [0.999, 0.998],
-                          "best_ratio": [0.997, 0.997]}}
+    program = {
+        "program": "zstd",
+        "lines": 10,
+        "oz_text": 1000,
+        "es_text": 990,
+        "aot": {"text_bytes": 1010, "agreed": 99, "compared": 100},
+    }
+    results = {
+        "training": {
+            "call_sites": 5,
+            "features": ["a", "b"],
+            "train_agreement": 1.0,
+            "validation_agreement": 0.5,
+        },
+        "held_out": [program],
+        "totals": {
+            "oz": {"text_bytes": 1000, "cpu_seconds": 1.0},
+            "aot": {"text_bytes": 1010, "cpu_seconds": 1.5, "agreement": 0.99, "fallbacks": 0},
+        },
+        "search": {"evaluations": 15, "ratio": [0.999, 0.998], "best_ratio": [0.997, 0.997]},
+    }
     text = summary_markdown(results)
     assert "| zstd | 10 | 1000 | 1010 | 1.0100 | 0.9900 | 990 | 0.9900 |" in text
     assert "| aot | 1010 | 1.50 | 0.9900 | 0 |" in text

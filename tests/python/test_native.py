@@ -15,10 +15,15 @@ from mlbridge import __version__, native
 from mlbridge.cli import main
 from mlbridge.native import MANIFEST, NativeError, find_native, read_manifest
 
-FULL = {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
-        "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
-        "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
-        "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
+FULL = {
+    "version": "0.2.0",
+    "components": ["core", "grpc", "onnx", "llvm", "c"],
+    "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+    "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
+    "cmake_dir": "lib/cmake/mlbridge",
+    "libdir": "lib",
+    "includedir": "include",
+}
 
 
 def make_prefix(root: Path, manifest: object = FULL, create: bool = True) -> Path:
@@ -38,10 +43,13 @@ def make_prefix(root: Path, manifest: object = FULL, create: bool = True) -> Pat
 @pytest.fixture
 def only(monkeypatch: pytest.MonkeyPatch):
     """Make the implicit search look at the given prefixes only."""
+
     def search(*prefixes: Tuple[str, Path]) -> None:
         def candidates() -> Iterator[Tuple[str, Path]]:
             yield from prefixes
+
         monkeypatch.setattr(native, "_candidates", candidates)
+
     return search
 
 
@@ -56,8 +64,9 @@ def test_a_valid_manifest_gives_absolute_paths(tmp_path: Path) -> None:
 
 
 def test_absent_keys_are_parts_not_built(tmp_path: Path) -> None:
-    found = read_manifest(make_prefix(tmp_path, {"version": "0.2.0", "components": ["core"]}),
-                          "test")
+    found = read_manifest(
+        make_prefix(tmp_path, {"version": "0.2.0", "components": ["core"]}), "test"
+    )
     assert found.plugin is None
     with pytest.raises(NativeError, match="has no plugin"):
         found.require("plugin")
@@ -69,19 +78,22 @@ def test_a_listed_part_that_is_missing_is_named(tmp_path: Path) -> None:
         found.require("deploy_replay")
 
 
-@pytest.mark.parametrize("manifest, message", [
-    ({**FULL, "plugin": "../outside.so"}, "inside the prefix"),
-    ({**FULL, "plugin": "lib/../../outside.so"}, "inside the prefix"),
-    ({**FULL, "libdir": "/usr/lib"}, "inside the prefix"),
-    ({**FULL, "includedir": ""}, "inside the prefix"),
-    ({**FULL, "plugin": "lib/a\u0000b.so"}, "inside the prefix"),
-    ({**FULL, "plugin": ["lib/p.so"]}, "must be a string"),
-    ({**FULL, "components": "core llvm"}, "list of strings"),
-    ({**FULL, "components": ["core", 1]}, "list of strings"),
-    ({**FULL, "version": 2}, "'version'"),
-    ({"components": []}, "'version'"),
-    (["not", "an", "object"], "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        ({**FULL, "plugin": "../outside.so"}, "inside the prefix"),
+        ({**FULL, "plugin": "lib/../../outside.so"}, "inside the prefix"),
+        ({**FULL, "libdir": "/usr/lib"}, "inside the prefix"),
+        ({**FULL, "includedir": ""}, "inside the prefix"),
+        ({**FULL, "plugin": "lib/a\u0000b.so"}, "inside the prefix"),
+        ({**FULL, "plugin": ["lib/p.so"]}, "must be a string"),
+        ({**FULL, "components": "core llvm"}, "list of strings"),
+        ({**FULL, "components": ["core", 1]}, "list of strings"),
+        ({**FULL, "version": 2}, "'version'"),
+        ({"components": []}, "'version'"),
+        (["not", "an", "object"], "not a JSON object"),
+    ],
+)
 def test_invalid_manifests_are_refused(tmp_path: Path, manifest: object, message: str) -> None:
     make_prefix(tmp_path, manifest, create=False)
     with pytest.raises(NativeError, match=message) as caught:
@@ -91,7 +103,7 @@ def test_invalid_manifests_are_refused(tmp_path: Path, manifest: object, message
 
 def test_malformed_and_huge_manifests_are_refused(tmp_path: Path) -> None:
     make_prefix(tmp_path)
-    (tmp_path / MANIFEST).write_bytes(b"{\"version\": ")
+    (tmp_path / MANIFEST).write_bytes(b'{"version": ')
     with pytest.raises(NativeError, match="not JSON"):
         read_manifest(tmp_path, "test")
     (tmp_path / MANIFEST).write_bytes(b" " * (native.MAX_MANIFEST_BYTES + 1))
@@ -119,8 +131,7 @@ def test_the_build_tree_for_development(tmp_path: Path, only) -> None:
     found = find_native({"MLBRIDGE_BUILD_DIR": str(build)})
     assert found.found_by == "MLBRIDGE_BUILD_DIR" and found.version == "0.2.0"
     assert found.require("plugin") == build / "src/llvm/mlbridge-inline-advisor.so"
-    assert found.require("deploy_replay") == \
-        build / "examples/mlbridge-example-deploy-replay"
+    assert found.require("deploy_replay") == build / "examples/mlbridge-example-deploy-replay"
     with pytest.raises(NativeError, match="build tree provides only"):
         found.require("cmake_dir")
     with pytest.raises(NativeError, match="not a directory"):
@@ -155,8 +166,7 @@ def test_pkg_config_names_a_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert found.found_by == "pkg-config" and found.prefix == prefix
 
 
-def test_nothing_found_is_one_line_naming_the_places_and_the_fix(tmp_path: Path,
-                                                                 only) -> None:
+def test_nothing_found_is_one_line_naming_the_places_and_the_fix(tmp_path: Path, only) -> None:
     only(("sys.prefix", tmp_path / "a"), ("/usr", tmp_path / "b"))
     with pytest.raises(NativeError) as caught:
         find_native({})
@@ -166,14 +176,18 @@ def test_nothing_found_is_one_line_naming_the_places_and_the_fix(tmp_path: Path,
     assert "MLBRIDGE_PREFIX" in message and "cmake --install" in message
 
 
-def test_config_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     prefix = make_prefix(tmp_path)
     monkeypatch.setenv("MLBRIDGE_PREFIX", str(prefix))
     assert main(["config", "--prefix", "--plugin", "--components", "--cmake-dir"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        str(prefix), str(prefix / FULL["plugin"]), "core grpc onnx llvm c",
-        str(prefix / "lib/cmake/mlbridge")]
+        str(prefix),
+        str(prefix / FULL["plugin"]),
+        "core grpc onnx llvm c",
+        str(prefix / "lib/cmake/mlbridge"),
+    ]
     assert main(["config", "--json"]) == 0
     shown: Dict[str, object] = json.loads(capsys.readouterr().out)
     assert shown["found_by"] == "MLBRIDGE_PREFIX" and shown["libdir"] == str(prefix / "lib")
@@ -181,8 +195,9 @@ def test_config_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert f"plugin: {prefix / FULL['plugin']}" in capsys.readouterr().out
 
 
-def test_config_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MLBRIDGE_PREFIX", str(tmp_path))
     assert main(["config", "--plugin"]) == 4
     err = capsys.readouterr().err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -14,23 +13,24 @@ from mlbridge.grpc_server import start_server  # noqa: E402
 from mlbridge.policies import PolicyError, load_policy  # noqa: E402
 from mlbridge.tensor_spec import TensorSpec  # noqa: E402
 
+
 def test_mlp_matches_the_numpy_reference(onnx_models):
     policy = load_policy(str(onnx_models / "mlp.onnx"))
     cases = np.frombuffer((onnx_models / "mlp.cases.bin").read_bytes(), np.float32)
-    xs, ys = cases[:200 * 64].reshape(200, 64), cases[200 * 64:]
+    xs, ys = cases[: 200 * 64].reshape(200, 64), cases[200 * 64 :]
     got = np.array([policy({"x": x.reshape(1, 64)}).item() for x in xs], np.float32)
     assert np.max(np.abs(got - ys)) <= 1e-5
 
 
 def test_served_over_grpc_with_two_outputs(onnx_models, tmp_path):
-    running = start_server(load_policy(str(onnx_models / "two_io.onnx")),
-                           f"unix:{tmp_path}/m.sock")
+    running = start_server(load_policy(str(onnx_models / "two_io.onnx")), f"unix:{tmp_path}/m.sock")
     inputs = [TensorSpec("a", "int64_t", (1, 3)), TensorSpec("b", "float", (1, 3))]
     outputs = [TensorSpec("sum", "float", (1, 3)), TensorSpec("best", "int64_t", (1, 1))]
     try:
         with ModelClient(running.target, inputs, outputs) as client:
-            got = client.evaluate({"a": np.array([[1, 5, 2]], np.int64),
-                                   "b": np.array([[0.5, -4, 0.25]], np.float32)})
+            got = client.evaluate(
+                {"a": np.array([[1, 5, 2]], np.int64), "b": np.array([[0.5, -4, 0.25]], np.float32)}
+            )
         assert got["best"].item() == 2
         assert np.allclose(got["sum"], [[1.5, 1.0, 2.25]])
     finally:

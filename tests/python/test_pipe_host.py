@@ -32,16 +32,22 @@ class FakeCompiler(threading.Thread):
 
     def run(self) -> None:
         try:
-            with open(self.base + ".in", "rb", buffering=0) as inp, \
-                    open(self.base + ".out", "wb") as out:
+            with (
+                open(self.base + ".in", "rb", buffering=0) as inp,
+                open(self.base + ".out", "wb") as out,
+            ):
                 self.script(inp, out)
         except Exception as err:  # noqa: BLE001 - reported by the test
             self.error = err
 
 
 def _mlgo_header() -> bytes:
-    return json.dumps({"features": [s.to_json() for s in FEATURES],
-                       "advice": ADVICE.to_json()}).encode() + b"\n"
+    return (
+        json.dumps(
+            {"features": [s.to_json() for s in FEATURES], "advice": ADVICE.to_json()}
+        ).encode()
+        + b"\n"
+    )
 
 
 def _observation(i: int, n: int) -> bytes:
@@ -159,8 +165,12 @@ def test_extended_mode_multi_output_and_errors(fmt):
     got = []
 
     def script(inp, out):
-        hello = {"mlbridge": 1, "format": fmt, "features": [s.to_json() for s in FEATURES],
-                 "outputs": [s.to_json() for s in outputs]}
+        hello = {
+            "mlbridge": 1,
+            "format": fmt,
+            "features": [s.to_json() for s in FEATURES],
+            "outputs": [s.to_json() for s in outputs],
+        }
         out.write(json.dumps(hello).encode() + b"\n")
         out.flush()
         assert inp.readline() == b'{"mlbridge":1}\n'
@@ -169,8 +179,9 @@ def test_extended_mode_multi_output_and_errors(fmt):
             feats = {"n": np.array([i], np.int64), "m": np.full((2, 2), 10, np.float32)}
             write_frame(out, OBSERVATION, codec.encode_request(i, FEATURES, feats))
             kind, payload = read_frame(inp)
-            got.append((kind, codec.decode_reply(payload, outputs) if kind == RESULT
-                        else payload.decode()))
+            got.append(
+                (kind, codec.decode_reply(payload, outputs) if kind == RESULT else payload.decode())
+            )
 
     def policy(features, context):
         n = int(features["n"][0])

@@ -11,8 +11,9 @@ import pytest
 
 from mlbridge.runner_config import RunnerConfig, RunnerConfigError
 
-GOLDEN = json.loads((Path(__file__).resolve().parents[1] / "golden" /
-                     "runner_configs.json").read_text())
+GOLDEN = json.loads(
+    (Path(__file__).resolve().parents[1] / "golden" / "runner_configs.json").read_text()
+)
 
 
 def _expected(case: Dict[str, Any]) -> RunnerConfig:
@@ -43,11 +44,12 @@ def test_plugin_env_carries_the_string_form():
 
 def test_replace_checks_the_result():
     config = RunnerConfig.parse("pipe:/tmp/ch")
-    assert str(config.replace(extended_protocol=True, format="json")) == \
-        "pipe:/tmp/ch,protocol=extended,format=json"
+    assert (
+        str(config.replace(extended_protocol=True, format="json"))
+        == "pipe:/tmp/ch,protocol=extended,format=json"
+    )
     with pytest.raises(RunnerConfigError, match="needs protocol=extended"):
         config.replace(format="json")
-
 
 
 def test_an_argument_with_a_comma_cannot_be_printed():

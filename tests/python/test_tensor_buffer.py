@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from tensor_cases import ALL_DTYPE_SPECS, random_values
 
 from mlbridge.codecs import get_codec
 from mlbridge.codecs.protobuf_codec import load_tensor_pb2
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
-from tensor_cases import ALL_DTYPE_SPECS, random_values
 
 SPECS = ALL_DTYPE_SPECS
 
@@ -37,8 +37,12 @@ def test_protobuf_non_canonical_payloads_take_the_general_path():
     values = _values(3)
     message = pb2.TensorMessage(observation=9)
     for spec in reversed(SPECS):  # another tensor order: still valid
-        message.tensors.add(name=spec.name, dtype=spec.proto_dtype, shape=spec.shape,
-                            data=values[spec.name].tobytes())
+        message.tensors.add(
+            name=spec.name,
+            dtype=spec.proto_dtype,
+            shape=spec.shape,
+            data=values[spec.name].tobytes(),
+        )
     obs, got = codec.decode_request(message.SerializeToString(), SPECS, into=buffer)
     assert obs == 9
     assert all(got[s.name].tobytes() == values[s.name].tobytes() for s in SPECS)

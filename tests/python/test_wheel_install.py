@@ -44,22 +44,27 @@ from mlbridge import __version__
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / "python" / "constraints.txt"
 MANIFEST = Path("share") / "mlbridge" / "native.json"
-GENERATED = ("mlbridge/v1/__init__.py", "mlbridge/v1/tensor_pb2.py",
-             "mlbridge/v1/model_service_pb2.py", "mlbridge/v1/model_service_pb2_grpc.py")
+GENERATED = (
+    "mlbridge/v1/__init__.py",
+    "mlbridge/v1/tensor_pb2.py",
+    "mlbridge/v1/model_service_pb2.py",
+    "mlbridge/v1/model_service_pb2_grpc.py",
+)
 INSTALL_TIMEOUT = 1800
 
-pytestmark = pytest.mark.skipif(os.environ.get("MLBRIDGE_SKIP_WHEEL_TESTS") == "1",
-                                reason="MLBRIDGE_SKIP_WHEEL_TESTS=1")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MLBRIDGE_SKIP_WHEEL_TESTS") == "1", reason="MLBRIDGE_SKIP_WHEEL_TESTS=1"
+)
 
-POLICY = '''
+POLICY = """
 import numpy as np
 
 
 def decide(features):
     return {"y": np.asarray([float(features["x"].sum())], np.float32)}
-'''
+"""
 
-CLIENT = '''
+CLIENT = """
 import sys
 
 import numpy as np
@@ -74,7 +79,7 @@ for streaming in (False, True):
             y = client.evaluate({"x": np.asarray([i, 2, 3], np.int64)})["y"]
             assert y.tolist() == [float(i + 5)], y
 print("client ok")
-'''
+"""
 
 #: A user's own corpus: two one-file programs and a program in a subdirectory.
 CORPUS = {
@@ -130,21 +135,37 @@ int is_sorted(const int *v, int n) {
 def _env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """This process's environment without anything that points into the
     checkout or configures mlbridge, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MLBRIDGE_")
-           and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MLBRIDGE_")
+        and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    }
     env.update(extra or {})
     return env
 
 
-def _run(command: Sequence[object], cwd: Path, timeout: float = 600,
-         env: Optional[Mapping[str, str]] = None,
-         check: bool = True) -> "subprocess.CompletedProcess[str]":
-    done = subprocess.run([str(c) for c in command], cwd=cwd, env=_env(env), text=True,
-                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+def _run(
+    command: Sequence[object],
+    cwd: Path,
+    timeout: float = 600,
+    env: Optional[Mapping[str, str]] = None,
+    check: bool = True,
+) -> "subprocess.CompletedProcess[str]":
+    done = subprocess.run(
+        [str(c) for c in command],
+        cwd=cwd,
+        env=_env(env),
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     if check and done.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, command))} exited {done.returncode}:\n"
-                    f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        pytest.fail(
+            f"{' '.join(map(str, command))} exited {done.returncode}:\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done
 
 
@@ -161,13 +182,20 @@ class Venv:
     def bin(self, name: str) -> Path:
         return self.root / "bin" / name
 
-    def run(self, command: str, *args: object, env: Optional[Mapping[str, str]] = None,
-            timeout: float = 600, check: bool = True) -> "subprocess.CompletedProcess[str]":
+    def run(
+        self,
+        command: str,
+        *args: object,
+        env: Optional[Mapping[str, str]] = None,
+        timeout: float = 600,
+        check: bool = True,
+    ) -> "subprocess.CompletedProcess[str]":
         return _run([self.bin(command), *args], self.cwd, timeout, env, check)
 
 
 def _copy_sources(dest: Path) -> Path:
     """python/ and proto/ as a clean clone has them; returns dest/python."""
+
     def ignore(directory: str, names: List[str]) -> List[str]:
         skip = {"__pycache__", "build", "dist", ".pytest_cache"}
         if Path(directory).name == "mlbridge":
@@ -182,9 +210,12 @@ def _copy_sources(dest: Path) -> Path:
 def _version_of(python: str) -> Optional[str]:
     """``X.Y`` of an interpreter that can make venvs, else None."""
     try:
-        done = subprocess.run([python, "-c", "import ensurepip, sys, venv; "
-                               "print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [python, "-c", "import ensurepip, sys, venv; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -212,11 +243,19 @@ def _base_python() -> str:
     return str(base) if base.exists() else sys.executable
 
 
-def _make_venv(python: str, root: Path, wheel: Path, extras: str,
-               constraints: bool, cwd: Path) -> Venv:
+def _make_venv(
+    python: str, root: Path, wheel: Path, extras: str, constraints: bool, cwd: Path
+) -> Venv:
     _run([python, "-m", "venv", root], cwd)
-    args: List[object] = [root / "bin" / "python", "-m", "pip", "install", "--quiet",
-                          "--only-binary=:all:", f"{wheel}[{extras}]"]
+    args: List[object] = [
+        root / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--only-binary=:all:",
+        f"{wheel}[{extras}]",
+    ]
     if constraints:
         args += ["-c", CONSTRAINTS]
     start = time.monotonic()
@@ -239,19 +278,39 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def wheel(workdir: Path) -> Path:
     source = _copy_sources(workdir / "src")
     start = time.monotonic()
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", source,
-          "-w", workdir / "dist"], workdir)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            source,
+            "-w",
+            workdir / "dist",
+        ],
+        workdir,
+    )
     built = list((workdir / "dist").glob("mlbridge_compiler-*.whl"))
     assert len(built) == 1, built
-    print(f"\n{built[0].name}: {built[0].stat().st_size} bytes, built in "
-          f"{time.monotonic() - start:.0f} s")
+    print(
+        f"\n{built[0].name}: {built[0].stat().st_size} bytes, built in "
+        f"{time.monotonic() - start:.0f} s"
+    )
     return built[0]
 
 
 @pytest.fixture(scope="module")
 def base_venv(workdir: Path, wheel: Path) -> Venv:
-    return _make_venv(_base_python(), workdir / "venv-base", wheel, "aot,loop",
-                      constraints=True, cwd=workdir / "cwd")
+    return _make_venv(
+        _base_python(),
+        workdir / "venv-base",
+        wheel,
+        "aot,loop",
+        constraints=True,
+        cwd=workdir / "cwd",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -259,8 +318,9 @@ def other_venv(workdir: Path, wheel: Path) -> Venv:
     python = _other_python()
     if python is None:
         pytest.skip("neither Python 3.13 nor 3.9 (with venv and ensurepip) is installed")
-    return _make_venv(python, workdir / "venv-other", wheel, "aot", constraints=False,
-                      cwd=workdir / "cwd")
+    return _make_venv(
+        python, workdir / "venv-other", wheel, "aot", constraints=False, cwd=workdir / "cwd"
+    )
 
 
 @pytest.fixture(scope="module", params=["base", "other"])
@@ -279,8 +339,9 @@ def native_prefix(workdir: Path) -> Path:
         return Path(given)
     build = ROOT / "build"
     if not (build / "cmake_install.cmake").is_file() or shutil.which("cmake") is None:
-        pytest.skip("no native prefix: set MLBRIDGE_TEST_NATIVE_PREFIX or build build/ "
-                    "(scripts/setup)")
+        pytest.skip(
+            "no native prefix: set MLBRIDGE_TEST_NATIVE_PREFIX or build build/ (scripts/setup)"
+        )
     prefix = workdir / "prefix"
     done = _run(["cmake", "--install", build, "--prefix", prefix], workdir, check=False)
     if done.returncode != 0:
@@ -299,12 +360,18 @@ def _need_tools(*tools: str) -> None:
 
 def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in (*GENERATED, "mlbridge/py.typed", "mlbridge/_version.py",
-                 "mlbridge/demo/data/expr.c", "mlbridge/aot/kernels.h"):
+    for name in (
+        *GENERATED,
+        "mlbridge/py.typed",
+        "mlbridge/_version.py",
+        "mlbridge/demo/data/expr.c",
+        "mlbridge/aot/kernels.h",
+    ):
         assert name in names, name
     assert not any(n.startswith(("build_proto", "setup")) for n in names)
-    metadata = zipfile.ZipFile(wheel).read(
-        f"mlbridge_compiler-{__version__}.dist-info/METADATA").decode()
+    metadata = (
+        zipfile.ZipFile(wheel).read(f"mlbridge_compiler-{__version__}.dist-info/METADATA").decode()
+    )
     assert "Name: mlbridge-compiler" in metadata
     assert f"Version: {__version__}" in metadata
 
@@ -314,8 +381,7 @@ def test_sdist_carries_the_generated_modules(workdir: Path, wheel: Path) -> None
     if _run([sys.executable, "-m", "build", "--version"], workdir, check=False).returncode:
         pytest.skip("python -m build is not installed (the [dev] extra has it)")
     source = _copy_sources(workdir / "src-sdist")
-    _run([sys.executable, "-m", "build", "--sdist", "--outdir", workdir / "sdist", source],
-         workdir)
+    _run([sys.executable, "-m", "build", "--sdist", "--outdir", workdir / "sdist", source], workdir)
     (sdist,) = (workdir / "sdist").glob("mlbridge_compiler-*.tar.gz")
     unpacked = workdir / "unpacked"
     with tarfile.open(sdist) as tar:
@@ -324,12 +390,24 @@ def test_sdist_carries_the_generated_modules(workdir: Path, wheel: Path) -> None
         tar.extractall(unpacked, **safe)  # type: ignore[arg-type]
     for name in GENERATED:
         assert f"mlbridge_compiler-{__version__}/{name}" in names, name
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-          unpacked / f"mlbridge_compiler-{__version__}", "-w", workdir / "dist-sdist"],
-         workdir)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            unpacked / f"mlbridge_compiler-{__version__}",
+            "-w",
+            workdir / "dist-sdist",
+        ],
+        workdir,
+    )
     (from_sdist,) = (workdir / "dist-sdist").glob("mlbridge_compiler-*.whl")
-    assert sorted(zipfile.ZipFile(from_sdist).namelist()) == \
-        sorted(zipfile.ZipFile(wheel).namelist())
+    assert sorted(zipfile.ZipFile(from_sdist).namelist()) == sorted(
+        zipfile.ZipFile(wheel).namelist()
+    )
 
 
 def test_editable_install_generates_the_modules_in_the_tree(workdir: Path) -> None:
@@ -337,27 +415,44 @@ def test_editable_install_generates_the_modules_in_the_tree(workdir: Path) -> No
     source = _copy_sources(workdir / "src-editable")
     root = workdir / "venv-editable"
     _run([_base_python(), "-m", "venv", root], workdir)
-    _run([root / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "-e",
-          source], workdir, timeout=INSTALL_TIMEOUT)
+    _run(
+        [root / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "-e", source],
+        workdir,
+        timeout=INSTALL_TIMEOUT,
+    )
     for name in GENERATED:
         assert (source / name).is_file(), name
-    origin = _run([root / "bin" / "python", "-c", "import importlib.util; "
-                   "print(importlib.util.find_spec('mlbridge').origin)"], workdir).stdout
+    origin = _run(
+        [
+            root / "bin" / "python",
+            "-c",
+            "import importlib.util; print(importlib.util.find_spec('mlbridge').origin)",
+        ],
+        workdir,
+    ).stdout
     assert Path(origin.strip()) == source / "mlbridge" / "__init__.py"
 
 
 def test_version(venv: Venv) -> None:
     assert venv.run("mlbridge", "--version").stdout.strip() == f"mlbridge {__version__}"
-    shown = venv.run("python", "-c", "import importlib.metadata as m, mlbridge; "
-                     "print(mlbridge.__version__, m.version('mlbridge-compiler'))").stdout
+    shown = venv.run(
+        "python",
+        "-c",
+        "import importlib.metadata as m, mlbridge; "
+        "print(mlbridge.__version__, m.version('mlbridge-compiler'))",
+    ).stdout
     assert shown.split() == [__version__, __version__]
 
 
 def test_imports_from_the_venv_with_package_data(venv: Venv) -> None:
-    out = venv.run("python", "-c", "import mlbridge, mlbridge.v1.model_service_pb2_grpc; "
-                   "from mlbridge.loop.corpus import bundled_programs; "
-                   "print(mlbridge.__file__); "
-                   "print(' '.join(p.name for p in bundled_programs()))").stdout.splitlines()
+    out = venv.run(
+        "python",
+        "-c",
+        "import mlbridge, mlbridge.v1.model_service_pb2_grpc; "
+        "from mlbridge.loop.corpus import bundled_programs; "
+        "print(mlbridge.__file__); "
+        "print(' '.join(p.name for p in bundled_programs()))",
+    ).stdout.splitlines()
     assert Path(out[0]).is_relative_to(venv.root)
     assert out[1].split() == ["demo-expr", "demo-hashtable", "demo-kernels"]
 
@@ -368,10 +463,21 @@ def test_serve_grpc_with_a_client(venv: Venv, tmp_path: Path) -> None:
     client.write_text(CLIENT)
     socket, log = tmp_path / "s", tmp_path / "serve.log"
     with open(log, "w") as stderr:
-        server = subprocess.Popen([str(venv.bin("mlbridge")), "serve", "--grpc",
-                                   f"unix:{socket}", "--policy", f"{policy}:decide"],
-                                  cwd=venv.cwd, env=_env(), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=stderr)
+        server = subprocess.Popen(
+            [
+                str(venv.bin("mlbridge")),
+                "serve",
+                "--grpc",
+                f"unix:{socket}",
+                "--policy",
+                f"{policy}:decide",
+            ],
+            cwd=venv.cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
         deadline = time.monotonic() + 60
         while not socket.exists():
@@ -390,8 +496,10 @@ def test_mlbridge_aot_compiles_a_model(venv: Venv, onnx_models: Path, tmp_path: 
     sources = sorted(out.glob("*.cpp"))
     assert sources and sorted(out.glob("*.h"))
     if shutil.which("c++"):
-        _run(["c++", "-std=c++17", "-O0", "-c", "-I", out, sources[0], "-o",
-              tmp_path / "model.o"], tmp_path)
+        _run(
+            ["c++", "-std=c++17", "-O0", "-c", "-I", out, sources[0], "-o", tmp_path / "model.o"],
+            tmp_path,
+        )
 
 
 def _fake_prefix(root: Path, manifest: Dict[str, object]) -> Path:
@@ -401,27 +509,39 @@ def _fake_prefix(root: Path, manifest: Dict[str, object]) -> Path:
 
 
 def test_config_against_a_fake_prefix(venv: Venv, tmp_path: Path) -> None:
-    prefix = _fake_prefix(tmp_path / "prefix", {
-        "version": __version__, "components": ["core", "llvm"],
-        "plugin": "lib/mlbridge/mlbridge-inline-advisor.so", "libdir": "lib"})
+    prefix = _fake_prefix(
+        tmp_path / "prefix",
+        {
+            "version": __version__,
+            "components": ["core", "llvm"],
+            "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+            "libdir": "lib",
+        },
+    )
     (prefix / "lib" / "mlbridge").mkdir(parents=True)
     (prefix / "lib" / "mlbridge" / "mlbridge-inline-advisor.so").write_bytes(b"")
     env = {"MLBRIDGE_PREFIX": str(prefix)}
     lines = venv.run("mlbridge", "config", "--plugin", "--components", env=env).stdout
-    assert lines.splitlines() == [str(prefix / "lib/mlbridge/mlbridge-inline-advisor.so"),
-                                  "core llvm"]
+    assert lines.splitlines() == [
+        str(prefix / "lib/mlbridge/mlbridge-inline-advisor.so"),
+        "core llvm",
+    ]
     missing = venv.run("mlbridge", "config", "--deploy-replay", env=env, check=False)
     assert missing.returncode == 4 and len(missing.stderr.splitlines()) == 1
     escaping = _fake_prefix(tmp_path / "bad", {"version": "1", "plugin": "../../etc/passwd"})
-    bad = venv.run("mlbridge", "config", "--json", env={"MLBRIDGE_PREFIX": str(escaping)},
-                   check=False)
+    bad = venv.run(
+        "mlbridge", "config", "--json", env={"MLBRIDGE_PREFIX": str(escaping)}, check=False
+    )
     assert bad.returncode == 4 and "inside the prefix" in bad.stderr
     assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
 def test_config_json_against_the_native_prefix(base_venv: Venv, native_prefix: Path) -> None:
-    shown = json.loads(base_venv.run("mlbridge", "config", "--json",
-                                     env={"MLBRIDGE_PREFIX": str(native_prefix)}).stdout)
+    shown = json.loads(
+        base_venv.run(
+            "mlbridge", "config", "--json", env={"MLBRIDGE_PREFIX": str(native_prefix)}
+        ).stdout
+    )
     assert shown["version"] == __version__ and shown["found_by"] == "MLBRIDGE_PREFIX"
     assert Path(shown["prefix"]) == native_prefix
     assert "core" in shown["components"]
@@ -450,21 +570,33 @@ def test_demo_without_the_native_half_says_why(base_venv: Venv, tmp_path: Path) 
     assert "expr.c" in done.stdout
 
 
-def test_loop_quick_on_a_users_own_corpus(base_venv: Venv, native_prefix: Path,
-                                          tmp_path: Path) -> None:
+def test_loop_quick_on_a_users_own_corpus(
+    base_venv: Venv, native_prefix: Path, tmp_path: Path
+) -> None:
     _need_tools("clang-19", "llvm-size-19", "c++")
     corpus = tmp_path / "my-programs"
     for name, text in CORPUS.items():
         (corpus / name).parent.mkdir(parents=True, exist_ok=True)
         (corpus / name).write_text(text)
     out = tmp_path / "loop-out"
-    done = base_venv.run("mlbridge", "loop", "--quick", "--corpus", corpus,
-                         "--es-iterations", "1", "--out", out, timeout=1200,
-                         env={"MLBRIDGE_PREFIX": str(native_prefix)})
+    done = base_venv.run(
+        "mlbridge",
+        "loop",
+        "--quick",
+        "--corpus",
+        corpus,
+        "--es-iterations",
+        "1",
+        "--out",
+        out,
+        timeout=1200,
+        env={"MLBRIDGE_PREFIX": str(native_prefix)},
+    )
     assert "always training" in done.stderr
     programs = json.loads((out / "results.json").read_text())["programs"]
     assert set(programs["bundled"]) <= set(programs["train"])
     assert programs["held_out"]
     assert sorted(programs["train"] + programs["held_out"]) == sorted(
-        programs["bundled"] + ["checksum.c", "matrix.c", "sorter"])
+        programs["bundled"] + ["checksum.c", "matrix.c", "sorter"]
+    )
     assert (out / "summary.md").read_text().startswith("# mlbridge loop")

@@ -32,6 +32,7 @@ from mlbridge.aot.weights import DEFAULT_INLINE_LIMIT, incbin_path
 def supported_ops() -> str:
     """The ONNX operators mlbridge-aot compiles."""
     from mlbridge.aot.ops import supported_ops as ops
+
     return ops()
 
 
@@ -42,12 +43,15 @@ def default_class_name(path: str) -> str:
     return name if name and not name[0].isdigit() else "Model" + name
 
 
-def compile_model(model: Any, class_name: Optional[str] = None,
-                  namespace: str = "mlbridge_models",
-                  input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                  header_name: Optional[str] = None,
-                  inline_weights_limit: Optional[int] = None,
-                  max_memory: Optional[int] = None) -> "Generated":
+def compile_model(
+    model: Any,
+    class_name: Optional[str] = None,
+    namespace: str = "mlbridge_models",
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    header_name: Optional[str] = None,
+    inline_weights_limit: Optional[int] = None,
+    max_memory: Optional[int] = None,
+) -> "Generated":
     """Compiles ``model`` (path, bytes or onnx.ModelProto). Constants of more
     than ``inline_weights_limit`` bytes in all (default
     :data:`DEFAULT_INLINE_LIMIT`) go to a weights file; every tensor, and the
@@ -57,12 +61,20 @@ def compile_model(model: Any, class_name: Optional[str] = None,
     fuse_relu(graph)
     mark_sparse_inputs(graph)
     if class_name is None:
-        class_name = default_class_name(str(model)) if isinstance(model, (str, Path)) \
-            else "Model"
+        class_name = default_class_name(str(model)) if isinstance(model, (str, Path)) else "Model"
     label = Path(model).name if isinstance(model, (str, Path)) else graph.name
-    return Generated(generate(graph, class_name, namespace,
-                              header_name or f"{class_name}.h", label,
-                              inline_weights_limit, max_memory), graph)
+    return Generated(
+        generate(
+            graph,
+            class_name,
+            namespace,
+            header_name or f"{class_name}.h",
+            label,
+            inline_weights_limit,
+            max_memory,
+        ),
+        graph,
+    )
 
 
 class Generated:
@@ -89,8 +101,9 @@ class Generated:
         inline arrays."""
         return self.model.weights.data if self.model.weights else b""
 
-    def write(self, out_dir: Any, stem: Optional[str] = None,
-              always_write_weights: bool = False) -> tuple:
+    def write(
+        self, out_dir: Any, stem: Optional[str] = None, always_write_weights: bool = False
+    ) -> tuple:
         """Writes ``<stem>.h``, ``<stem>.cpp`` (stem: the header's) and, when
         the constants are not inline (or ``always_write_weights``: a build
         system wanting a fixed set of outputs), ``<stem>.weights.bin``, whose
@@ -101,11 +114,9 @@ class Generated:
         stem = stem or Path(self.model.header_name).stem
         paths = (out / f"{stem}.h", out / f"{stem}.cpp")
         weights = out / f"{stem}.weights.bin"
-        source = self.model.source_for(incbin_path(weights) if self.model.weights
-                                       else weights.name)
+        source = self.model.source_for(incbin_path(weights) if self.model.weights else weights.name)
         out.mkdir(parents=True, exist_ok=True)
-        files = [(weights, self.weights)] if self.model.weights or always_write_weights \
-            else []
+        files = [(weights, self.weights)] if self.model.weights or always_write_weights else []
         files += [(paths[0], self.header.encode()), (paths[1], source.encode())]
         for path, data in files:
             if not path.exists() or path.read_bytes() != data:
@@ -113,5 +124,12 @@ class Generated:
         return paths
 
 
-__all__ = ["AotError", "DEFAULT_INLINE_LIMIT", "DEFAULT_MAX_MEMORY", "Generated",
-           "compile_model", "default_class_name", "supported_ops"]
+__all__ = [
+    "AotError",
+    "DEFAULT_INLINE_LIMIT",
+    "DEFAULT_MAX_MEMORY",
+    "Generated",
+    "compile_model",
+    "default_class_name",
+    "supported_ops",
+]

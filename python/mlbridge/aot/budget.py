@@ -43,13 +43,13 @@ DEFAULT_MAX_MEMORY = 1 << 30
 MAX_DIM = (1 << 31) - 1
 
 
-def check_shape(what: str, shape: Sequence[Any], itemsize: int, max_memory: int,
-                runtime: bool = False) -> tuple:
+def check_shape(
+    what: str, shape: Sequence[Any], itemsize: int, max_memory: int, runtime: bool = False
+) -> tuple:
     """``shape`` as a tuple of ints, or AotError naming ``what``. ``runtime``:
     a tensor computed (or passed) at run time, which may not be empty."""
     if len(shape) > MAX_RANK:
-        raise AotError(f"{what} has {len(shape)} dimensions; at most {MAX_RANK} "
-                       "are supported")
+        raise AotError(f"{what} has {len(shape)} dimensions; at most {MAX_RANK} are supported")
     dims = tuple(int(d) for d in shape)
     for i, d in enumerate(dims):
         if d < 0:
@@ -57,33 +57,48 @@ def check_shape(what: str, shape: Sequence[Any], itemsize: int, max_memory: int,
         if d > MAX_DIM:
             raise AotError(f"{what}: dimension {i} is {d}; at most {MAX_DIM} is supported")
         if d == 0 and runtime:
-            raise AotError(f"{what}: dimension {i} is 0; mlbridge-aot does not "
-                           "support empty tensors at run time")
+            raise AotError(
+                f"{what}: dimension {i} is 0; mlbridge-aot does not "
+                "support empty tensors at run time"
+            )
     count = 1
     for d in dims:
         count *= d
     if count > MAX_ELEMENTS:
-        raise AotError(f"{what}: shape {list(dims)} has {count} elements; at most "
-                       f"{MAX_ELEMENTS} are supported")
+        raise AotError(
+            f"{what}: shape {list(dims)} has {count} elements; at most {MAX_ELEMENTS} are supported"
+        )
     if count * itemsize > max_memory:
-        raise AotError(f"{what}: shape {list(dims)} needs {count * itemsize} bytes, "
-                       f"more than the memory budget of {max_memory} bytes "
-                       "(mlbridge-aot --max-memory)")
+        raise AotError(
+            f"{what}: shape {list(dims)} needs {count * itemsize} bytes, "
+            f"more than the memory budget of {max_memory} bytes "
+            "(mlbridge-aot --max-memory)"
+        )
     return dims
 
 
 def static_memory(what: str, buffers: int, constants: int, max_memory: int) -> None:
     """Checks the generated model's static memory against the budget."""
     if buffers + constants > max_memory:
-        raise AotError(f"{what} needs {buffers} bytes of buffers and {constants} bytes "
-                       f"of constants, more than the memory budget of {max_memory} "
-                       "bytes (mlbridge-aot --max-memory)")
+        raise AotError(
+            f"{what} needs {buffers} bytes of buffers and {constants} bytes "
+            f"of constants, more than the memory budget of {max_memory} "
+            "bytes (mlbridge-aot --max-memory)"
+        )
 
 
 #: Bytes per element where numpy's stand-in type is wider than the stored one.
-_NARROW = {getattr(onnx.TensorProto, n): w for n, w in (
-    ("BFLOAT16", 2), ("FLOAT8E4M3FN", 1), ("FLOAT8E4M3FNUZ", 1), ("FLOAT8E5M2", 1),
-    ("FLOAT8E5M2FNUZ", 1)) if onnx is not None and hasattr(onnx.TensorProto, n)}
+_NARROW = {
+    getattr(onnx.TensorProto, n): w
+    for n, w in (
+        ("BFLOAT16", 2),
+        ("FLOAT8E4M3FN", 1),
+        ("FLOAT8E4M3FNUZ", 1),
+        ("FLOAT8E5M2", 1),
+        ("FLOAT8E5M2FNUZ", 1),
+    )
+    if onnx is not None and hasattr(onnx.TensorProto, n)
+}
 
 
 def _itemsize(elem_type: int, what: str) -> int:
@@ -97,18 +112,29 @@ def _itemsize(elem_type: int, what: str) -> int:
 
 
 #: Element types stored two per byte (raw) or per int32_data entry.
-_PACKED = {getattr(onnx.TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1")
-           if onnx is not None and hasattr(onnx.TensorProto, n)}
+_PACKED = {
+    getattr(onnx.TensorProto, n)
+    for n in ("INT4", "UINT4", "FLOAT4E2M1")
+    if onnx is not None and hasattr(onnx.TensorProto, n)
+}
 #: Element types stored as two numbers each in the typed fields.
 _PAIRS = {onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128} if onnx else set()
-_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data",
-                 "double_data", "uint64_data")
+_TYPED_FIELDS = (
+    "float_data",
+    "int32_data",
+    "string_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+)
 
 
 def _refuse_external(t: Any, what: str) -> None:
     if t.data_location == onnx.TensorProto.EXTERNAL or t.external_data:
-        raise AotError(f"{what} keeps its data in an external file; mlbridge-aot "
-                       "compiles self-contained models only")
+        raise AotError(
+            f"{what} keeps its data in an external file; mlbridge-aot "
+            "compiles self-contained models only"
+        )
 
 
 def refuse_external_data(graph: Any) -> None:
@@ -134,15 +160,21 @@ def _check_stored(t: Any, what: str, count: int) -> None:
         if t.data_type == onnx.TensorProto.STRING:
             raise AotError(f"{what}: a string tensor cannot have raw data")
         stored, unit = len(t.raw_data), "bytes"
-        expected = (count + 1) // 2 if t.data_type in _PACKED \
-            else count * _itemsize(t.data_type, what)
+        expected = (
+            (count + 1) // 2 if t.data_type in _PACKED else count * _itemsize(t.data_type, what)
+        )
     else:
         stored, unit = sum(len(getattr(t, f)) for f in _TYPED_FIELDS), "values"
-        expected = (count + 1) // 2 if t.data_type in _PACKED \
+        expected = (
+            (count + 1) // 2
+            if t.data_type in _PACKED
             else count * (2 if t.data_type in _PAIRS else 1)
+        )
     if stored != expected:
-        raise AotError(f"{what}: shape {list(t.dims)} needs {expected} {unit} of data, "
-                       f"the model holds {stored}")
+        raise AotError(
+            f"{what}: shape {list(t.dims)} needs {expected} {unit} of data, "
+            f"the model holds {stored}"
+        )
 
 
 def check_tensor(t: Any, what: str, max_memory: int) -> None:
@@ -175,14 +207,17 @@ def check_attribute_tensors(node: Any, where: str, max_memory: int) -> None:
             for t in a.tensors:
                 check_tensor(t, what, max_memory)
         elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
-            check_shape(what, list(a.sparse_tensor.dims),
-                        _itemsize(a.sparse_tensor.values.data_type, what), max_memory)
+            check_shape(
+                what,
+                list(a.sparse_tensor.dims),
+                _itemsize(a.sparse_tensor.values.data_type, what),
+                max_memory,
+            )
             check_tensor(a.sparse_tensor.values, what + " (values)", max_memory)
             check_tensor(a.sparse_tensor.indices, what + " (indices)", max_memory)
 
 
-def check_folded_outputs(node: Any, inputs: list, opset: int, where: str,
-                         max_memory: int) -> None:
+def check_folded_outputs(node: Any, inputs: list, opset: int, where: str, max_memory: int) -> None:
     """Infers the output shapes of a node about to be folded (with the values
     of its small integer inputs: shapes, repeats...) and refuses outputs over
     the budget. Best effort: an output whose shape cannot be inferred is
@@ -204,16 +239,20 @@ def check_folded_outputs(node: Any, inputs: list, opset: int, where: str,
             data[name] = numpy_helper.from_array(v.const, name)
     try:
         outputs = onnx.shape_inference.infer_node_outputs(
-            schema, node, types, data, opset_imports=[helper.make_opsetid("", opset)])
+            schema, node, types, data, opset_imports=[helper.make_opsetid("", opset)]
+        )
     except Exception:  # inference is best effort: checked after folding
         return
     for name, tp in outputs.items():
         tt = tp.tensor_type
-        if not tt.HasField("shape") or not all(d.HasField("dim_value")
-                                               for d in tt.shape.dim):
+        if not tt.HasField("shape") or not all(d.HasField("dim_value") for d in tt.shape.dim):
             continue
-        check_shape(f"{where}: output '{name}'", [d.dim_value for d in tt.shape.dim],
-                    _itemsize(tt.elem_type, where), max_memory)
+        check_shape(
+            f"{where}: output '{name}'",
+            [d.dim_value for d in tt.shape.dim],
+            _itemsize(tt.elem_type, where),
+            max_memory,
+        )
 
 
 def optional_max_memory(value: Optional[int]) -> int:

@@ -20,8 +20,14 @@ import sys
 from typing import Optional, Sequence
 
 from mlbridge import __version__
-from mlbridge.aot import (DEFAULT_INLINE_LIMIT, DEFAULT_MAX_MEMORY, AotError, compile_model,
-                          default_class_name, supported_ops)
+from mlbridge.aot import (
+    DEFAULT_INLINE_LIMIT,
+    DEFAULT_MAX_MEMORY,
+    AotError,
+    compile_model,
+    default_class_name,
+    supported_ops,
+)
 from mlbridge.cli_errors import ENVIRONMENT, ArgumentParser, CommandError, fail, run_command
 
 PROG = "mlbridge-aot"
@@ -35,7 +41,8 @@ def _shape(text: str) -> tuple:
         return name, [int(d) for d in dims.split(",") if d.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected NAME=D0,D1,... (e.g. x=1,64), got '{text}'") from None
+            f"expected NAME=D0,D1,... (e.g. x=1,64), got '{text}'"
+        ) from None
 
 
 def _bytes(text: str) -> int:
@@ -52,29 +59,52 @@ def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog=PROG,
         description="Compile an ONNX model ahead of time into dependency-free C++17 "
-                    "(a header and a source with the weights embedded).")
+        "(a header and a source with the weights embedded).",
+    )
     p.add_argument("model", nargs="?", help="the .onnx file")
     p.add_argument("-o", "--output-dir", default=".", help="where to write CLASS.h/.cpp")
-    p.add_argument("--class", dest="class_name",
-                   help="C++ class name (default: from the file name)")
+    p.add_argument(
+        "--class", dest="class_name", help="C++ class name (default: from the file name)"
+    )
     p.add_argument("--namespace", default="mlbridge_models", help="C++ namespace")
-    p.add_argument("--input-shape", action="append", type=_shape, default=[],
-                   metavar="NAME=D0,D1,...",
-                   help="pin the shape of an input with dynamic dimensions")
-    p.add_argument("--max-memory", type=_bytes, default=DEFAULT_MAX_MEMORY, metavar="BYTES",
-                   help="bound on any tensor and on the model's buffers and constants "
-                        f"together (default: {DEFAULT_MAX_MEMORY})")
-    p.add_argument("--inline-weights-limit", type=_bytes, default=DEFAULT_INLINE_LIMIT,
-                   metavar="BYTES",
-                   help="constants up to this size in all are C++ arrays in the source; "
-                        "beyond, they go to CLASS.weights.bin, assembled in with .incbin "
-                        f"(GCC or Clang, ELF) (default: {DEFAULT_INLINE_LIMIT})")
-    p.add_argument("--always-write-weights", action="store_true",
-                   help="write CLASS.weights.bin even when it is not needed (empty), "
-                        "for build systems that want a fixed set of outputs")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=_shape,
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="pin the shape of an input with dynamic dimensions",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_bytes,
+        default=DEFAULT_MAX_MEMORY,
+        metavar="BYTES",
+        help="bound on any tensor and on the model's buffers and constants "
+        f"together (default: {DEFAULT_MAX_MEMORY})",
+    )
+    p.add_argument(
+        "--inline-weights-limit",
+        type=_bytes,
+        default=DEFAULT_INLINE_LIMIT,
+        metavar="BYTES",
+        help="constants up to this size in all are C++ arrays in the source; "
+        "beyond, they go to CLASS.weights.bin, assembled in with .incbin "
+        f"(GCC or Clang, ELF) (default: {DEFAULT_INLINE_LIMIT})",
+    )
+    p.add_argument(
+        "--always-write-weights",
+        action="store_true",
+        help="write CLASS.weights.bin even when it is not needed (empty), "
+        "for build systems that want a fixed set of outputs",
+    )
     p.add_argument("--list-ops", action="store_true", help="print the supported operators")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="print what was written (silent otherwise, as build steps are)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print what was written (silent otherwise, as build steps are)",
+    )
     p.add_argument("--version", action="version", version=f"{PROG} (mlbridge) {__version__}")
     return p
 
@@ -82,32 +112,41 @@ def _parser() -> argparse.ArgumentParser:
 def _compile(args: argparse.Namespace) -> int:
     """Compile ``args.model`` into ``args.output_dir``; failures as CommandError."""
     if importlib.util.find_spec("onnx") is None:
-        fail("reading ONNX models needs the onnx Python package, which is not installed",
-             ENVIRONMENT)
+        fail(
+            "reading ONNX models needs the onnx Python package, which is not installed", ENVIRONMENT
+        )
     out = args.output_dir
     if os.path.exists(out) and not os.path.isdir(out):
         fail(f"-o {out}: exists and is not a directory")
     class_name = args.class_name or default_class_name(args.model)
     try:
-        generated = compile_model(args.model, class_name=class_name,
-                                  namespace=args.namespace,
-                                  input_shapes=dict(args.input_shape),
-                                  inline_weights_limit=args.inline_weights_limit,
-                                  max_memory=args.max_memory)
+        generated = compile_model(
+            args.model,
+            class_name=class_name,
+            namespace=args.namespace,
+            input_shapes=dict(args.input_shape),
+            inline_weights_limit=args.inline_weights_limit,
+            max_memory=args.max_memory,
+        )
     except AotError as e:
         raise CommandError(str(e)) from None
     try:
         header, source = generated.write(out, always_write_weights=args.always_write_weights)
     except OSError as e:
-        raise CommandError(f"cannot write {e.filename or out}: {e.strerror or e} "
-                           f"(-o {out})") from None
+        raise CommandError(
+            f"cannot write {e.filename or out}: {e.strerror or e} (-o {out})"
+        ) from None
     if args.verbose:
         g = generated.graph
-        weights = f"{len(generated.weights)} bytes of weights in " \
-            f"{source.with_suffix('.weights.bin')}" if generated.weights \
+        weights = (
+            f"{len(generated.weights)} bytes of weights in {source.with_suffix('.weights.bin')}"
+            if generated.weights
             else "weights inline"
-        print(f"{header}\n{source}\n{weights}\n{len(g.nodes)} nodes, "
-              f"{len(g.args)} inputs, {len(g.results)} outputs")
+        )
+        print(
+            f"{header}\n{source}\n{weights}\n{len(g.nodes)} nodes, "
+            f"{len(g.args)} inputs, {len(g.results)} outputs"
+        )
     return 0
 
 

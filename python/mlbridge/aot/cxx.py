@@ -14,7 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
-_KEYWORDS = frozenset("""
+_KEYWORDS = frozenset(
+    """
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char
 char16_t char32_t class compl const constexpr const_cast continue decltype
 default delete do double dynamic_cast else enum explicit export extern false
@@ -23,7 +24,8 @@ not_eq nullptr operator or or_eq private protected public register
 reinterpret_cast return short signed sizeof static static_assert static_cast
 struct switch template this thread_local throw true try typedef typeid
 typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-""".split())
+""".split()
+)
 
 
 #: Alignment of every generated buffer and constant, in bytes (cache lines,
@@ -129,9 +131,9 @@ def float_literal(x: float) -> str:
 
 def int64_literal(x: int) -> str:
     x = int(x)
-    if x == -(2 ** 63):
+    if x == -(2**63):
         return "std::numeric_limits<std::int64_t>::min()"
-    return f"{x}LL" if abs(x) > 2 ** 31 else str(x)
+    return f"{x}LL" if abs(x) > 2**31 else str(x)
 
 
 def literals(arr: np.ndarray) -> Iterable[str]:
@@ -146,5 +148,5 @@ def array_body(arr: np.ndarray, per_line: int = 6) -> str:
     items = list(literals(arr))
     if not items:
         return "{}"
-    rows = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    rows = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "{\n    " + ",\n    ".join(rows) + "}"

@@ -30,8 +30,16 @@ import numpy as np
 from mlbridge.aot import budget, cxx, weights
 from mlbridge.aot.errors import AotError
 from mlbridge.aot.ir import CXX_TYPES, Graph, Node, Value
-from mlbridge.aot.plan import (InArena, InResult, OfConstant, SharedWith, StoragePlan,
-                               plan_layout, plan_names, plan_storage)
+from mlbridge.aot.plan import (
+    InArena,
+    InResult,
+    OfConstant,
+    SharedWith,
+    StoragePlan,
+    plan_layout,
+    plan_names,
+    plan_storage,
+)
 from mlbridge.aot.render import GeneratedModel, render
 from mlbridge.aot.runfn import NodeCode
 from mlbridge.aot.templates import AOT_ABI_V1
@@ -161,9 +169,15 @@ def emit_run(graph: Graph, storage: StoragePlan) -> Emitter:
     return em
 
 
-def generate(graph: Graph, class_name: str, namespace: str, header_name: str,
-             source_label: str = "", inline_limit: Optional[int] = None,
-             max_memory: Optional[int] = None) -> GeneratedModel:
+def generate(
+    graph: Graph,
+    class_name: str,
+    namespace: str,
+    header_name: str,
+    source_label: str = "",
+    inline_limit: Optional[int] = None,
+    max_memory: Optional[int] = None,
+) -> GeneratedModel:
     """Generates the header ``header_name`` and its source for ``graph``.
     Constants of more than ``inline_limit`` bytes in all go to a weights file
     (:mod:`mlbridge.aot.weights`); the model's buffers and constants must fit
@@ -172,10 +186,15 @@ def generate(graph: Graph, class_name: str, namespace: str, header_name: str,
     storage = plan_storage(graph)
     em = emit_run(graph, storage)
     layout = plan_layout(graph.args, graph.results, storage.arena_bytes)
-    budget.static_memory(f"the model '{cxx.comment(graph.name)}'", layout.storage,
-                         em.pool.nbytes, budget.optional_max_memory(max_memory))
-    return render(graph, names, layout, em.pool, em.nodes, em.decls,
-                  weights.optional_limit(inline_limit))
+    budget.static_memory(
+        f"the model '{cxx.comment(graph.name)}'",
+        layout.storage,
+        em.pool.nbytes,
+        budget.optional_max_memory(max_memory),
+    )
+    return render(
+        graph, names, layout, em.pool, em.nodes, em.decls, weights.optional_limit(inline_limit)
+    )
 
 
 __all__ = ["AOT_ABI_V1", "Emitter", "GeneratedModel", "emit_run", "generate"]

@@ -18,6 +18,7 @@ import numpy as np
 
 from mlbridge.aot import budget
 from mlbridge.aot.errors import AotError
+
 # The data types live in mlbridge.aot.ir; importable from here as before.
 from mlbridge.aot.ir import CXX_TYPES, RUNTIME_DTYPES, SPEC_TYPES, Graph, Node, Value
 from mlbridge.aot.ops import OPERATORS, supported_ops
@@ -31,16 +32,22 @@ except ImportError:  # pragma: no cover - reported by load_graph
 
 def _require_onnx() -> None:
     if onnx is None:
-        raise AotError("mlbridge-aot needs the 'onnx' package "
-                       "(pip install 'mlbridge-compiler[aot]')")
+        raise AotError(
+            "mlbridge-aot needs the 'onnx' package (pip install 'mlbridge-compiler[aot]')"
+        )
 
 
 def _runtime_dtype(elem_type: int, what: str) -> np.dtype:
     if elem_type not in RUNTIME_DTYPES:
-        name = onnx.TensorProto.DataType.Name(elem_type) \
-            if elem_type in onnx.TensorProto.DataType.values() else f"unknown ({elem_type})"
-        raise AotError(f"{what} has element type {name}; mlbridge-aot supports "
-                       "float32 and int64 tensors at run time")
+        name = (
+            onnx.TensorProto.DataType.Name(elem_type)
+            if elem_type in onnx.TensorProto.DataType.values()
+            else f"unknown ({elem_type})"
+        )
+        raise AotError(
+            f"{what} has element type {name}; mlbridge-aot supports "
+            "float32 and int64 tensors at run time"
+        )
     return RUNTIME_DTYPES[elem_type]
 
 
@@ -50,27 +57,35 @@ def _input_shape(vi: Any, pinned: Mapping[str, Sequence[int]]) -> tuple:
     if vi.name in pinned:
         shape = tuple(int(d) for d in pinned[vi.name])
         if any(d < 0 for d in shape):
-            raise AotError(f"input '{vi.name}': --input-shape dimensions must be >= 0, "
-                           f"got {list(shape)}")
+            raise AotError(
+                f"input '{vi.name}': --input-shape dimensions must be >= 0, got {list(shape)}"
+            )
         if declared is not None:
             if len(declared) != len(shape):
-                raise AotError(f"input '{vi.name}': --input-shape the model declares rank "
-                               f"{len(declared)}, got {list(shape)}")
+                raise AotError(
+                    f"input '{vi.name}': --input-shape the model declares rank "
+                    f"{len(declared)}, got {list(shape)}"
+                )
             for i, (d, n) in enumerate(zip(declared, shape)):
                 if d.HasField("dim_value") and d.dim_value != n:
-                    raise AotError(f"input '{vi.name}': --input-shape dimension {i} is fixed "
-                                   f"to {d.dim_value} by the model, got {n}")
+                    raise AotError(
+                        f"input '{vi.name}': --input-shape dimension {i} is fixed "
+                        f"to {d.dim_value} by the model, got {n}"
+                    )
         return shape
     if declared is None:
-        raise AotError(f"dynamic shape: input '{vi.name}' has no declared shape; "
-                       f"pin it with --input-shape {vi.name}=D0,D1,...")
+        raise AotError(
+            f"dynamic shape: input '{vi.name}' has no declared shape; "
+            f"pin it with --input-shape {vi.name}=D0,D1,..."
+        )
     dims = []
     for i, d in enumerate(declared):
         if not d.HasField("dim_value"):
             label = f" '{d.dim_param}'" if d.dim_param else ""
             raise AotError(
                 f"dynamic shape: input '{vi.name}' dimension {i}{label} is not "
-                f"fixed; pin it with --input-shape {vi.name}=D0,D1,...")
+                f"fixed; pin it with --input-shape {vi.name}=D0,D1,..."
+            )
         dims.append(int(d.dim_value))
     return tuple(dims)
 
@@ -114,17 +129,27 @@ def _attributes(node: Any, where: str, max_memory: int) -> dict:
 
 
 #: Operators never folded: their result is random.
-_RANDOM_OPS = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-               "Multinomial", "Bernoulli")
+_RANDOM_OPS = (
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+)
 
 
 def _foldable(node: Any, present: list) -> bool:
     """All inputs constant, a deterministic operator and no subgraph (a Loop
     on constants could run forever at compile time)."""
-    return (all(v.const is not None for v in present)
-            and node.op_type not in _RANDOM_OPS
-            and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                        for a in node.attribute))
+    return (
+        all(v.const is not None for v in present)
+        and node.op_type not in _RANDOM_OPS
+        and not any(
+            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+            for a in node.attribute
+        )
+    )
 
 
 def _fold(node: Any, inputs: list, opset: int, where: str, max_memory: int) -> list:
@@ -142,8 +167,10 @@ def _fold(node: Any, inputs: list, opset: int, where: str, max_memory: int) -> l
 
 def _check_io_name(name: str, what: str) -> None:
     if "\0" in name:
-        raise AotError(f"{what} {name!r}: the names of inputs and outputs must not "
-                       "contain NUL characters (the C interface spells them as C strings)")
+        raise AotError(
+            f"{what} {name!r}: the names of inputs and outputs must not "
+            "contain NUL characters (the C interface spells them as C strings)"
+        )
 
 
 def _graph_inputs(g: Any, values: dict, pinned: dict, max_memory: int) -> list:
@@ -156,8 +183,9 @@ def _graph_inputs(g: Any, values: dict, pinned: dict, max_memory: int) -> list:
         if not vi.type.HasField("tensor_type"):
             raise AotError(f"input '{vi.name}' is not a tensor")
         dtype = _runtime_dtype(vi.type.tensor_type.elem_type, f"input '{vi.name}'")
-        shape = budget.check_shape(f"input '{vi.name}'", _input_shape(vi, pinned),
-                                   dtype.itemsize, max_memory, runtime=True)
+        shape = budget.check_shape(
+            f"input '{vi.name}'", _input_shape(vi, pinned), dtype.itemsize, max_memory, runtime=True
+        )
         pinned.pop(vi.name, None)
         v = Value(vi.name, dtype, shape)
         values[vi.name] = v
@@ -167,15 +195,16 @@ def _graph_inputs(g: Any, values: dict, pinned: dict, max_memory: int) -> list:
     return args
 
 
-def _node(proto: Any, index: int, values: dict, opset: int,
-          max_memory: int) -> Optional[Node]:
+def _node(proto: Any, index: int, values: dict, opset: int, max_memory: int) -> Optional[Node]:
     """Folds ``proto`` into constants or builds its runtime :class:`Node`;
     records its outputs in ``values``."""
     name = proto.name or f"{proto.op_type}_{index}"
     where = f"node '{name}' ({proto.op_type})"
     if proto.domain not in ("", "ai.onnx"):
-        raise AotError(f"{where}: operator domain '{proto.domain}' is not "
-                       f"supported; mlbridge-aot supports: {supported_ops()}")
+        raise AotError(
+            f"{where}: operator domain '{proto.domain}' is not "
+            f"supported; mlbridge-aot supports: {supported_ops()}"
+        )
     budget.check_attribute_tensors(proto, where, max_memory)
     inputs = []
     for i in proto.input:
@@ -189,33 +218,41 @@ def _node(proto: Any, index: int, values: dict, opset: int,
     if proto.op_type == "Shape" and present:
         folded = [np.asarray(present[0].shape, dtype=np.int64)]
         attrs = _attributes(proto, where, max_memory)
-        folded = [folded[0][attrs.get("start", 0):attrs.get("end", None)]]
+        folded = [folded[0][attrs.get("start", 0) : attrs.get("end", None)]]
     elif _foldable(proto, present):
         folded = _fold(proto, inputs, opset, where, max_memory)
     else:
         folded = None
     if folded is not None:
         for out, arr in zip(proto.output, folded):
-            budget.check_shape(f"{where}: output '{out}'", arr.shape, arr.dtype.itemsize,
-                               max_memory)
+            budget.check_shape(
+                f"{where}: output '{out}'", arr.shape, arr.dtype.itemsize, max_memory
+            )
             values[out] = Value(out, arr.dtype, arr.shape, arr)
         return None
     impl = OPERATORS.get(proto.op_type)
     if impl is None:
-        raise AotError(f"{where}: operator {proto.op_type} is not supported; "
-                       f"mlbridge-aot supports: {supported_ops()}")
+        raise AotError(
+            f"{where}: operator {proto.op_type} is not supported; "
+            f"mlbridge-aot supports: {supported_ops()}"
+        )
     node = Node(proto.op_type, name, inputs, [], _attributes(proto, where, max_memory), opset)
     shapes = impl.infer(node)
     if len(shapes) < len([o for o in proto.output if o]):
-        raise AotError(f"{where}: produces {len(proto.output)} outputs; "
-                       f"mlbridge-aot computes only {len(shapes)}")
+        raise AotError(
+            f"{where}: produces {len(proto.output)} outputs; "
+            f"mlbridge-aot computes only {len(shapes)}"
+        )
     for out, (dtype, shape) in zip(proto.output, shapes):
         dtype = np.dtype(dtype)
         if dtype not in CXX_TYPES:
-            raise AotError(f"{where}: output '{out}' would have element type "
-                           f"{dtype.name}; only float32 and int64 are supported")
-        shape = budget.check_shape(f"{where}: output '{out}'", shape, dtype.itemsize,
-                                   max_memory, runtime=True)
+            raise AotError(
+                f"{where}: output '{out}' would have element type "
+                f"{dtype.name}; only float32 and int64 are supported"
+            )
+        shape = budget.check_shape(
+            f"{where}: output '{out}'", shape, dtype.itemsize, max_memory, runtime=True
+        )
         v = Value(out, dtype, shape)
         node.outputs.append(v)
         if out:
@@ -223,9 +260,11 @@ def _node(proto: Any, index: int, values: dict, opset: int,
     return node
 
 
-def load_graph(model: Any,
-               input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-               max_memory: Optional[int] = None) -> Graph:
+def load_graph(
+    model: Any,
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    max_memory: Optional[int] = None,
+) -> Graph:
     """Builds the static :class:`Graph` of ``model`` (a ModelProto, a path or
     bytes). ``input_shapes`` pins the shapes of inputs with dynamic
     dimensions (e.g. ``{"x": [1, 64]}``); every tensor must fit
@@ -237,10 +276,8 @@ def load_graph(model: Any,
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
-        raise AotError(f"{what} is not a valid ONNX model: "
-                       f"{str(e).splitlines()[0]}") from e
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-                 None)
+        raise AotError(f"{what} is not a valid ONNX model: {str(e).splitlines()[0]}") from e
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is None:
         raise AotError("the model imports no default-domain (ai.onnx) opset")
     g = model.graph
@@ -249,8 +286,13 @@ def load_graph(model: Any,
         arr = budget.tensor_array(init, f"initializer '{init.name}'", max_memory)
         values[init.name] = Value(init.name, arr.dtype, arr.shape, arr)
     args = _graph_inputs(g, values, dict(input_shapes or {}), max_memory)
-    nodes = [n for n in (_node(proto, index, values, opset, max_memory)
-                         for index, proto in enumerate(g.node)) if n is not None]
+    nodes = [
+        n
+        for n in (
+            _node(proto, index, values, opset, max_memory) for index, proto in enumerate(g.node)
+        )
+        if n is not None
+    ]
     results = []
     for vi in g.output:
         _check_io_name(vi.name, "output")
@@ -258,18 +300,18 @@ def load_graph(model: Any,
             raise AotError(f"output '{vi.name}' is not produced by any node")
         v = values[vi.name]
         if v.dtype not in CXX_TYPES:
-            raise AotError(f"output {v.describe()}: only float32 and int64 "
-                           "outputs are supported")
+            raise AotError(f"output {v.describe()}: only float32 and int64 outputs are supported")
         if v.const is not None:
-            budget.check_shape(f"output '{vi.name}'", v.shape, v.dtype.itemsize,
-                               max_memory, runtime=True)
+            budget.check_shape(
+                f"output '{vi.name}'", v.shape, v.dtype.itemsize, max_memory, runtime=True
+            )
         results.append(v)
     names = [v.name for v in args] + [v.name for v in results]
     if len(set(names)) != len(names):
-        raise AotError("an input and an output (or two outputs) share a name; "
-                       "rename them in the model")
-    return Graph(g.name or "model", args, results, _live_nodes(nodes, results), opset,
-                 g.doc_string)
+        raise AotError(
+            "an input and an output (or two outputs) share a name; rename them in the model"
+        )
+    return Graph(g.name or "model", args, results, _live_nodes(nodes, results), opset, g.doc_string)
 
 
 def _live_nodes(nodes: list, results: list) -> list:
@@ -283,5 +325,13 @@ def _live_nodes(nodes: list, results: list) -> list:
     return live[::-1]
 
 
-__all__ = ["CXX_TYPES", "RUNTIME_DTYPES", "SPEC_TYPES", "AotError", "Graph", "Node", "Value",
-           "load_graph"]
+__all__ = [
+    "CXX_TYPES",
+    "RUNTIME_DTYPES",
+    "SPEC_TYPES",
+    "AotError",
+    "Graph",
+    "Node",
+    "Value",
+    "load_graph",
+]

@@ -47,9 +47,15 @@ def mark_sparse_inputs(graph: Graph) -> None:
     the zero entries."""
     after_relu: set = set()
     for node in graph.nodes:
-        if node.op in ("Gemm", "MatMul") and node.inputs[0] is not None \
-                and id(node.inputs[0]) in after_relu:
+        if (
+            node.op in ("Gemm", "MatMul")
+            and node.inputs[0] is not None
+            and id(node.inputs[0]) in after_relu
+        ):
             node.fused["sparse_input"] = True
-        if node.op == "Relu" or node.fused.get("relu") or (
-                OPERATORS[node.op].view and id(node.inputs[0]) in after_relu):
+        if (
+            node.op == "Relu"
+            or node.fused.get("relu")
+            or (OPERATORS[node.op].view and id(node.inputs[0]) in after_relu)
+        ):
             after_relu.update(id(o) for o in node.outputs)

@@ -37,15 +37,14 @@ class Names:
     """The names of one generated model."""
 
     class_name: str
-    namespace: str        #: ``outer::inner`` allowed
-    header_name: str      #: a plain file name
-    c_symbol: str         #: the C interface function; prefixes the weights' symbols
-    guard: str            #: the header's include guard
-    source_label: str     #: the model the code comes from, safe in a comment
+    namespace: str  #: ``outer::inner`` allowed
+    header_name: str  #: a plain file name
+    c_symbol: str  #: the C interface function; prefixes the weights' symbols
+    guard: str  #: the header's include guard
+    source_label: str  #: the model the code comes from, safe in a comment
 
 
-def plan_names(class_name: str, namespace: str, header_name: str,
-               source_label: str) -> Names:
+def plan_names(class_name: str, namespace: str, header_name: str, source_label: str) -> Names:
     """The checked :class:`Names` (AotError names what is not acceptable)."""
     if not cxx.is_identifier(class_name):
         raise AotError(f"class name '{class_name}' is not a C++ identifier")
@@ -53,12 +52,18 @@ def plan_names(class_name: str, namespace: str, header_name: str,
         if not cxx.is_identifier(part):
             raise AotError(f"namespace '{namespace}' is not a C++ namespace name")
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", header_name):
-        raise AotError(f"header name {header_name!r} must be a plain file name "
-                       "(letters, digits, '_', '.', '+', '-')")
-    return Names(class_name, namespace, header_name,
-                 c_symbol=cxx.identifier(f"{namespace.replace('::', '_')}_{class_name}_model"),
-                 guard=cxx.identifier(f"{namespace}_{class_name}_H").upper(),
-                 source_label=cxx.comment(source_label))
+        raise AotError(
+            f"header name {header_name!r} must be a plain file name "
+            "(letters, digits, '_', '.', '+', '-')"
+        )
+    return Names(
+        class_name,
+        namespace,
+        header_name,
+        c_symbol=cxx.identifier(f"{namespace.replace('::', '_')}_{class_name}_model"),
+        guard=cxx.identifier(f"{namespace}_{class_name}_H").upper(),
+        source_label=cxx.comment(source_label),
+    )
 
 
 # -- storage -----------------------------------------------------------------
@@ -246,5 +251,18 @@ def plan_layout(args: Sequence[Value], results: Sequence[Value], arena_bytes: in
     return Layout(offsets["arg"], offsets["result"], top, max(top + arena_bytes, 1))
 
 
-__all__ = ["Arena", "InArena", "InResult", "Layout", "Names", "NodeStorage", "OfConstant",
-           "Place", "SharedWith", "StoragePlan", "plan_layout", "plan_names", "plan_storage"]
+__all__ = [
+    "Arena",
+    "InArena",
+    "InResult",
+    "Layout",
+    "Names",
+    "NodeStorage",
+    "OfConstant",
+    "Place",
+    "SharedWith",
+    "StoragePlan",
+    "plan_layout",
+    "plan_names",
+    "plan_storage",
+]

@@ -64,57 +64,97 @@ def _accessors(args: Sequence[Value], results: Sequence[Value]) -> str:
     derived from the names, unique within each kind."""
     out = []
     for kind, values, prefix, member, array in (
-            ("input", args, "feed_", "arg", "ArgData"),
-            ("output", results, "fetch_", "result", "ResultData")):
+        ("input", args, "feed_", "arg", "ArgData"),
+        ("output", results, "fetch_", "result", "ResultData"),
+    ):
         taken: set = set()
         for i, v in enumerate(values):
-            out.append(templates.snippet(
-                "accessor.h.in", kind=kind, description=_describe(v), type=CXX_TYPES[v.dtype],
-                member=member, ident=cxx.unique_identifier(prefix + v.name, taken),
-                array=array, index=i))
+            out.append(
+                templates.snippet(
+                    "accessor.h.in",
+                    kind=kind,
+                    description=_describe(v),
+                    type=CXX_TYPES[v.dtype],
+                    member=member,
+                    ident=cxx.unique_identifier(prefix + v.name, taken),
+                    array=array,
+                    index=i,
+                )
+            )
     return "\n".join(out)
 
 
 def _tables(args: Sequence[Value], results: Sequence[Value]) -> Dict[str, str]:
     """Tensor descriptions, shapes and name lookups of the source."""
+
     def info_rows(values: Sequence[Value], kind: str) -> str:
-        rows = [f"    {{{cxx.string_literal(v.name)}, {cxx.string_literal(SPEC_TYPES[v.dtype])}, "
-                f"{len(v.shape)}, {kind}Shape{i}, {v.size}u, {v.nbytes}u}},"
-                for i, v in enumerate(values)]
+        rows = [
+            f"    {{{cxx.string_literal(v.name)}, {cxx.string_literal(SPEC_TYPES[v.dtype])}, "
+            f"{len(v.shape)}, {kind}Shape{i}, {v.size}u, {v.nbytes}u}},"
+            for i, v in enumerate(values)
+        ]
         return "\n".join(rows) or "    {nullptr, nullptr, 0, nullptr, 0u, 0u},"
 
     def c_rows(values: Sequence[Value], kind: str) -> str:
-        rows = [f"    {{{cxx.string_literal(v.name)}, {cxx.string_literal(SPEC_TYPES[v.dtype])}, "
-                f"{len(v.shape)}, {kind}Shape{i}}}," for i, v in enumerate(values)]
+        rows = [
+            f"    {{{cxx.string_literal(v.name)}, {cxx.string_literal(SPEC_TYPES[v.dtype])}, "
+            f"{len(v.shape)}, {kind}Shape{i}}},"
+            for i, v in enumerate(values)
+        ]
         return "\n".join(rows) or "    {nullptr, nullptr, 0, nullptr},"
 
     def lookup(values: Sequence[Value], prefix: str) -> str:
-        return "\n".join(f"  if (Name == {cxx.string_literal(v.name)} || "
-                         f"Name == {cxx.string_literal(prefix + v.name)})\n    return {i};"
-                         for i, v in enumerate(values))
+        return "\n".join(
+            f"  if (Name == {cxx.string_literal(v.name)} || "
+            f"Name == {cxx.string_literal(prefix + v.name)})\n    return {i};"
+            for i, v in enumerate(values)
+        )
 
-    shapes = [f"constexpr std::int64_t {kind}Shape{i}[] = {_shape_list(v.shape)};"
-              for kind, values in (("Arg", args), ("Result", results))
-              for i, v in enumerate(values)]
-    return dict(arg_info=info_rows(args, "Arg"), result_info=info_rows(results, "Result"),
-                c_args=c_rows(args, "Arg"), c_results=c_rows(results, "Result"),
-                lookup_args=lookup(args, "feed_"), lookup_results=lookup(results, "fetch_"),
-                shape_decls="\n".join(shapes))
+    shapes = [
+        f"constexpr std::int64_t {kind}Shape{i}[] = {_shape_list(v.shape)};"
+        for kind, values in (("Arg", args), ("Result", results))
+        for i, v in enumerate(values)
+    ]
+    return dict(
+        arg_info=info_rows(args, "Arg"),
+        result_info=info_rows(results, "Result"),
+        c_args=c_rows(args, "Arg"),
+        c_results=c_rows(results, "Result"),
+        lookup_args=lookup(args, "feed_"),
+        lookup_results=lookup(results, "fetch_"),
+        shape_decls="\n".join(shapes),
+    )
 
 
-def render(graph: Graph, names: Names, layout: Layout, pool: ConstantPool,
-           nodes: Sequence[NodeCode], decls: Sequence[str], inline_limit: int) -> GeneratedModel:
+def render(
+    graph: Graph,
+    names: Names,
+    layout: Layout,
+    pool: ConstantPool,
+    nodes: Sequence[NodeCode],
+    decls: Sequence[str],
+    inline_limit: int,
+) -> GeneratedModel:
     """The :class:`GeneratedModel` of ``graph``: its run function is ``nodes``
     (with the namespace-scope declarations ``decls``), its constants ``pool``,
     inline arrays when they take at most ``inline_limit`` bytes, else a
     weights file."""
     args, results = graph.args, graph.results
     header = templates.fill(
-        "model.h.in", abi=AOT_ABI_V1, c_symbol=names.c_symbol, guard=names.guard,
-        source=names.source_label, namespace=names.namespace, cls=names.class_name,
-        num_args=len(args), num_results=len(results), storage=layout.storage,
-        accessors=_accessors(args, results), arg_slots=max(len(args), 1),
-        result_slots=max(len(results), 1))
+        "model.h.in",
+        abi=AOT_ABI_V1,
+        c_symbol=names.c_symbol,
+        guard=names.guard,
+        source=names.source_label,
+        namespace=names.namespace,
+        cls=names.class_name,
+        num_args=len(args),
+        num_results=len(results),
+        storage=layout.storage,
+        accessors=_accessors(args, results),
+        arg_slots=max(len(args), 1),
+        result_slots=max(len(results), 1),
+    )
 
     weights_file, weights_decls, weights_check = None, "", ""
     if pool.nbytes <= inline_limit:
@@ -126,21 +166,31 @@ def render(graph: Graph, names: Names, layout: Layout, pool: ConstantPool,
         weights_check = templates.text("weights_check.cpp.in")
     tables = _tables(args, results)
     source = templates.fill(
-        "model.cpp.in", header_name=names.header_name, source=names.source_label,
+        "model.cpp.in",
+        header_name=names.header_name,
+        source=names.source_label,
         kernels=resources.files("mlbridge.aot").joinpath("kernels.h").read_text(),
         weights_decls=weights_decls,
         outline="#define MLBRIDGE_AOT_OUTLINE_KERNELS 1\n" if runfn.outline(nodes) else "",
         decls="\n\n".join(d for d in [const_decls, *decls, tables.pop("shape_decls")] if d),
-        run=runfn.render(nodes, [CXX_TYPES[v.dtype] for v in args],
-                         [CXX_TYPES[v.dtype] for v in results]),
+        run=runfn.render(
+            nodes, [CXX_TYPES[v.dtype] for v in args], [CXX_TYPES[v.dtype] for v in results]
+        ),
         weights_check=weights_check,
-        namespace=names.namespace, cls=names.class_name, scratch_offset=layout.scratch_offset,
+        namespace=names.namespace,
+        cls=names.class_name,
+        scratch_offset=layout.scratch_offset,
         arg_offsets=", ".join(map(str, layout.arg_offsets or [0])),
         result_offsets=", ".join(map(str, layout.result_offsets or [0])),
-        num_args=len(args), num_results=len(results),
-        c_symbol=names.c_symbol, c_name=cxx.string_literal(names.class_name), **tables)
-    return GeneratedModel(names.class_name, names.namespace, names.header_name, header, source,
-                          weights_file)
+        num_args=len(args),
+        num_results=len(results),
+        c_symbol=names.c_symbol,
+        c_name=cxx.string_literal(names.class_name),
+        **tables,
+    )
+    return GeneratedModel(
+        names.class_name, names.namespace, names.header_name, header, source, weights_file
+    )
 
 
 __all__ = ["GeneratedModel", "render"]

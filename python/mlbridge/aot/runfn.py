@@ -73,17 +73,21 @@ def plan_steps(nodes: Sequence[NodeCode]) -> List[Step]:
     for no nodes). In a model of many nodes (:func:`outline`), a step whose
     nodes call shared kernels only has no AVX2 wrapper of its own."""
     shared = outline(nodes)
-    groups = [list(nodes[i:i + STEP_NODES]) for i in range(0, len(nodes), STEP_NODES)]
-    return [Step(group, sorted(set().union(*(n.uses for n in group))),
-                 not shared or any(n.per_isa for n in group))
-            for group in groups or [[]]]
+    groups = [list(nodes[i : i + STEP_NODES]) for i in range(0, len(nodes), STEP_NODES)]
+    return [
+        Step(
+            group,
+            sorted(set().union(*(n.uses for n in group))),
+            not shared or any(n.per_isa for n in group),
+        )
+        for group in groups or [[]]
+    ]
 
 
 # -- emission: the text of the steps and tables --------------------------------
 
 
-def _step(index: int, step: Step, arg_types: Sequence[str],
-          result_types: Sequence[str]) -> str:
+def _step(index: int, step: Step, arg_types: Sequence[str], result_types: Sequence[str]) -> str:
     decls = []
     for kind, i in step.uses:
         if kind == "A":
@@ -101,28 +105,33 @@ def _step(index: int, step: Step, arg_types: Sequence[str],
 def _table(own: Sequence[bool], isa: str, attribute: str) -> str:
     """Wrappers of the steps for ``isa`` (where ``own``, else the generic
     ones), their table and the run function walking it."""
-    wrappers = [templates.snippet("step_wrapper.cpp.in", attribute=attribute, index=i,
-                                  isa=isa)
-                for i, mine in enumerate(own) if mine]
-    entries = ",\n".join(f"    step{i}{isa if mine else 'Generic'}"
-                          for i, mine in enumerate(own))
-    return templates.snippet("step_table.cpp.in", wrappers="\n".join(wrappers),
-                             entries=entries, isa=isa, attribute=attribute)
+    wrappers = [
+        templates.snippet("step_wrapper.cpp.in", attribute=attribute, index=i, isa=isa)
+        for i, mine in enumerate(own)
+        if mine
+    ]
+    entries = ",\n".join(f"    step{i}{isa if mine else 'Generic'}" for i, mine in enumerate(own))
+    return templates.snippet(
+        "step_table.cpp.in",
+        wrappers="\n".join(wrappers),
+        entries=entries,
+        isa=isa,
+        attribute=attribute,
+    )
 
 
-def render(nodes: Sequence[NodeCode], arg_types: Sequence[str],
-           result_types: Sequence[str]) -> str:
+def render(nodes: Sequence[NodeCode], arg_types: Sequence[str], result_types: Sequence[str]) -> str:
     """The step functions and ``runGeneric`` (and ``runAvx2`` where
     ``MLBRIDGE_AOT_X86_DISPATCH`` is defined), as planned by :func:`plan_steps`."""
     steps = plan_steps(nodes)
     return templates.snippet(
         "run.cpp.in",
-        steps="\n\n".join(_step(i, step, arg_types, result_types)
-                           for i, step in enumerate(steps)),
+        steps="\n\n".join(_step(i, step, arg_types, result_types) for i, step in enumerate(steps)),
         generic_table=_table([True] * len(steps), "Generic", ""),
-        avx2_table=_table([step.avx2 for step in steps], "Avx2",
-                          "__attribute__((target(\"avx2,fma\"))) "))
+        avx2_table=_table(
+            [step.avx2 for step in steps], "Avx2", '__attribute__((target("avx2,fma"))) '
+        ),
+    )
 
 
-__all__ = ["NodeCode", "OUTLINE_NODES", "STEP_NODES", "Step", "outline", "plan_steps",
-           "render"]
+__all__ = ["NodeCode", "OUTLINE_NODES", "STEP_NODES", "Step", "outline", "plan_steps", "render"]

@@ -46,9 +46,11 @@ def incbin_path(path: Path) -> str:
     text = str(Path(path).resolve())
     bad = [c for c in text if c in '"\\' or ord(c) < 32 or ord(c) == 127]
     if bad:
-        raise AotError(f"the weights file '{cxx.comment(text, 1000)}' cannot be "
-                       f"referenced from assembly: its path contains {bad[0]!r}; "
-                       "write the generated files to another directory")
+        raise AotError(
+            f"the weights file '{cxx.comment(text, 1000)}' cannot be "
+            f"referenced from assembly: its path contains {bad[0]!r}; "
+            "write the generated files to another directory"
+        )
     return text
 
 
@@ -67,21 +69,24 @@ class WeightsFile:
         from :func:`incbin_path`, or the bare file name for a build that puts
         its directory on the include path (GCC and Clang pass ``-I`` to the
         assembler; link-time optimisation does not)."""
-        lines = self.before + [f".incbin \"{path}\"\n"] + self.after
-        return templates.fill("weights_asm.cpp.in", file_name=cxx.comment(Path(path).name),
-                              size=len(self.data),
-                              lines="\n    ".join(cxx.string_literal(line) for line in lines))
+        lines = self.before + [f'.incbin "{path}"\n'] + self.after
+        return templates.fill(
+            "weights_asm.cpp.in",
+            file_name=cxx.comment(Path(path).name),
+            size=len(self.data),
+            lines="\n    ".join(cxx.string_literal(line) for line in lines),
+        )
 
 
 @dataclass
 class _Region:
     """The constants of one element type in the weights file: an extern array."""
 
-    symbol: str         #: the array's (assembly) symbol
-    ctype: str          #: its C++ element type
-    start: int          #: its byte offset in the file
-    nbytes: int         #: its size, padding included
-    elements: int       #: its size in elements
+    symbol: str  #: the array's (assembly) symbol
+    ctype: str  #: its C++ element type
+    start: int  #: its byte offset in the file
+    nbytes: int  #: its size, padding included
+    elements: int  #: its size in elements
     #: (symbol, array, hint, element offset in the region) of each constant.
     constants: List[Tuple[str, np.ndarray, str, int]]
 
@@ -99,8 +104,10 @@ class ConstantPool:
         if arr.dtype == np.int32 or arr.dtype == np.bool_:
             arr = arr.astype(np.int64)
         if arr.dtype not in CXX_TYPES:
-            raise AotError(f"constant '{hint}' has element type {arr.dtype.name}, "
-                           "which mlbridge-aot cannot embed (float32, int64)")
+            raise AotError(
+                f"constant '{hint}' has element type {arr.dtype.name}, "
+                "which mlbridge-aot cannot embed (float32, int64)"
+            )
         sym = f"kConst{len(self._items) + 1}"
         self._items.append((sym, np.ascontiguousarray(arr), hint))
         return sym
@@ -115,7 +122,8 @@ class ConstantPool:
         return "\n\n".join(
             f"{self._comment(hint, arr)}\nalignas(64) const {CXX_TYPES[arr.dtype]} "
             f"{sym}[{max(arr.size, 1)}] = {cxx.array_body(arr)};"
-            for sym, arr, hint in self._items)
+            for sym, arr, hint in self._items
+        )
 
     def _regions(self, c_symbol: str) -> Tuple[List[_Region], bytes]:
         """The layout of the weights file: one region per element type
@@ -131,8 +139,11 @@ class ConstantPool:
                 placed.append((sym, arr, hint, (len(blob) - start) // dtype.itemsize))
                 blob += arr.tobytes() + bytes(cxx.aligned_size(arr.nbytes) - arr.nbytes)
             nbytes = len(blob) - start
-            regions.append(_Region(f"{c_symbol}_{dtype.name}", t, start, nbytes,
-                                   nbytes // dtype.itemsize, placed))
+            regions.append(
+                _Region(
+                    f"{c_symbol}_{dtype.name}", t, start, nbytes, nbytes // dtype.itemsize, placed
+                )
+            )
         return regions, bytes(blob)
 
     def weights_file(self, c_symbol: str) -> Tuple[WeightsFile, str]:
@@ -150,20 +161,31 @@ class ConstantPool:
         externs, aliases, defs = [], [], []
         for region in regions:
             for sym, arr, hint, offset in region.constants:
-                aliases.append(f"{self._comment(hint, arr)}\nconstexpr const {region.ctype} "
-                               f"*{sym} = {region.symbol} + {offset};")
-            externs.append(f"extern const {region.ctype} {region.symbol}"
-                           f"[{region.elements}] MLBRIDGE_AOT_CONSTANT;")
+                aliases.append(
+                    f"{self._comment(hint, arr)}\nconstexpr const {region.ctype} "
+                    f"*{sym} = {region.symbol} + {offset};"
+                )
+            externs.append(
+                f"extern const {region.ctype} {region.symbol}"
+                f"[{region.elements}] MLBRIDGE_AOT_CONSTANT;"
+            )
             defs += _asm_object(region.symbol, base, region.start, region.nbytes)
         defs += _asm_object(digest_sym, base, len(blob), len(digest))
         blob += digest
         decls = templates.fill(
-            "weights.cpp.in", externs="\n".join(externs), digest_symbol=digest_sym,
+            "weights.cpp.in",
+            externs="\n".join(externs),
+            digest_symbol=digest_sym,
             aliases="\n\n".join(aliases),
-            digest=",\n    ".join(", ".join(f"0x{b:02x}" for b in digest[i:i + 16])
-                                  for i in (0, 16)))
-        before = [f".pushsection .rodata.{c_symbol}_weights,\"a\"\n", f".balign {cxx.ALIGN}\n",
-                  f"{base}:\n"]
+            digest=",\n    ".join(
+                ", ".join(f"0x{b:02x}" for b in digest[i : i + 16]) for i in (0, 16)
+            ),
+        )
+        before = [
+            f'.pushsection .rodata.{c_symbol}_weights,"a"\n',
+            f".balign {cxx.ALIGN}\n",
+            f"{base}:\n",
+        ]
         # A longer file fails to assemble (.org cannot move backwards).
         after = [f".org {base} + {len(blob)}\n"] + defs + [".popsection\n"]
         return WeightsFile(blob, before, after), decls
@@ -175,8 +197,13 @@ class ConstantPool:
 
 def _asm_object(sym: str, base: str, offset: int, size: int) -> List[str]:
     """Assembly defining the hidden object ``sym`` at ``base + offset``."""
-    return [f".globl {sym}\n", f".hidden {sym}\n", f".type {sym}, %object\n",
-            f".size {sym}, {size}\n", f".set {sym}, {base} + {offset}\n"]
+    return [
+        f".globl {sym}\n",
+        f".hidden {sym}\n",
+        f".type {sym}, %object\n",
+        f".size {sym}, {size}\n",
+        f".set {sym}, {base} + {offset}\n",
+    ]
 
 
 def optional_limit(value: Optional[int]) -> int:

@@ -34,10 +34,16 @@ def get_codec(name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Codec:
     try:
         cls = _CODECS[name]
     except KeyError:
-        raise CodecError(f"unknown format '{name}'; expected one of "
-                         f"{', '.join(FORMATS)}") from None
+        raise CodecError(f"unknown format '{name}'; expected one of {', '.join(FORMATS)}") from None
     return cls(max_bytes=max_bytes)
 
 
-__all__ = ["BitstreamCodec", "Codec", "DEFAULT_MAX_BYTES", "FORMATS", "JsonCodec",
-           "ProtobufCodec", "get_codec"]
+__all__ = [
+    "BitstreamCodec",
+    "Codec",
+    "DEFAULT_MAX_BYTES",
+    "FORMATS",
+    "JsonCodec",
+    "ProtobufCodec",
+    "get_codec",
+]

@@ -36,14 +36,15 @@ class Codec(abc.ABC):
         self.max_bytes = max_bytes
 
     @abc.abstractmethod
-    def encode_request(self, observation: int, specs: Sequence[TensorSpec],
-                       tensors: Tensors) -> bytes:
+    def encode_request(
+        self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors
+    ) -> bytes:
         """Encode the request of ``observation`` (features in ``specs``)."""
 
     @abc.abstractmethod
-    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
-                       into: Optional["TensorBuffer"] = None
-                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+    def decode_request(
+        self, payload: bytes, specs: Sequence[TensorSpec], into: Optional["TensorBuffer"] = None
+    ) -> Tuple[int, Dict[str, np.ndarray]]:
         """Decode a request: (observation or -1 if not carried, tensors).
 
         With ``into`` (a TensorBuffer of ``specs``) the values land in its
@@ -56,8 +57,7 @@ class Codec(abc.ABC):
         """Encode a reply carrying the outputs in ``specs``."""
 
     @abc.abstractmethod
-    def decode_reply(self, payload: bytes,
-                     specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
+    def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         """Decode a reply; exactly the declared outputs, else CodecError.
 
         A reply carrying an error message raises :class:`ModelError`.
@@ -65,8 +65,9 @@ class Codec(abc.ABC):
 
     def encode_error(self, message: str) -> bytes:
         """Encode a reply that reports a model-side failure."""
-        raise CodecError(f"the {self.name} format cannot carry an error message; "
-                         f"send an ERROR frame instead")
+        raise CodecError(
+            f"the {self.name} format cannot carry an error message; send an ERROR frame instead"
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_bytes={self.max_bytes})"

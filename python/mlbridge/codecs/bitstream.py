@@ -21,13 +21,14 @@ class BitstreamCodec(Codec):
 
     name = "bitstream"
 
-    def encode_request(self, observation: int, specs: Sequence[TensorSpec],
-                       tensors: Tensors) -> bytes:
+    def encode_request(
+        self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors
+    ) -> bytes:
         return self._encode(specs, tensors, "bitstream request")
 
-    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
-                       into: Optional[TensorBuffer] = None
-                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+    def decode_request(
+        self, payload: bytes, specs: Sequence[TensorSpec], into: Optional[TensorBuffer] = None
+    ) -> Tuple[int, Dict[str, np.ndarray]]:
         if into is not None:
             check_payload_size(payload, self.max_bytes, "bitstream request")
             return -1, into.fill(payload, "bitstream request")
@@ -36,30 +37,33 @@ class BitstreamCodec(Codec):
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
         return self._encode(specs, tensors, "bitstream reply")
 
-    def decode_reply(self, payload: bytes,
-                     specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
+    def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         return self._decode(payload, specs, "bitstream reply")
 
     @staticmethod
     def _encode(specs: Sequence[TensorSpec], tensors: Tensors, what: str) -> bytes:
         return b"".join(arr.tobytes() for arr in arrays_for(specs, tensors, what))
 
-    def _decode(self, payload: bytes, specs: Sequence[TensorSpec],
-                what: str) -> Dict[str, np.ndarray]:
+    def _decode(
+        self, payload: bytes, specs: Sequence[TensorSpec], what: str
+    ) -> Dict[str, np.ndarray]:
         check_payload_size(payload, self.max_bytes, what)
         expected = sum(spec.nbytes for spec in specs)
         if len(payload) != expected:
             layout = ", ".join(f"{s.name}: {s.nbytes}" for s in specs[:8])
             more = ", ..." if len(specs) > 8 else ""
-            raise CodecError(f"{what}: payload has {len(payload)} bytes, the schema "
-                             f"needs exactly {expected} ({layout}{more})")
+            raise CodecError(
+                f"{what}: payload has {len(payload)} bytes, the schema "
+                f"needs exactly {expected} ({layout}{more})"
+            )
         result: Dict[str, np.ndarray] = {}
         offset = 0
         for spec in specs:
             end = offset + spec.nbytes
             if spec.nbytes:
-                values = np.frombuffer(payload, dtype=spec.dtype,
-                                       count=spec.element_count, offset=offset)
+                values = np.frombuffer(
+                    payload, dtype=spec.dtype, count=spec.element_count, offset=offset
+                )
                 result[spec.name] = values.reshape(spec.shape).copy()
             else:
                 result[spec.name] = np.zeros(spec.shape, dtype=spec.dtype)

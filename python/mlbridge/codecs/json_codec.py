@@ -36,25 +36,34 @@ class JsonCodec(Codec):
 
     name = "json"
 
-    def encode_request(self, observation: int, specs: Sequence[TensorSpec],
-                       tensors: Tensors) -> bytes:
-        if (not isinstance(observation, (int, np.integer)) or isinstance(observation, bool)
-                or not 0 <= observation < _UINT64_LIMIT):
-            raise CodecError(f"json request: observation must be an integer in "
-                             f"[0, 2^64), got {observation!r}")
+    def encode_request(
+        self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors
+    ) -> bytes:
+        if (
+            not isinstance(observation, (int, np.integer))
+            or isinstance(observation, bool)
+            or not 0 <= observation < _UINT64_LIMIT
+        ):
+            raise CodecError(
+                f"json request: observation must be an integer in [0, 2^64), got {observation!r}"
+            )
         body = _tensors_text(specs, arrays_for(specs, tensors, "json request"))
         return f'{{"observation":{int(observation)},"tensors":[{body}]}}'.encode()
 
-    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
-                       into: Optional[TensorBuffer] = None
-                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+    def decode_request(
+        self, payload: bytes, specs: Sequence[TensorSpec], into: Optional[TensorBuffer] = None
+    ) -> Tuple[int, Dict[str, np.ndarray]]:
         what = "json request"
         obj = self._load(payload, what)
         observation = obj.get("observation")
-        if (not isinstance(observation, int) or isinstance(observation, bool)
-                or not 0 <= observation < _UINT64_LIMIT):
-            raise CodecError(f"json request: 'observation' must be an integer in "
-                             f"[0, 2^64), got {observation!r}")
+        if (
+            not isinstance(observation, int)
+            or isinstance(observation, bool)
+            or not 0 <= observation < _UINT64_LIMIT
+        ):
+            raise CodecError(
+                f"json request: 'observation' must be an integer in [0, 2^64), got {observation!r}"
+            )
         matcher = into.matcher(what) if into is not None else SchemaMatcher(specs, what)
         return int(observation), _decode_tensors(payload, obj, matcher, what)
 
@@ -62,8 +71,7 @@ class JsonCodec(Codec):
         body = _tensors_text(specs, arrays_for(specs, tensors, "json reply"))
         return f'{{"tensors":[{body}]}}'.encode()
 
-    def decode_reply(self, payload: bytes,
-                     specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
+    def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         obj = self._load(payload, "json reply")
         error = obj.get("error")
         if error is not None:
@@ -91,11 +99,13 @@ def _tensors_text(specs: Sequence[TensorSpec], arrays: List[np.ndarray]) -> str:
     return ",".join(
         f'{{"name":{quote_string(spec.name)},"type":"{spec.type_name}",'
         f'"shape":[{",".join(map(str, spec.shape))}],"data":[{format_array(arr)}]}}'
-        for spec, arr in zip(specs, arrays))
+        for spec, arr in zip(specs, arrays)
+    )
 
 
-def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatcher,
-                    what: str) -> Dict[str, np.ndarray]:
+def _decode_tensors(
+    payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatcher, what: str
+) -> Dict[str, np.ndarray]:
     items = obj.get("tensors")
     if not isinstance(items, list):
         raise CodecError(f"{what}: 'tensors' must be a list, got {type(items).__name__}")
@@ -106,16 +116,17 @@ def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatch
         fields = [item.get(key) for key in ("name", "type", "shape", "data")]
         if any(value is None for value in fields):
             missing = [k for k, v in zip(("name", "type", "shape", "data"), fields) if v is None]
-            raise CodecError(f"{what}: tensor '{item.get('name', index)}' lacks "
-                             f"key '{missing[0]}'")
+            raise CodecError(f"{what}: tensor '{item.get('name', index)}' lacks key '{missing[0]}'")
         name, type_name, shape, data = fields
         if not isinstance(shape, list):
             raise CodecError(f"{what}: tensor '{name}': 'shape' must be a list")
         spec = matcher.spec_for(name, str(type_name), shape)
         if not isinstance(data, list) or len(data) != spec.element_count:
             got = f"{len(data)} values" if isinstance(data, list) else type(data).__name__
-            raise CodecError(f"{what}: tensor '{name}': 'data' must be a flat list of "
-                             f"{spec.element_count} values, got {got}")
+            raise CodecError(
+                f"{what}: tensor '{name}': 'data' must be a flat list of "
+                f"{spec.element_count} values, got {got}"
+            )
         groups.setdefault(spec.type_name, []).append((spec, data, index))
     # Convert each element type in one go: numpy calls cost per call, and
     # messages often hold many small tensors of one type.
@@ -128,8 +139,9 @@ def _decode_tensors(payload: bytes, obj: Mapping[str, Any], matcher: SchemaMatch
 _Member = Tuple[TensorSpec, List[Any], int]
 
 
-def _convert_group(payload: bytes, members: List[_Member],
-                   what: str) -> List[Tuple[TensorSpec, np.ndarray]]:
+def _convert_group(
+    payload: bytes, members: List[_Member], what: str
+) -> List[Tuple[TensorSpec, np.ndarray]]:
     """The values of tensors of one element type, converted together."""
     if len(members) > 1:
         combined = [x for _, data, _ in members for x in data]
@@ -139,12 +151,14 @@ def _convert_group(payload: bytes, members: List[_Member],
             values = None  # redo one by one so that the error names the tensor
         if values is not None:
             if members[0][0].type_name == "float":
-                values = _to_float32(values, lambda: [
-                    x for _, _, index in members for x in _reparse_data(payload, index)],
-                    what)
+                values = _to_float32(
+                    values,
+                    lambda: [x for _, _, index in members for x in _reparse_data(payload, index)],
+                    what,
+                )
             out, offset = [], 0
             for spec, data, _ in members:
-                out.append((spec, values[offset:offset + len(data)]))
+                out.append((spec, values[offset : offset + len(data)]))
                 offset += len(data)
             return out
     out = []
@@ -166,32 +180,39 @@ def _values(spec: TensorSpec, data: List[Any], what: str) -> np.ndarray:
     if spec.dtype.kind == "f":
         if not kinds <= {int, float}:
             bad = next(k for k in kinds if k not in (int, float))
-            raise CodecError(f"{what}: tensor '{spec.name}': {spec.type_name} values "
-                             f"must be JSON numbers, got {bad.__name__}")
+            raise CodecError(
+                f"{what}: tensor '{spec.name}': {spec.type_name} values "
+                f"must be JSON numbers, got {bad.__name__}"
+            )
         try:
             values = np.array(data, dtype=np.float64)
         except OverflowError:
-            raise CodecError(f"{what}: tensor '{spec.name}': an integer value is out "
-                             f"of range for {spec.type_name}") from None
+            raise CodecError(
+                f"{what}: tensor '{spec.name}': an integer value is out "
+                f"of range for {spec.type_name}"
+            ) from None
         if negative_zeros:
             values[[type(x) is _NegativeZero for x in data]] = -0.0
         return values
     if not kinds <= {int}:
         bad = next(k for k in kinds if k is not int)
-        raise CodecError(f"{what}: tensor '{spec.name}': {spec.type_name} values must "
-                         f"be JSON integers, got {bad.__name__}")
+        raise CodecError(
+            f"{what}: tensor '{spec.name}': {spec.type_name} values must "
+            f"be JSON integers, got {bad.__name__}"
+        )
     if data:
         info = np.iinfo(spec.dtype)
         low, high = min(data), max(data)
         if low < info.min or high > info.max:
             culprit = low if low < info.min else high
-            raise CodecError(f"{what}: tensor '{spec.name}': value {culprit} is out of "
-                             f"range for {spec.type_name}")
+            raise CodecError(
+                f"{what}: tensor '{spec.name}': value {culprit} is out of "
+                f"range for {spec.type_name}"
+            )
     return np.array(data, dtype=spec.dtype)
 
 
-def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]],
-                what: str) -> np.ndarray:
+def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]], what: str) -> np.ndarray:
     """Round decimals (read as float64) to float32 without double rounding.
 
     Reading a decimal as float64 and rounding that to float32 is wrong only
@@ -237,5 +258,6 @@ def _exact(number: Any, what: str) -> Decimal:
     try:
         return Decimal(number)
     except InvalidOperation:  # an exponent beyond what decimal represents
-        raise CodecError(f"{what}: the number {str(number)[:40]} cannot be rounded to "
-                         f"float exactly") from None
+        raise CodecError(
+            f"{what}: the number {str(number)[:40]} cannot be rounded to float exactly"
+        ) from None

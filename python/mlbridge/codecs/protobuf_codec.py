@@ -14,8 +14,7 @@ import numpy as np
 
 from mlbridge.codecs.base import Codec, Tensors
 from mlbridge.codecs.protobuf_layout import CanonicalLayout
-from mlbridge.codecs.schema import (DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for,
-                                    check_payload_size)
+from mlbridge.codecs.schema import DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError, ModelError
 from mlbridge.tensor_spec import PROTO_DTYPES, TensorSpec
@@ -31,7 +30,8 @@ def load_tensor_pb2() -> ModuleType:
         raise MlbridgeError(
             "the protobuf codec needs the generated module mlbridge.v1.tensor_pb2, "
             f"which cannot be imported ({err}); run 'python tools/gen_proto.py' "
-            "from the mlbridge checkout (scripts/setup does it)") from None
+            "from the mlbridge checkout (scripts/setup does it)"
+        ) from None
 
 
 class ProtobufCodec(Codec):
@@ -43,17 +43,23 @@ class ProtobufCodec(Codec):
         super().__init__(max_bytes)
         self._pb2 = load_tensor_pb2()
 
-    def encode_request(self, observation: int, specs: Sequence[TensorSpec],
-                       tensors: Tensors) -> bytes:
-        if (not isinstance(observation, (int, np.integer)) or isinstance(observation, bool)
-                or not 0 <= observation < 1 << 64):
-            raise CodecError(f"protobuf request: observation must be an integer in "
-                             f"[0, 2^64), got {observation!r}")
+    def encode_request(
+        self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors
+    ) -> bytes:
+        if (
+            not isinstance(observation, (int, np.integer))
+            or isinstance(observation, bool)
+            or not 0 <= observation < 1 << 64
+        ):
+            raise CodecError(
+                f"protobuf request: observation must be an integer in "
+                f"[0, 2^64), got {observation!r}"
+            )
         return self._encode(int(observation), specs, tensors, "protobuf request")
 
-    def decode_request(self, payload: bytes, specs: Sequence[TensorSpec],
-                       into: Optional[TensorBuffer] = None
-                       ) -> Tuple[int, Dict[str, np.ndarray]]:
+    def decode_request(
+        self, payload: bytes, specs: Sequence[TensorSpec], into: Optional[TensorBuffer] = None
+    ) -> Tuple[int, Dict[str, np.ndarray]]:
         what = "protobuf request"
         if into is not None:
             check_payload_size(payload, self.max_bytes, what)
@@ -70,8 +76,7 @@ class ProtobufCodec(Codec):
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
         return self._encode(0, specs, tensors, "protobuf reply")
 
-    def decode_reply(self, payload: bytes,
-                     specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
+    def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         message = self._parse(payload, "protobuf reply")
         if message.error:
             raise ModelError(message.error)
@@ -79,15 +84,16 @@ class ProtobufCodec(Codec):
 
     def encode_error(self, message: str) -> bytes:
         """A TensorMessage with only ``error`` set."""
-        return self._pb2.TensorMessage(error=str(message) or "unknown error") \
-            .SerializeToString()
+        return self._pb2.TensorMessage(error=str(message) or "unknown error").SerializeToString()
 
-    def _encode(self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors,
-                what: str) -> bytes:
+    def _encode(
+        self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors, what: str
+    ) -> bytes:
         message = self._pb2.TensorMessage(observation=observation)
         for spec, arr in zip(specs, arrays_for(specs, tensors, what)):
-            message.tensors.add(name=spec.name, dtype=spec.proto_dtype,
-                                shape=spec.shape, data=arr.tobytes())
+            message.tensors.add(
+                name=spec.name, dtype=spec.proto_dtype, shape=spec.shape, data=arr.tobytes()
+            )
         return message.SerializeToString()
 
     def _parse(self, payload: bytes, what: str):  # -> tensor_pb2.TensorMessage

@@ -26,8 +26,9 @@ class CanonicalLayout:
         offset = 0
         for spec in specs:
             tensor = pb2.TensorMessage()
-            tensor.tensors.add(name=spec.name, dtype=spec.proto_dtype, shape=spec.shape,
-                               data=bytes(spec.nbytes))
+            tensor.tensors.add(
+                name=spec.name, dtype=spec.proto_dtype, shape=spec.shape, data=bytes(spec.nbytes)
+            )
             piece = tensor.SerializeToString()
             data_start = offset + len(piece) - spec.nbytes  # field 4 is written last
             const_index.extend(range(offset, data_start))

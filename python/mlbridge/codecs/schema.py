@@ -29,8 +29,14 @@ from mlbridge.errors import CodecError
 from mlbridge.limits import DEFAULT_MAX_BYTES
 from mlbridge.tensor_spec import MAX_ELEMENTS, SpecError, TensorSpec, check_unique_names
 
-__all__ = ["DEFAULT_MAX_BYTES", "SchemaMatcher", "array_from_bytes", "arrays_for",
-           "check_payload_size", "element_count"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SchemaMatcher",
+    "array_from_bytes",
+    "arrays_for",
+    "check_payload_size",
+    "element_count",
+]
 
 
 def check_payload_size(payload: bytes, max_bytes: int, what: str) -> None:
@@ -38,12 +44,14 @@ def check_payload_size(payload: bytes, max_bytes: int, what: str) -> None:
     if not isinstance(payload, (bytes, bytearray, memoryview)):
         raise CodecError(f"{what}: payload must be bytes, got {type(payload).__name__}")
     if len(payload) > max_bytes:
-        raise CodecError(f"{what}: payload of {len(payload)} bytes exceeds the "
-                         f"maximum of {max_bytes} bytes")
+        raise CodecError(
+            f"{what}: payload of {len(payload)} bytes exceeds the maximum of {max_bytes} bytes"
+        )
 
 
-def arrays_for(specs: Sequence[TensorSpec], tensors: Mapping[str, Any],
-               what: str) -> List[np.ndarray]:
+def arrays_for(
+    specs: Sequence[TensorSpec], tensors: Mapping[str, Any], what: str
+) -> List[np.ndarray]:
     """The values of ``tensors`` as contiguous arrays in schema order.
 
     Every declared tensor must be present and no other; values are converted
@@ -65,8 +73,10 @@ def arrays_for(specs: Sequence[TensorSpec], tensors: Mapping[str, Any],
             except SpecError as err:
                 raise CodecError(f"{what}: {err}") from None
             except (TypeError, ValueError, OverflowError) as err:
-                raise CodecError(f"{what}: tensor '{spec.name}': cannot convert the value "
-                                 f"to {spec.type_name}: {err}") from None
+                raise CodecError(
+                    f"{what}: tensor '{spec.name}': cannot convert the value "
+                    f"to {spec.type_name}: {err}"
+                ) from None
     return arrays
 
 
@@ -75,14 +85,15 @@ def element_count(name: str, shape: Sequence[Any], what: str) -> int:
     count = 1
     for dim in shape:
         if not isinstance(dim, int) or isinstance(dim, bool):
-            raise CodecError(f"{what}: tensor '{name}': shape {list(shape)!r} "
-                             f"must hold integers")
+            raise CodecError(f"{what}: tensor '{name}': shape {list(shape)!r} must hold integers")
         if dim < 0 or dim > MAX_ELEMENTS:
             raise CodecError(f"{what}: tensor '{name}': bad dimension {dim} in shape")
         count *= dim
         if count > MAX_ELEMENTS:
-            raise CodecError(f"{what}: tensor '{name}': shape {list(shape)} has more "
-                             f"than {MAX_ELEMENTS} elements")
+            raise CodecError(
+                f"{what}: tensor '{name}': shape {list(shape)} has more "
+                f"than {MAX_ELEMENTS} elements"
+            )
     return count
 
 
@@ -112,13 +123,16 @@ class SchemaMatcher:
         if name in self._claimed:
             raise CodecError(f"{self.what}: tensor '{name}' appears twice")
         if type_name != spec.type_name:
-            raise CodecError(f"{self.what}: tensor '{name}' has type {type_name}, "
-                             f"declared {spec.type_name}")
+            raise CodecError(
+                f"{self.what}: tensor '{name}' has type {type_name}, declared {spec.type_name}"
+            )
         count = element_count(name, shape, self.what)
         if count != spec.element_count:
-            raise CodecError(f"{self.what}: tensor '{name}' has {count} elements "
-                             f"(shape {list(shape)}), declared {spec.element_count} "
-                             f"(shape {list(spec.shape)})")
+            raise CodecError(
+                f"{self.what}: tensor '{name}' has {count} elements "
+                f"(shape {list(shape)}), declared {spec.element_count} "
+                f"(shape {list(spec.shape)})"
+            )
         self._claimed.add(name)
         return spec
 
@@ -142,6 +156,8 @@ class SchemaMatcher:
 def array_from_bytes(spec: TensorSpec, data: bytes, what: str) -> np.ndarray:
     """A writable copy of ``data`` as the values of ``spec`` (size checked)."""
     if len(data) != spec.nbytes:
-        raise CodecError(f"{what}: tensor '{spec.name}' carries {len(data)} bytes, "
-                         f"expected {spec.nbytes} ({spec.element_count} x {spec.type_name})")
+        raise CodecError(
+            f"{what}: tensor '{spec.name}' carries {len(data)} bytes, "
+            f"expected {spec.nbytes} ({spec.element_count} x {spec.type_name})"
+        )
     return np.frombuffer(data, dtype=spec.dtype).reshape(spec.shape).copy()

@@ -43,21 +43,23 @@ class TensorBuffer:
         self.writable: Dict[str, np.ndarray] = {}
         offset = 0
         for spec in self.specs:
-            arr = np.frombuffer(self.buffer, spec.dtype, spec.element_count,
-                                offset).reshape(spec.shape)
+            arr = np.frombuffer(self.buffer, spec.dtype, spec.element_count, offset).reshape(
+                spec.shape
+            )
             self.writable[spec.name] = arr
             view = arr.view()
             view.flags.writeable = False
             self.views[spec.name] = view
-            self.spans[spec.name] = self.memory[offset:offset + spec.nbytes]
+            self.spans[spec.name] = self.memory[offset : offset + spec.nbytes]
             offset += spec.nbytes
 
     def fill(self, raw: bytes, what: str) -> Dict[str, np.ndarray]:
         """Copy the concatenated raw bytes of every tensor; return the views."""
         if len(raw) != self.nbytes:
-            raise CodecError(f"{what}: payload has {len(raw)} bytes, the schema needs "
-                             f"exactly {self.nbytes}")
-        self.memory[:self.nbytes] = raw
+            raise CodecError(
+                f"{what}: payload has {len(raw)} bytes, the schema needs exactly {self.nbytes}"
+            )
+        self.memory[: self.nbytes] = raw
         return self.views
 
     def fill_parts(self, parts: Sequence[bytes], what: str) -> Dict[str, np.ndarray]:
@@ -67,15 +69,16 @@ class TensorBuffer:
         one that does not.
         """
         if len(parts) != len(self.specs):
-            raise CodecError(f"{what}: {len(parts)} tensors, the schema declares "
-                             f"{len(self.specs)}")
+            raise CodecError(f"{what}: {len(parts)} tensors, the schema declares {len(self.specs)}")
         if list(map(len, parts)) != self._sizes:
             for spec, data in zip(self.specs, parts):
                 if len(data) != spec.nbytes:
-                    raise CodecError(f"{what}: input '{spec.name}' carries {len(data)} "
-                                     f"bytes, expected {spec.nbytes} "
-                                     f"({spec.element_count} x {spec.type_name})")
-        self.memory[:self.nbytes] = b"".join(parts)
+                    raise CodecError(
+                        f"{what}: input '{spec.name}' carries {len(data)} "
+                        f"bytes, expected {spec.nbytes} "
+                        f"({spec.element_count} x {spec.type_name})"
+                    )
+        self.memory[: self.nbytes] = b"".join(parts)
         return self.views
 
     def matcher(self, what: str) -> SchemaMatcher:

@@ -54,10 +54,12 @@ def export_policy_onnx(path: str) -> None:
         n("Cast", ["yes"], ["inlining_decision"], to=TensorProto.INT64),
     ]
     graph = helper.make_graph(
-        nodes, "demo_inline_policy",
+        nodes,
+        "demo_inline_policy",
         [helper.make_tensor_value_info(f, TensorProto.INT64, [1]) for f in FEATURES],
         [helper.make_tensor_value_info("inlining_decision", TensorProto.INT64, [1])],
-        [const("zero", 0), const("one", 1), const("eight", 8), const("twenty", 20)])
+        [const("zero", 0), const("one", 1), const("eight", 8), const("twenty", 20)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -69,8 +71,7 @@ def write_cases(records: Sequence[Tuple[int, int, int, int]], path: str) -> None
     Path(path).write_bytes(np.array(records, np.int64).reshape(-1, 4).tobytes())
 
 
-def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]],
-                   out: TextIO) -> int:
+def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]], out: TextIO) -> int:
     """Replay ``records`` in-process and over pipes; 0 when both agree. Without
     the replay program (no native half found), one line says why and 0."""
     try:
@@ -83,8 +84,12 @@ def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]],
     export_policy_onnx(model)
     write_cases(records, cases)
     policy = str(Path(__file__).resolve().parent / "policy.py") + ":policy"
-    done = subprocess.run([str(replay), model, cases, sys.executable, policy],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(replay), model, cases, sys.executable, policy],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out.write(done.stdout)
     if done.returncode != 0:
         out.write(done.stderr)

@@ -37,7 +37,12 @@ class CountingPolicy:
         decision = int(self.inner(features))
         self.decisions += 1
         self.inlined += decision != 0
-        self.records.append((int(features["cost_estimate"][0]),
-                             int(features["callee_basic_block_count"][0]),
-                             int(features["last_call_to_static_bonus"][0]), decision))
+        self.records.append(
+            (
+                int(features["cost_estimate"][0]),
+                int(features["callee_basic_block_count"][0]),
+                int(features["last_call_to_static_bonus"][0]),
+                decision,
+            )
+        )
         return decision

@@ -7,7 +7,21 @@ from mlbridge.llvm.driver import AdvisorRun, RunResult, run_compiler
 from mlbridge.llvm.ir import CompileError, make_inliner_ir
 from mlbridge.llvm.outcomes import call_count, section_sizes, spill_counts, text_size
 
-__all__ = ["ADVISORS", "MAX_PRIORITY", "Advisor", "AdvisorError", "AdvisorRun",
-           "CompileError", "RunResult", "call_count", "compiler_kind", "get_advisor",
-           "make_inliner_ir", "run_compiler", "section_sizes", "spill_counts", "text_size",
-           "with_llvm_options"]
+__all__ = [
+    "ADVISORS",
+    "MAX_PRIORITY",
+    "Advisor",
+    "AdvisorError",
+    "AdvisorRun",
+    "CompileError",
+    "RunResult",
+    "call_count",
+    "compiler_kind",
+    "get_advisor",
+    "make_inliner_ir",
+    "run_compiler",
+    "section_sizes",
+    "spill_counts",
+    "text_size",
+    "with_llvm_options",
+]

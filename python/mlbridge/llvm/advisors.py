@@ -25,7 +25,7 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.policy import Policy, Session, as_decision_fn
 
 #: Largest float32 below 2**32 (the largest priority LLVM can cast safely).
-MAX_PRIORITY = float(np.nextafter(np.float32(2.0 ** 32), np.float32(0)))
+MAX_PRIORITY = float(np.nextafter(np.float32(2.0**32), np.float32(0)))
 
 #: Index of the feature carrying LLVM's decision under include-default (pitfall #1).
 DEFAULT_DECISION_FEATURE = 25
@@ -87,9 +87,11 @@ class _EvictGuard(_Guard):
         if not 0 <= value < mask.size:
             raise AdvisorError(f"eviction answer {value} is out of range 0..{mask.size - 1}")
         if not mask[value]:
-            raise AdvisorError(f"eviction answer {value} is not a legal candidate "
-                               f"(mask[{value}] == 0; legal: "
-                               f"{np.flatnonzero(mask).tolist()})")
+            raise AdvisorError(
+                f"eviction answer {value} is not a legal candidate "
+                f"(mask[{value}] == 0; legal: "
+                f"{np.flatnonzero(mask).tolist()})"
+            )
         return value
 
 
@@ -109,11 +111,15 @@ class _PriorityGuard(_Guard):
 class Advisor:
     """One of LLVM 19's ML advisors."""
 
-    name: str           #: "inline", "evict" or "priority"
-    output: str         #: name of the advice tensor LLVM declares
+    name: str  #: "inline", "evict" or "priority"
+    output: str  #: name of the advice tensor LLVM declares
 
-    def flags(self, base: str, include_default: bool = False,
-              size_increase_threshold: Optional[float] = None) -> List[str]:
+    def flags(
+        self,
+        base: str,
+        include_default: bool = False,
+        size_increase_threshold: Optional[float] = None,
+    ) -> List[str]:
         """The LLVM options (without ``-mllvm``) serving this advisor on ``base``."""
         if self.name == "inline":
             flags = ["-enable-ml-inliner=release", f"-inliner-interactive-channel-base={base}"]
@@ -123,10 +129,14 @@ class Advisor:
                 flags.append(f"-ml-advisor-size-increase-threshold={size_increase_threshold:g}")
             return flags
         if self.name == "evict":
-            return ["-regalloc-enable-advisor=release",
-                    f"-regalloc-evict-interactive-channel-base={base}"]
-        return ["-regalloc-enable-priority-advisor=release",
-                f"-regalloc-priority-interactive-channel-base={base}"]
+            return [
+                "-regalloc-enable-advisor=release",
+                f"-regalloc-evict-interactive-channel-base={base}",
+            ]
+        return [
+            "-regalloc-enable-priority-advisor=release",
+            f"-regalloc-priority-interactive-channel-base={base}",
+        ]
 
     def guard(self, policy: Policy) -> Policy:
         """``policy`` wrapped with this advisor's answer checks (the inliner's
@@ -150,5 +160,6 @@ def get_advisor(name: str) -> Advisor:
     try:
         return ADVISORS[name]
     except KeyError:
-        raise AdvisorError(f"unknown advisor '{name}'; expected one of "
-                           f"{', '.join(ADVISORS)}") from None
+        raise AdvisorError(
+            f"unknown advisor '{name}'; expected one of {', '.join(ADVISORS)}"
+        ) from None

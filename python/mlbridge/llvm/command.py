@@ -7,7 +7,7 @@ from typing import List, Sequence
 
 
 def compiler_kind(argv0: str) -> str:
-    """"clang" for clang drivers (clang, clang-19, clang++...), else "llvm-tool".
+    """ "clang" for clang drivers (clang, clang-19, clang++...), else "llvm-tool".
 
     LLVM tools (opt, llc...) take LLVM options directly; clang needs each one
     behind ``-mllvm``.

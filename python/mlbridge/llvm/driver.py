@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
-from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm import size_cap
+from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
@@ -44,8 +44,8 @@ class AdvisorRun:
 
     advisor: str
     stats: HostStats = field(default_factory=HostStats)
-    opened: bool = False            #: False: the compiler never opened the channel
-    error: Optional[str] = None     #: host-side error (the compiler was then killed)
+    opened: bool = False  #: False: the compiler never opened the channel
+    error: Optional[str] = None  #: host-side error (the compiler was then killed)
     #: inline only: LLVM's size threshold in force (None: no cap) and the
     #: call sites it kept from the policy (None: not measured).
     size_increase_threshold: Optional[float] = None
@@ -56,10 +56,11 @@ class AdvisorRun:
     def to_dict(self) -> Dict[str, Any]:
         out = {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
         if self.advisor == "inline":
-            out.update(size_increase_threshold=self.size_increase_threshold,
-                       size_stopped=(None if self.after_size_stop is None
-                                     else self.after_size_stop > 0),
-                       after_size_stop=self.after_size_stop)
+            out.update(
+                size_increase_threshold=self.size_increase_threshold,
+                size_stopped=(None if self.after_size_stop is None else self.after_size_stop > 0),
+                after_size_stop=self.after_size_stop,
+            )
         return out
 
 
@@ -100,21 +101,30 @@ class RunResult:
 
     def to_dict(self) -> Dict[str, Any]:
         """The summary written by ``mlbridge llvm --stats-json``."""
-        return {"decisions": self.decisions,
-                "host_seconds_per_decision": self.host_seconds_per_decision,
-                "compiler_returncode": self.returncode, "error": self.error,
-                "timed_out": self.timed_out, "wall_seconds": self.wall_seconds,
-                "advisors": {name: run.to_dict() for name, run in self.advisors.items()},
-                "command": self.command}
+        return {
+            "decisions": self.decisions,
+            "host_seconds_per_decision": self.host_seconds_per_decision,
+            "compiler_returncode": self.returncode,
+            "error": self.error,
+            "timed_out": self.timed_out,
+            "wall_seconds": self.wall_seconds,
+            "advisors": {name: run.to_dict() for name, run in self.advisors.items()},
+            "command": self.command,
+        }
 
 
 class _Compiler:
     """The child process: alive flag for watchers, group kill."""
 
     def __init__(self, command: Sequence[str], stdout: Any, env: Optional[Mapping[str, str]]):
-        self.proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=stdout,
-                                     stderr=subprocess.PIPE, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
         self.exited = threading.Event()
         self._lock = threading.Lock()
         self._killing = False
@@ -131,8 +141,7 @@ class _Compiler:
                 return
             self._killing = True
             self._signal(signal.SIGTERM)
-        threading.Thread(target=self._kill_after_grace, daemon=True,
-                         name="compiler-kill").start()
+        threading.Thread(target=self._kill_after_grace, daemon=True, name="compiler-kill").start()
 
     def _kill_after_grace(self) -> None:
         if not self.exited.wait(KILL_GRACE_SECONDS):
@@ -147,8 +156,13 @@ class _Compiler:
             pass
 
 
-def _serve_one(compiler: _Compiler, channel: Channel, host: PipeHost, run: AdvisorRun,
-               open_timeout: Optional[float]) -> None:
+def _serve_one(
+    compiler: _Compiler,
+    channel: Channel,
+    host: PipeHost,
+    run: AdvisorRun,
+    open_timeout: Optional[float],
+) -> None:
     try:
         ends = open_host_ends(channel.base, open_timeout, host.io_timeout, compiler.alive)
     except PeerGone:
@@ -178,15 +192,21 @@ def _collect(stream: Any, sink: List[str], echo: Optional[TextIO]) -> None:
     stream.close()
 
 
-def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
-                 timeout: Optional[float] = None, open_timeout: Optional[float] = None,
-                 io_timeout: Optional[float] = None,
-                 logs: Optional[Mapping[str, BinaryIO]] = None,
-                 include_default: Optional[bool] = None,
-                 size_increase_threshold: Optional[float] = None,
-                 stdout: Any = None, echo_stderr: Optional[TextIO] = None,
-                 channel_dir: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None) -> RunResult:
+def run_compiler(
+    command: Sequence[str],
+    policies: Mapping[str, Policy],
+    *,
+    timeout: Optional[float] = None,
+    open_timeout: Optional[float] = None,
+    io_timeout: Optional[float] = None,
+    logs: Optional[Mapping[str, BinaryIO]] = None,
+    include_default: Optional[bool] = None,
+    size_increase_threshold: Optional[float] = None,
+    stdout: Any = None,
+    echo_stderr: Optional[TextIO] = None,
+    channel_dir: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> RunResult:
     """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
 
     - ``timeout``: wall-clock limit of the whole compilation (then it is killed);
@@ -218,15 +238,20 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
     try:
         for name, policy in policies.items():
             advisor = get_advisor(name)
-            wants = (bool(getattr(policy, "wants_default", False))
-                     if include_default is None else include_default)
+            wants = (
+                bool(getattr(policy, "wants_default", False))
+                if include_default is None
+                else include_default
+            )
             wants = wants and name == "inline"
             channels[name] = create_channel(channel_dir, name)
             if name == "inline":
                 threshold = size_cap.effective_threshold(
-                    size_increase_threshold, bool(getattr(policy, "echoes_default", False)))
-            options += advisor.flags(channels[name].base, wants,
-                                     threshold if name == "inline" else None)
+                    size_increase_threshold, bool(getattr(policy, "echoes_default", False))
+                )
+            options += advisor.flags(
+                channels[name].base, wants, threshold if name == "inline" else None
+            )
             guarded[name] = advisor.guard(policy)
             patches[name] = restore_inlining_default if wants else None
         full = with_llvm_options(command, options)
@@ -235,36 +260,61 @@ def run_compiler(command: Sequence[str], policies: Mapping[str, Policy], *,
             remarks = channels["inline"].base + ".remarks.yaml"
             flags = size_cap.remark_flags(full, remarks)
             full = full[:1] + (flags or []) + full[1:]
-        result = _run(full, guarded, patches, channels, timeout, open_timeout, io_timeout,
-                      logs, stdout, echo_stderr, env)
+        result = _run(
+            full,
+            guarded,
+            patches,
+            channels,
+            timeout,
+            open_timeout,
+            io_timeout,
+            logs,
+            stdout,
+            echo_stderr,
+            env,
+        )
         if "inline" in result.advisors:
             run = result.advisors["inline"]
             run.size_increase_threshold = in_force
-            run.after_size_stop = (0 if remarks is None
-                                   else size_cap.count_size_stops(remarks))
+            run.after_size_stop = 0 if remarks is None else size_cap.count_size_stops(remarks)
         return result
     finally:
         for channel in channels.values():
             channel.close()
 
 
-def _run(command: List[str], policies: Mapping[str, Policy], patches: Mapping[str, Any],
-         channels: Mapping[str, Channel],
-         timeout: Optional[float], open_timeout: Optional[float],
-         io_timeout: Optional[float], logs: Mapping[str, BinaryIO], stdout: Any,
-         echo_stderr: Optional[TextIO], env: Optional[Mapping[str, str]]) -> RunResult:
+def _run(
+    command: List[str],
+    policies: Mapping[str, Policy],
+    patches: Mapping[str, Any],
+    channels: Mapping[str, Channel],
+    timeout: Optional[float],
+    open_timeout: Optional[float],
+    io_timeout: Optional[float],
+    logs: Mapping[str, BinaryIO],
+    stdout: Any,
+    echo_stderr: Optional[TextIO],
+    env: Optional[Mapping[str, str]],
+) -> RunResult:
     start = time.monotonic()
     compiler = _Compiler(command, stdout, env)
     err_lines: List[str] = []
-    threads = [threading.Thread(target=_collect, daemon=True,
-                                args=(_text(compiler.proc.stderr), err_lines, echo_stderr))]
+    threads = [
+        threading.Thread(
+            target=_collect, daemon=True, args=(_text(compiler.proc.stderr), err_lines, echo_stderr)
+        )
+    ]
     runs = {name: AdvisorRun(name) for name in policies}
     for name, policy in policies.items():
-        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name),
-                        patch=patches[name])
-        threads.append(threading.Thread(target=_serve_one, daemon=True, name=f"serve-{name}",
-                                        args=(compiler, channels[name], host, runs[name],
-                                              open_timeout)))
+        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name), patch=patches[name])
+        threads.append(
+            threading.Thread(
+                target=_serve_one,
+                daemon=True,
+                name=f"serve-{name}",
+                args=(compiler, channels[name], host, runs[name], open_timeout),
+            )
+        )
     for thread in threads:
         thread.start()
     timed_out = False
@@ -286,10 +336,17 @@ def _run(command: List[str], policies: Mapping[str, Policy], patches: Mapping[st
     finally:
         compiler.exited.set()
         for thread in threads:
-            thread.join(None if join_deadline is None
-                        else max(0.0, join_deadline - time.monotonic()))
-    return RunResult(command, compiler.proc.returncode, "".join(err_lines), runs,
-                     timed_out, time.monotonic() - start)
+            thread.join(
+                None if join_deadline is None else max(0.0, join_deadline - time.monotonic())
+            )
+    return RunResult(
+        command,
+        compiler.proc.returncode,
+        "".join(err_lines),
+        runs,
+        timed_out,
+        time.monotonic() - start,
+    )
 
 
 def _text(stream: Any) -> io.TextIOWrapper:

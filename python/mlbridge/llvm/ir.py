@@ -19,12 +19,14 @@ class CompileError(MlbridgeError):
     """A helper compilation failed."""
 
 
-def make_inliner_ir(source: str, output: str, clang: str = "clang-19",
-                    extra_args: Sequence[str] = ()) -> str:
+def make_inliner_ir(
+    source: str, output: str, clang: str = "clang-19", extra_args: Sequence[str] = ()
+) -> str:
     """Compile the C/C++ file ``source`` to inlinable textual IR at ``output``."""
     command = [clang, *INLINER_IR_FLAGS, *extra_args, "-c", source, "-o", output]
     done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if done.returncode != 0:
-        raise CompileError(f"{' '.join(command)} failed (rc {done.returncode}):\n"
-                           f"{done.stderr.strip()}")
+        raise CompileError(
+            f"{' '.join(command)} failed (rc {done.returncode}):\n{done.stderr.strip()}"
+        )
     return output

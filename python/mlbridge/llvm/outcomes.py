@@ -8,8 +8,11 @@ from typing import Dict, Tuple
 
 from mlbridge.errors import MlbridgeError
 
-_CALL = re.compile(r"^\s*(?:%[-\w.$]+\s*=\s*)?(?:(?:tail|musttail|notail)\s+)?"
-                   r"(?:call|invoke)\b[^\n]*?@([-\w.$]+)\(", re.MULTILINE)
+_CALL = re.compile(
+    r"^\s*(?:%[-\w.$]+\s*=\s*)?(?:(?:tail|musttail|notail)\s+)?"
+    r"(?:call|invoke)\b[^\n]*?@([-\w.$]+)\(",
+    re.MULTILINE,
+)
 _SPILL = re.compile(r"[#;@/].*\b(?:Folded )?Spill\b")
 _RELOAD = re.compile(r"[#;@/].*\b(?:Folded )?Reload\b")
 
@@ -20,8 +23,9 @@ class OutcomeError(MlbridgeError):
 
 def section_sizes(path: str, tool: str = "llvm-size-19") -> Dict[str, int]:
     """Section name -> size in bytes of the object file ``path`` (``llvm-size -A``)."""
-    done = subprocess.run([tool, "-A", path], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [tool, "-A", path], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise OutcomeError(f"{tool} -A {path} failed: {done.stderr.strip()}")
     sizes: Dict[str, int] = {}
@@ -34,8 +38,11 @@ def section_sizes(path: str, tool: str = "llvm-size-19") -> Dict[str, int]:
 
 def text_size(path: str, tool: str = "llvm-size-19") -> int:
     """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections)."""
-    return sum(size for name, size in section_sizes(path, tool).items()
-               if name == ".text" or name.startswith(".text."))
+    return sum(
+        size
+        for name, size in section_sizes(path, tool).items()
+        if name == ".text" or name.startswith(".text.")
+    )
 
 
 def spill_counts(asm: str) -> Tuple[int, int]:
@@ -56,5 +63,6 @@ def call_count(ir: str, include_intrinsics: bool = False) -> int:
     Calls to ``llvm.*`` intrinsics are left out unless ``include_intrinsics``;
     indirect calls (through a register) are not counted.
     """
-    return sum(1 for m in _CALL.finditer(ir)
-               if include_intrinsics or not m.group(1).startswith("llvm."))
+    return sum(
+        1 for m in _CALL.finditer(ir) if include_intrinsics or not m.group(1).startswith("llvm.")
+    )

@@ -46,8 +46,11 @@ def remark_flags(command: Sequence[str], path: str) -> Optional[List[str]]:
     if compiler_kind(command[0]) == "clang":
         if "-c" not in command and "-S" not in command:
             return None
-        return ["-fsave-optimization-record=yaml", f"-foptimization-record-file={path}",
-                f"-foptimization-record-passes={_PASS}"]
+        return [
+            "-fsave-optimization-record=yaml",
+            f"-foptimization-record-file={path}",
+            f"-foptimization-record-passes={_PASS}",
+        ]
     return [f"-pass-remarks-output={path}", f"-pass-remarks-filter={_PASS}"]
 
 
@@ -71,5 +74,11 @@ def threshold_in_force(threshold: Optional[float]) -> Optional[float]:
     return None if threshold >= NO_CAP else threshold
 
 
-__all__ = ["LLVM_DEFAULT_THRESHOLD", "NO_CAP", "count_size_stops", "effective_threshold",
-           "remark_flags", "threshold_in_force"]
+__all__ = [
+    "LLVM_DEFAULT_THRESHOLD",
+    "NO_CAP",
+    "count_size_stops",
+    "effective_threshold",
+    "remark_flags",
+    "threshold_in_force",
+]

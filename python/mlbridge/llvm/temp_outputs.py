@@ -16,8 +16,21 @@ from typing import Dict, List, Optional, Pattern, Sequence, Set, Tuple
 
 #: Source-like arguments whose output, without ``-o``, goes to the current
 #: directory under the same stem (``clang -c f.c`` -> ``f.o``).
-_SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".m", ".mm", ".i", ".ii",
-                    ".ll", ".bc", ".s", ".S")
+_SOURCE_SUFFIXES = (
+    ".c",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".c++",
+    ".m",
+    ".mm",
+    ".i",
+    ".ii",
+    ".ll",
+    ".bc",
+    ".s",
+    ".S",
+)
 
 
 def output_paths(command: Sequence[str]) -> List[str]:
@@ -30,7 +43,7 @@ def output_paths(command: Sequence[str]) -> List[str]:
         if arg in ("-o", "--output") and i + 1 < len(args):
             value = args[i + 1]
         elif arg.startswith("--output="):
-            value = arg[len("--output="):]
+            value = arg[len("--output=") :]
         elif arg.startswith("-o=") and len(arg) > 3:
             value = arg[3:]
         elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("-o="):
@@ -46,8 +59,7 @@ def _stem_pattern(stem: str, suffix: Optional[str]) -> str:
     return rf"{re.escape(stem)}(-[^/]*)?{ext}\.tmp"
 
 
-def temp_patterns(command: Sequence[str],
-                  cwd: Optional[str] = None) -> Dict[str, Pattern[str]]:
+def temp_patterns(command: Sequence[str], cwd: Optional[str] = None) -> Dict[str, Pattern[str]]:
     """Directory -> pattern of the temporary names of the outputs written there.
 
     With ``-o X/out.o``: ``out.o.tmp`` and ``out-*.o.tmp`` in ``X``. Without
@@ -82,7 +94,8 @@ class TempOutputs:
     def __init__(self, command: Sequence[str], cwd: Optional[str] = None) -> None:
         self._watch: List[Tuple[str, Pattern[str], Set[str]]] = [
             (directory, pattern, _listing(directory))
-            for directory, pattern in temp_patterns(command, cwd).items()]
+            for directory, pattern in temp_patterns(command, cwd).items()
+        ]
 
     def remove_new(self) -> List[str]:
         """Remove the regular files that appeared since the snapshot and match
@@ -91,8 +104,7 @@ class TempOutputs:
         for directory, pattern, before in self._watch:
             for name in sorted(_listing(directory) - before):
                 path = os.path.join(directory, name)
-                if pattern.fullmatch(name) and os.path.isfile(path) \
-                        and not os.path.islink(path):
+                if pattern.fullmatch(name) and os.path.isfile(path) and not os.path.islink(path):
                     try:
                         os.unlink(path)
                     except OSError:

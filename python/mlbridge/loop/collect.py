@@ -42,9 +42,14 @@ def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:
     every decision to ``log``; returns the number of decisions."""
     command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", "/dev/null"]
     with open(log, "wb") as stream:
-        result = run_compiler(command, {"inline": InlineDefault()},
-                              logs={"inline": stream}, include_default=True,
-                              timeout=900, io_timeout=120)
+        result = run_compiler(
+            command,
+            {"inline": InlineDefault()},
+            logs={"inline": stream},
+            include_default=True,
+            timeout=900,
+            io_timeout=120,
+        )
     if not result.ok:
         raise MlbridgeError(f"collecting from {source.name}: {result.error}")
     return result.decisions
@@ -65,12 +70,14 @@ def read_logs(logs: Sequence[Path], programs: Sequence[str]) -> Dataset:
                 origin.append(program)
     if names is None:
         raise MlbridgeError("the training logs hold no decision")
-    return Dataset(names, np.asarray(rows, np.int64), np.asarray(decisions, np.int64),
-                   origin)
+    return Dataset(names, np.asarray(rows, np.int64), np.asarray(decisions, np.int64), origin)
 
 
-def collect(programs: Sequence[Program], out_dir: Path,
-            progress: Optional[Callable[[int, int, str], None]] = None) -> Dataset:
+def collect(
+    programs: Sequence[Program],
+    out_dir: Path,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> Dataset:
     """Collects from every source of ``programs`` into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(p, s) for p in programs for s in p.sources]

@@ -93,17 +93,32 @@ def fetched_programs(cache: Path, quick: bool = False) -> List[Program]:
     brotli = cache / "brotli" / "c"
     if brotli.is_dir():
         include = (f"-I{brotli / 'include'}",)
-        programs.append(Program("brotli-enc", _sorted(brotli / "enc") +
-                                _sorted(brotli / "common"), include, TRAIN))
-        programs.append(Program("brotli-dec", _sorted(brotli / "dec") +
-                                (brotli / "tools" / "brotli.c",), include, HELD_OUT))
+        programs.append(
+            Program(
+                "brotli-enc", _sorted(brotli / "enc") + _sorted(brotli / "common"), include, TRAIN
+            )
+        )
+        programs.append(
+            Program(
+                "brotli-dec",
+                _sorted(brotli / "dec") + (brotli / "tools" / "brotli.c",),
+                include,
+                HELD_OUT,
+            )
+        )
     zstd = cache / "zstd" / "zstd"
     if (zstd / "zstd.c").exists():
         programs.append(Program("zstd", (zstd / "zstd.c",), (f"-I{zstd}",), HELD_OUT))
     sqlite = cache / "sqlite3.c"
     if sqlite.exists():
-        programs.append(Program("sqlite3", (sqlite,), ("-DSQLITE_OMIT_LOAD_EXTENSION",
-                                                       "-DSQLITE_THREADSAFE=0"), HELD_OUT))
+        programs.append(
+            Program(
+                "sqlite3",
+                (sqlite,),
+                ("-DSQLITE_OMIT_LOAD_EXTENSION", "-DSQLITE_THREADSAFE=0"),
+                HELD_OUT,
+            )
+        )
     return programs
 
 
@@ -111,7 +126,7 @@ def held_out_score(name: str) -> float:
     """A stable number in [0, 1) for ``name`` (SHA-256): held-out below
     HELD_OUT_FRACTION."""
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0 ** 64
+    return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
 def hash_split(names: Sequence[str]) -> Dict[str, str]:
@@ -139,8 +154,10 @@ def user_programs(directory: Path) -> List[Program]:
         elif entry.is_dir() and _sorted(entry):
             found.append((entry.name, _sorted(entry), (f"-I{entry}",)))
     if not found:
-        raise MlbridgeError(f"no C programs in {directory}: put each program's .c file at "
-                            f"its top level, or each program's .c files in a subdirectory")
+        raise MlbridgeError(
+            f"no C programs in {directory}: put each program's .c file at "
+            f"its top level, or each program's .c files in a subdirectory"
+        )
     splits = hash_split([name for name, _, _ in found])
     return [Program(name, sources, flags, splits[name]) for name, sources, flags in found]
 
@@ -153,13 +170,15 @@ def load_corpus(corpus: Optional[Path], quick: bool = False) -> List[Program]:
         if not corpus.is_dir():
             raise MlbridgeError(f"the corpus {corpus} is not a directory")
         corpus = Path(os.path.abspath(corpus))
-        programs += (fetched_programs(corpus, quick) if is_fetched_corpus(corpus)
-                     else user_programs(corpus))
+        programs += (
+            fetched_programs(corpus, quick) if is_fetched_corpus(corpus) else user_programs(corpus)
+        )
     seen: Dict[str, Program] = {}
     for program in programs:
         if program.name in seen:
-            raise MlbridgeError(f"two programs are named {program.name} (rename one: the "
-                                f"bundled ones are demo-*)")
+            raise MlbridgeError(
+                f"two programs are named {program.name} (rename one: the bundled ones are demo-*)"
+            )
         seen[program.name] = program
     return programs
 

@@ -32,8 +32,13 @@ from mlbridge.runner_config import RunnerConfig
 CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
 
 
-def plugin_for(configuration: str, plugin: Path, onnx_model: Path, aot_module: Path,
-               channel: Optional[str] = None) -> Optional[Plugin]:
+def plugin_for(
+    configuration: str,
+    plugin: Path,
+    onnx_model: Path,
+    aot_module: Path,
+    channel: Optional[str] = None,
+) -> Optional[Plugin]:
     """The plugin set-up of one of CONFIGURATIONS (None: plain ``-Oz``)."""
     runners = {
         "baseline": RunnerConfig(kind="echo", argument="inlining_default"),
@@ -45,15 +50,21 @@ def plugin_for(configuration: str, plugin: Path, onnx_model: Path, aot_module: P
         return None
     if configuration not in runners:
         raise ValueError(f"unknown configuration {configuration}")
-    return Plugin(plugin, {"MLBRIDGE_COMPARE_DEFAULT": "1",
-                           **runners[configuration].plugin_env()})
+    return Plugin(plugin, {"MLBRIDGE_COMPARE_DEFAULT": "1", **runners[configuration].plugin_env()})
 
 
-def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_model: Path,
-             aot_module: Path, configurations: Sequence[str] = CONFIGURATIONS,
-             jobs: int = 2, repeats: int = 1, plugin_env: Optional[Dict[str, str]] = None,
-             progress: Optional[Callable[[int, int, str], None]] = None
-             ) -> Dict[str, List[ProgramResult]]:
+def evaluate(
+    programs: Sequence[Program],
+    out_dir: Path,
+    plugin: Path,
+    onnx_model: Path,
+    aot_module: Path,
+    configurations: Sequence[str] = CONFIGURATIONS,
+    jobs: int = 2,
+    repeats: int = 1,
+    plugin_env: Optional[Dict[str, str]] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> Dict[str, List[ProgramResult]]:
     """Compiles ``programs`` under each configuration, one configuration at a
     time (the CPU times do not mix), ``repeats`` rounds through all of them;
     sizes and decisions come from the first round (they are deterministic),
@@ -62,13 +73,21 @@ def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_mode
     total = repeats * len(configurations)
     for round_ in range(repeats):
         for k, configuration in enumerate(configurations):
-            def step(done: int, count: int, name: str, at=round_ * len(configurations) + k
-                     ) -> None:
+
+            def step(done: int, count: int, name: str, at=round_ * len(configurations) + k) -> None:
                 if progress:
                     progress(at, total, f"{configuration} {name}".strip())
+
             if configuration == "pipe":
-                measured = _with_pipe_server(programs, out_dir / configuration, plugin,
-                                             onnx_model, aot_module, plugin_env, step)
+                measured = _with_pipe_server(
+                    programs,
+                    out_dir / configuration,
+                    plugin,
+                    onnx_model,
+                    aot_module,
+                    plugin_env,
+                    step,
+                )
             else:
                 p = plugin_for(configuration, plugin, onnx_model, aot_module)
                 if p is not None:
@@ -85,16 +104,32 @@ def evaluate(programs: Sequence[Program], out_dir: Path, plugin: Path, onnx_mode
     return results
 
 
-def _with_pipe_server(programs: Sequence[Program], out_dir: Path, plugin: Path,
-                      onnx_model: Path, aot_module: Path,
-                      plugin_env: Optional[Dict[str, str]],
-                      step: Callable[[int, int, str], None]) -> List[ProgramResult]:
+def _with_pipe_server(
+    programs: Sequence[Program],
+    out_dir: Path,
+    plugin: Path,
+    onnx_model: Path,
+    aot_module: Path,
+    plugin_env: Optional[Dict[str, str]],
+    step: Callable[[int, int, str], None],
+) -> List[ProgramResult]:
     """The pipe configuration: one `mlbridge serve` serving the ONNX policy
     to every compilation in turn (so compilations run one at a time)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = str(Path(tmp) / "inline")
-        command = [sys.executable, "-m", "mlbridge", "serve", "--pipe", base, "--create",
-                   "--policy", str(onnx_model), "--sessions", "0"]
+        command = [
+            sys.executable,
+            "-m",
+            "mlbridge",
+            "serve",
+            "--pipe",
+            base,
+            "--create",
+            "--policy",
+            str(onnx_model),
+            "--sessions",
+            "0",
+        ]
         with pipe_server(command, base):
             p = plugin_for("pipe", plugin, onnx_model, aot_module, base)
             assert p is not None
@@ -103,8 +138,9 @@ def _with_pipe_server(programs: Sequence[Program], out_dir: Path, plugin: Path,
 
 
 @contextmanager
-def pipe_server(command: Sequence[str], base: str,
-                ready_timeout: float = 30.0) -> Iterator["subprocess.Popen[bytes]"]:
+def pipe_server(
+    command: Sequence[str], base: str, ready_timeout: float = 30.0
+) -> Iterator["subprocess.Popen[bytes]"]:
     """Run ``command``, a server that creates the FIFOs ``base``.in and ``base``.out.
 
     Yields the process once both FIFOs exist; kills and reaps it on leaving,
@@ -116,8 +152,9 @@ def pipe_server(command: Sequence[str], base: str,
     any child it left behind, keeps open).
     """
     with tempfile.TemporaryFile() as stderr:
-        server = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=stderr)
+        server = subprocess.Popen(
+            list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+        )
         try:
             deadline = time.monotonic() + ready_timeout
             while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
@@ -127,10 +164,12 @@ def pipe_server(command: Sequence[str], base: str,
                     server.wait()
                     stderr.seek(0)
                     tail = stderr.read().decode("utf-8", "replace")[-1000:]
-                    why = (f"exited with status {server.returncode}" if exited
-                           else f"was still running after {ready_timeout:g} s")
-                    raise MlbridgeError(f"mlbridge serve did not create its FIFOs "
-                                        f"({why}): {tail}")
+                    why = (
+                        f"exited with status {server.returncode}"
+                        if exited
+                        else f"was still running after {ready_timeout:g} s"
+                    )
+                    raise MlbridgeError(f"mlbridge serve did not create its FIFOs ({why}): {tail}")
                 time.sleep(0.05)
             yield server
         finally:

@@ -54,43 +54,57 @@ class Policy:
         return np.argmax(self.logits(features), axis=1).astype(np.int64)
 
     def copy(self) -> "Policy":
-        return Policy(list(self.names), self.mean.copy(), self.scale.copy(),
-                      [(w.copy(), b.copy()) for w, b in self.layers])
+        return Policy(
+            list(self.names),
+            self.mean.copy(),
+            self.scale.copy(),
+            [(w.copy(), b.copy()) for w, b in self.layers],
+        )
 
     def to_onnx(self, path: Path) -> None:
         """Writes the policy as ONNX: one int64 [1] input per feature (LLVM's
         names), output ``inlining_decision`` int64 [1]."""
         from onnx import TensorProto, checker, helper, numpy_helper, save
 
-        inits = [numpy_helper.from_array(np.float32(1), "one"),
-                 numpy_helper.from_array(self.mean.astype(np.float32), "mean"),
-                 numpy_helper.from_array((1 / self.scale).astype(np.float32), "inv_scale"),
-                 numpy_helper.from_array(np.float32(-CLIP), "lo"),
-                 numpy_helper.from_array(np.float32(CLIP), "hi"),
-                 numpy_helper.from_array(np.asarray([1, -1], np.int64), "row")]
-        nodes = [helper.make_node("Concat", list(self.names), ["raw"], axis=0),
-                 helper.make_node("Cast", ["raw"], ["rawf"], to=TensorProto.FLOAT),
-                 helper.make_node("Abs", ["rawf"], ["magnitude"]),
-                 helper.make_node("Add", ["magnitude", "one"], ["magnitude1"]),
-                 helper.make_node("Log", ["magnitude1"], ["logmag"]),
-                 helper.make_node("Sign", ["rawf"], ["sign"]),
-                 helper.make_node("Mul", ["logmag", "sign"], ["slog"]),
-                 helper.make_node("Sub", ["slog", "mean"], ["centred"]),
-                 helper.make_node("Mul", ["centred", "inv_scale"], ["scaled"]),
-                 helper.make_node("Clip", ["scaled", "lo", "hi"], ["clipped"]),
-                 helper.make_node("Reshape", ["clipped", "row"], ["h0"])]
+        inits = [
+            numpy_helper.from_array(np.float32(1), "one"),
+            numpy_helper.from_array(self.mean.astype(np.float32), "mean"),
+            numpy_helper.from_array((1 / self.scale).astype(np.float32), "inv_scale"),
+            numpy_helper.from_array(np.float32(-CLIP), "lo"),
+            numpy_helper.from_array(np.float32(CLIP), "hi"),
+            numpy_helper.from_array(np.asarray([1, -1], np.int64), "row"),
+        ]
+        nodes = [
+            helper.make_node("Concat", list(self.names), ["raw"], axis=0),
+            helper.make_node("Cast", ["raw"], ["rawf"], to=TensorProto.FLOAT),
+            helper.make_node("Abs", ["rawf"], ["magnitude"]),
+            helper.make_node("Add", ["magnitude", "one"], ["magnitude1"]),
+            helper.make_node("Log", ["magnitude1"], ["logmag"]),
+            helper.make_node("Sign", ["rawf"], ["sign"]),
+            helper.make_node("Mul", ["logmag", "sign"], ["slog"]),
+            helper.make_node("Sub", ["slog", "mean"], ["centred"]),
+            helper.make_node("Mul", ["centred", "inv_scale"], ["scaled"]),
+            helper.make_node("Clip", ["scaled", "lo", "hi"], ["clipped"]),
+            helper.make_node("Reshape", ["clipped", "row"], ["h0"]),
+        ]
         for i, (w, b) in enumerate(self.layers):
-            inits += [numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
-                      numpy_helper.from_array(b.astype(np.float32), f"b{i}")]
+            inits += [
+                numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
+                numpy_helper.from_array(b.astype(np.float32), f"b{i}"),
+            ]
             nodes.append(helper.make_node("Gemm", [f"h{i}", f"w{i}", f"b{i}"], [f"g{i}"]))
-            nodes.append(helper.make_node("Relu", [f"g{i}"], [f"h{i + 1}"])
-                         if i + 1 < len(self.layers) else
-                         helper.make_node("ArgMax", [f"g{i}"], [DECISION], axis=1,
-                                          keepdims=0))
+            nodes.append(
+                helper.make_node("Relu", [f"g{i}"], [f"h{i + 1}"])
+                if i + 1 < len(self.layers)
+                else helper.make_node("ArgMax", [f"g{i}"], [DECISION], axis=1, keepdims=0)
+            )
         graph = helper.make_graph(
-            nodes, "inline_policy",
+            nodes,
+            "inline_policy",
             [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in self.names],
-            [helper.make_tensor_value_info(DECISION, TensorProto.INT64, [1])], inits)
+            [helper.make_tensor_value_info(DECISION, TensorProto.INT64, [1])],
+            inits,
+        )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         model.ir_version = 8
         checker.check_model(model)
@@ -111,11 +125,16 @@ def _usable(data: Dataset) -> Tuple[List[str], np.ndarray]:
     return [data.names[i] for i in keep], data.features[:, keep]
 
 
-def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300,
-                    batch: int = 256, lr: float = 1e-2, weight_decay: float = 0.1,
-                    seed: int = 0,
-                    progress: Optional[Callable[[int, int, str], None]] = None
-                    ) -> Tuple[Policy, TrainingCurve]:
+def train_imitation(
+    data: Dataset,
+    hidden: Sequence[int] = (),
+    epochs: int = 300,
+    batch: int = 256,
+    lr: float = 1e-2,
+    weight_decay: float = 0.1,
+    seed: int = 0,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> Tuple[Policy, TrainingCurve]:
     """Fits a policy to LLVM's decisions with Adam on cross-entropy and
     decoupled weight decay; 10% of the rows (random) are held back to report
     validation agreement. ``hidden`` () is logistic regression over the
@@ -133,8 +152,10 @@ def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300
     # blow up where it varies.
     scale = np.maximum(xf[tr].std(axis=0), 1.0).astype(np.float32)
     sizes = [len(names), *hidden, 2]
-    layers = [((rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32),
-               np.zeros(b, np.float32)) for a, b in zip(sizes, sizes[1:])]
+    layers = [
+        ((rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32), np.zeros(b, np.float32))
+        for a, b in zip(sizes, sizes[1:])
+    ]
     policy = Policy(names, mean.astype(np.float32), scale, layers)
     params = [p for layer in layers for p in layer]
     m = [np.zeros_like(p) for p in params]
@@ -148,7 +169,7 @@ def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300
         perm = rng.permutation(tr)
         total = 0.0
         for start in range(0, len(perm), batch):
-            idx = perm[start:start + batch]
+            idx = perm[start : start + batch]
             acts = [z[idx]]
             for i, (w, b) in enumerate(layers):
                 h = acts[-1] @ w + b
@@ -171,8 +192,8 @@ def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300
             for k, (param, g) in enumerate(zip(params, flat)):
                 m[k] = 0.9 * m[k] + 0.1 * g
                 v[k] = 0.999 * v[k] + 0.001 * g * g
-                mh = m[k] / (1 - 0.9 ** step)
-                vh = v[k] / (1 - 0.999 ** step)
+                mh = m[k] / (1 - 0.9**step)
+                vh = v[k] / (1 - 0.999**step)
                 param -= lr * (mh / (np.sqrt(vh) + 1e-8) + weight_decay * param)
         curve.loss.append(total / len(tr))
         curve.train_agreement.append(float((policy.decide(x[tr]) == y[tr]).mean()))
@@ -182,17 +203,28 @@ def train_imitation(data: Dataset, hidden: Sequence[int] = (), epochs: int = 300
     return policy, curve
 
 
-def build_aot_module(onnx_path: Path, out_dir: Path, class_name: str = "InlinePolicy",
-                     cxx: str = "c++") -> Path:
+def build_aot_module(
+    onnx_path: Path, out_dir: Path, class_name: str = "InlinePolicy", cxx: str = "c++"
+) -> Path:
     """mlbridge-aot + the C++ compiler: a loadable module exporting the
     model's C interface (what the plugin's ``aot`` runner loads)."""
     from mlbridge.aot import compile_model
 
     header, source = compile_model(onnx_path, class_name=class_name).write(out_dir)
     module = out_dir / f"{class_name}.so"
-    command = [cxx, "-std=c++17", "-O3", "-ffp-contract=fast", "-fPIC", "-shared",
-               "-fvisibility=hidden", "-DMLBRIDGE_AOT_ENTRY_POINT", str(source),
-               "-o", str(module)]
+    command = [
+        cxx,
+        "-std=c++17",
+        "-O3",
+        "-ffp-contract=fast",
+        "-fPIC",
+        "-shared",
+        "-fvisibility=hidden",
+        "-DMLBRIDGE_AOT_ENTRY_POINT",
+        str(source),
+        "-o",
+        str(module),
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise MlbridgeError(f"compiling the AOT model failed: {done.stderr[-2000:]}")

@@ -27,13 +27,15 @@ class Progress:
             last[0] = now
             elapsed = now - start
             eta = elapsed / done * (total - done) if done else 0.0
-            line = (f"[{name}] {done}/{total} {what}  {_clock(elapsed)} elapsed"
-                    + (f", ~{_clock(eta)} left" if done and done < total else ""))
+            line = f"[{name}] {done}/{total} {what}  {_clock(elapsed)} elapsed" + (
+                f", ~{_clock(eta)} left" if done and done < total else ""
+            )
             if self.tty:
                 self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
             else:
                 self.stream.write(line + "\n")
             self.stream.flush()
+
         return update
 
 
@@ -46,6 +48,7 @@ def plot_training(curve, search_trace, path: Path) -> None:
     """Imitation loss/agreement per epoch and the search's size ratio per
     iteration."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -58,8 +61,7 @@ def plot_training(curve, search_trace, path: Path) -> None:
     ax.set_yscale("log")
     twin = ax.twinx()
     twin.plot(epochs, curve.train_agreement, label="agreement (train)", color="tab:blue")
-    twin.plot(epochs, curve.validation_agreement, label="agreement (validation)",
-              color="tab:green")
+    twin.plot(epochs, curve.validation_agreement, label="agreement (validation)", color="tab:green")
     twin.set_ylabel("agreement with LLVM")
     ax.set_title("imitation of LLVM's -Oz inlining")
     lines = ax.get_legend_handles_labels()
@@ -80,10 +82,10 @@ def plot_training(curve, search_trace, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_sizes(programs: Sequence[str], sizes: Dict[str, Dict[str, int]],
-               path: Path) -> None:
+def plot_sizes(programs: Sequence[str], sizes: Dict[str, Dict[str, int]], path: Path) -> None:
     """.text per program for each configuration, relative to -Oz."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np

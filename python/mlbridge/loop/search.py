@@ -35,24 +35,36 @@ class SearchTrace:
     evaluations: int = 0
 
 
-def size_ratio(policy: Policy, programs: Sequence[Program], plugin: Path,
-               oz_text: Dict[str, int], work: Path, jobs: int = 2,
-               plugin_env: Optional[Dict[str, str]] = None) -> float:
+def size_ratio(
+    policy: Policy,
+    programs: Sequence[Program],
+    plugin: Path,
+    oz_text: Dict[str, int],
+    work: Path,
+    jobs: int = 2,
+    plugin_env: Optional[Dict[str, str]] = None,
+) -> float:
     """Total .text of ``programs`` under ``policy`` / their total under -Oz."""
     model = work / "candidate.onnx"
     policy.to_onnx(model)
-    results = compile_all(programs, work / "objects", onnx_plugin(plugin, model, plugin_env),
-                          jobs)
-    return (sum(r.text_bytes for r in results) /
-            sum(oz_text[r.program] for r in results))
+    results = compile_all(programs, work / "objects", onnx_plugin(plugin, model, plugin_env), jobs)
+    return sum(r.text_bytes for r in results) / sum(oz_text[r.program] for r in results)
 
 
-def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
-           oz_text: Dict[str, int], iterations: int = 8, pairs: int = 3,
-           sigma: float = 1.0, lr: float = 0.5, seed: int = 0, jobs: int = 2,
-           plugin_env: Optional[Dict[str, str]] = None,
-           progress: Optional[Callable[[int, int, str], None]] = None
-           ) -> tuple:
+def evolve(
+    start: Policy,
+    programs: Sequence[Program],
+    plugin: Path,
+    oz_text: Dict[str, int],
+    iterations: int = 8,
+    pairs: int = 3,
+    sigma: float = 1.0,
+    lr: float = 0.5,
+    seed: int = 0,
+    jobs: int = 2,
+    plugin_env: Optional[Dict[str, str]] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+) -> tuple:
     """Returns (the final mean policy, its ratio, trace). ``sigma`` is
     relative to the mean magnitude of the searched parameters: the imitation
     policy's decisions only move under perturbations of that order (measured:
@@ -65,8 +77,10 @@ def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
 
     def policy_of(vector: np.ndarray) -> Policy:
         p = start.copy()
-        p.layers[-1] = (vector[:w.size].reshape(w.shape).astype(np.float32),
-                        vector[w.size:].astype(np.float32))
+        p.layers[-1] = (
+            vector[: w.size].reshape(w.shape).astype(np.float32),
+            vector[w.size :].astype(np.float32),
+        )
         return p
 
     trace = SearchTrace()
@@ -75,8 +89,7 @@ def evolve(start: Policy, programs: Sequence[Program], plugin: Path,
 
         def measure(vector: np.ndarray) -> float:
             trace.evaluations += 1
-            return size_ratio(policy_of(vector), programs, plugin, oz_text, work, jobs,
-                              plugin_env)
+            return size_ratio(policy_of(vector), programs, plugin, oz_text, work, jobs, plugin_env)
 
         current = measure(theta)
         best = current

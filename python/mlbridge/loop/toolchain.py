@@ -41,8 +41,9 @@ class Plugin:
 def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None) -> Plugin:
     """The plugin running ``model`` in-process under ONNX Runtime, with the
     extra environment ``env``."""
-    return Plugin(path, {**RunnerConfig(kind="onnx", argument=str(model)).plugin_env(),
-                         **(env or {})})
+    return Plugin(
+        path, {**RunnerConfig(kind="onnx", argument=str(model)).plugin_env(), **(env or {})}
+    )
 
 
 @dataclass
@@ -79,9 +80,14 @@ def _read_stats(path: Path) -> Dict[str, int]:
     return totals
 
 
-def compile_program(program: Program, out_dir: Path, plugin: Optional[Plugin] = None,
-                    jobs: int = 2, extra_env: Optional[Mapping[str, str]] = None,
-                    timeout: float = 600) -> ProgramResult:
+def compile_program(
+    program: Program,
+    out_dir: Path,
+    plugin: Optional[Plugin] = None,
+    jobs: int = 2,
+    extra_env: Optional[Mapping[str, str]] = None,
+    timeout: float = 600,
+) -> ProgramResult:
     """Compiles every source of ``program`` to an object in ``out_dir`` and
     measures it. Raises MlbridgeError when a compilation fails."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -95,13 +101,23 @@ def compile_program(program: Program, out_dir: Path, plugin: Optional[Plugin] = 
 
         def one(source: Path) -> Path:
             obj = out_dir / f"{source.stem}.o"
-            command = [CLANG, OPT_LEVEL, "-c", "-w", *program.flags,
-                       *(plugin.flags() if plugin else []), str(source), "-o", str(obj)]
-            done = subprocess.run(command, env=env, capture_output=True, text=True,
-                                  timeout=timeout)
+            command = [
+                CLANG,
+                OPT_LEVEL,
+                "-c",
+                "-w",
+                *program.flags,
+                *(plugin.flags() if plugin else []),
+                str(source),
+                "-o",
+                str(obj),
+            ]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
             if done.returncode != 0:
-                raise MlbridgeError(f"{program.name}: {' '.join(command)} failed "
-                                    f"({done.returncode}): {done.stderr[-2000:]}")
+                raise MlbridgeError(
+                    f"{program.name}: {' '.join(command)} failed "
+                    f"({done.returncode}): {done.stderr[-2000:]}"
+                )
             return obj
 
         cpu, wall = _children_cpu(), time.monotonic()
@@ -109,19 +125,23 @@ def compile_program(program: Program, out_dir: Path, plugin: Optional[Plugin] = 
             objects = list(pool.map(one, program.sources))
         cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
         totals = _read_stats(stats)
-    return ProgramResult(program.name, sum(text_size(str(o)) for o in objects), cpu, wall,
-                         **totals)
+    return ProgramResult(program.name, sum(text_size(str(o)) for o in objects), cpu, wall, **totals)
 
 
-def compile_all(programs: Sequence[Program], out_dir: Path, plugin: Optional[Plugin] = None,
-                jobs: int = 2, progress=None, **kwargs) -> List[ProgramResult]:
+def compile_all(
+    programs: Sequence[Program],
+    out_dir: Path,
+    plugin: Optional[Plugin] = None,
+    jobs: int = 2,
+    progress=None,
+    **kwargs,
+) -> List[ProgramResult]:
     """compile_program() for each program (``progress(done, total, name)``)."""
     results = []
     for i, program in enumerate(programs):
         if progress:
             progress(i, len(programs), program.name)
-        results.append(compile_program(program, out_dir / program.name, plugin, jobs,
-                                       **kwargs))
+        results.append(compile_program(program, out_dir / program.name, plugin, jobs, **kwargs))
     if progress:
         progress(len(programs), len(programs), "")
     return results

@@ -8,8 +8,9 @@ import numpy as np
 
 def checksum(features: Dict[str, np.ndarray], **_: object) -> int:
     """Sum of every byte of every feature (the C++ side computes the same)."""
-    return int(sum(int(np.frombuffer(v.tobytes(), dtype=np.uint8).sum())
-                   for v in features.values()))
+    return int(
+        sum(int(np.frombuffer(v.tobytes(), dtype=np.uint8).sum()) for v in features.values())
+    )
 
 
 def echo(features: Dict[str, np.ndarray], **_: object) -> Dict[str, np.ndarray]:

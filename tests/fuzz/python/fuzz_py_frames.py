@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 import fuzz_support  # first: imports mlbridge instrumented
+
 from mlbridge.errors import EndOfStream, MlbridgeError
 from mlbridge.framing import read_frame
 
@@ -22,8 +23,9 @@ def test_one_input(data: bytes) -> None:
         while True:
             kind, payload = read_frame(stream, MAX_BYTES)
             if len(payload) > MAX_BYTES:
-                raise AssertionError(f"{kind.name} frame of {len(payload)} bytes "
-                                     f"passed a limit of {MAX_BYTES}")
+                raise AssertionError(
+                    f"{kind.name} frame of {len(payload)} bytes passed a limit of {MAX_BYTES}"
+                )
     except EndOfStream:
         pass
     except MlbridgeError:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List
 
+import fuzz_support  # first: imports mlbridge instrumented
 import numpy as np
 
-import fuzz_support  # first: imports mlbridge instrumented
 from mlbridge.channel import FdReader, FdWriter, HostEnds
 from mlbridge.errors import MlbridgeError
 from mlbridge.pipe_host import PipeHost

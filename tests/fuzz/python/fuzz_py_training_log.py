@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 import fuzz_support  # first: imports mlbridge instrumented
+
 from mlbridge.errors import MlbridgeError
 from mlbridge.training_log import dump_lines
 

@@ -29,8 +29,13 @@ with atheris.instrument_imports(include=["mlbridge"]):
     from mlbridge.tensor_spec import TensorSpec
 
 #: The modules under test, imported instrumented before any target imports them.
-INSTRUMENTED = (mlbridge.channel, mlbridge.codecs, mlbridge.framing, mlbridge.pipe_host,
-                mlbridge.training_log)
+INSTRUMENTED = (
+    mlbridge.channel,
+    mlbridge.codecs,
+    mlbridge.framing,
+    mlbridge.pipe_host,
+    mlbridge.training_log,
+)
 
 _ROOT = Path(__file__).resolve().parents[3]
 GOLDEN_DIR = Path(os.environ.get("MLBRIDGE_GOLDEN_DIR", _ROOT / "tests" / "golden"))
@@ -43,8 +48,9 @@ Schema = Tuple[List[TensorSpec], TensorBuffer]
 
 def _load_schemas() -> List[Schema]:
     cases = json.loads((GOLDEN_DIR / "cases.json").read_text())
-    spec_lists = [[TensorSpec(t["name"], t["type"], tuple(t["shape"])) for t in c["tensors"]]
-                  for c in cases]
+    spec_lists = [
+        [TensorSpec(t["name"], t["type"], tuple(t["shape"])) for t in c["tensors"]] for c in cases
+    ]
     spec_lists.append([TensorSpec(f"t{i}", "int8_t", ()) for i in range(_MANY_TENSORS)])
     return [(specs, TensorBuffer(specs)) for specs in spec_lists]
 
@@ -97,8 +103,12 @@ def codec_target(name: str, max_bytes: int = 1 << 20) -> Callable[[bytes], None]
                 tensors = codec.decode_reply(data, specs)
             except MlbridgeError:
                 continue
-            _same(tensors, codec.decode_reply(codec.encode_reply(specs, tensors), specs),
-                  specs, "reply")
+            _same(
+                tensors,
+                codec.decode_reply(codec.encode_reply(specs, tensors), specs),
+                specs,
+                "reply",
+            )
 
     return test_one_input
 

@@ -52,8 +52,10 @@ def const_param(node: Node, i: int, what: str) -> Optional[np.ndarray]:
     if v is None:
         return None
     if v.const is None:
-        raise AotError(f"dynamic shape: {node.where()} takes its {what} from the "
-                       f"runtime tensor '{v.name}'; mlbridge-aot needs it constant")
+        raise AotError(
+            f"dynamic shape: {node.where()} takes its {what} from the "
+            f"runtime tensor '{v.name}'; mlbridge-aot needs it constant"
+        )
     return v.const
 
 
@@ -81,8 +83,10 @@ def require_dtype(node: Node, v: Value, allowed: Sequence[np.dtype]) -> None:
 def same_dtype(node: Node, values: Sequence[Value]) -> np.dtype:
     dtypes = {v.dtype for v in values}
     if len(dtypes) != 1:
-        raise AotError(f"{node.where()}: inputs have different element types "
-                       f"({', '.join(v.describe() for v in values)})")
+        raise AotError(
+            f"{node.where()}: inputs have different element types "
+            f"({', '.join(v.describe() for v in values)})"
+        )
     return values[0].dtype
 
 
@@ -90,8 +94,9 @@ def broadcast_shape(node: Node, shapes: Sequence[tuple]) -> tuple:
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError:
-        raise AotError(f"{node.where()}: shapes {[list(s) for s in shapes]} "
-                       "do not broadcast") from None
+        raise AotError(
+            f"{node.where()}: shapes {[list(s) for s in shapes]} do not broadcast"
+        ) from None
 
 
 def strides_of(shape: Sequence[int]) -> list:
@@ -108,8 +113,7 @@ def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list:
     pad = len(out_shape) - len(shape)
     full = [1] * pad + list(shape)
     own = strides_of(full)
-    return [0 if full[d] == 1 and out_shape[d] != 1 else own[d]
-            for d in range(len(out_shape))]
+    return [0 if full[d] == 1 and out_shape[d] != 1 else own[d] for d in range(len(out_shape))]
 
 
 def collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple:

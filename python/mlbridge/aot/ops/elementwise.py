@@ -9,9 +9,15 @@ import numpy as np
 from mlbridge.aot.cxx import float_literal, int64_literal
 from mlbridge.aot.errors import AotError
 from mlbridge.aot.ir import Node
-from mlbridge.aot.ops.common import (Operator, broadcast_shape, broadcast_strides,
-                                     collapse, require_dtype,
-                                     runtime_input, same_dtype)
+from mlbridge.aot.ops.common import (
+    Operator,
+    broadcast_shape,
+    broadcast_strides,
+    collapse,
+    require_dtype,
+    runtime_input,
+    same_dtype,
+)
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -20,19 +26,24 @@ I64 = np.dtype(np.int64)
 def emit_zip(em, a, b, y, functor: str) -> None:
     """Y = functor(A, B) with A and B broadcast to Y's shape."""
     t = em.ctype(a)
-    shape, sa, sb = collapse(y.shape, broadcast_strides(a.shape, y.shape),
-                             broadcast_strides(b.shape, y.shape))
+    shape, sa, sb = collapse(
+        y.shape, broadcast_strides(a.shape, y.shape), broadcast_strides(b.shape, y.shape)
+    )
     if len(shape) == 1 and sa[0] in (0, 1) and sb[0] in (0, 1):
         if shape[0] == 1:
             sa, sb = [1], [1]
         if sa[0] == 0 and sb[0] == 0:
             sa = [1]  # both scalars broadcast to n: never, kept for safety
-        em.line(f"kernels::zip({em.ptr(a)}, {sa[0]}, {em.ptr(b)}, {sb[0]}, "
-                f"{em.ptr(y)}, {shape[0]}, {functor});")
+        em.line(
+            f"kernels::zip({em.ptr(a)}, {sa[0]}, {em.ptr(b)}, {sb[0]}, "
+            f"{em.ptr(y)}, {shape[0]}, {functor});"
+        )
     else:
-        em.line(f"kernels::zipBroadcast<{t}, {t}, {len(shape)}>({em.ptr(a)}, "
-                f"{em.i64s(sa)}, {em.ptr(b)}, {em.i64s(sb)}, {em.ptr(y)}, "
-                f"{em.i64s(shape)}, {functor});")
+        em.line(
+            f"kernels::zipBroadcast<{t}, {t}, {len(shape)}>({em.ptr(a)}, "
+            f"{em.i64s(sa)}, {em.ptr(b)}, {em.i64s(sb)}, {em.ptr(y)}, "
+            f"{em.i64s(shape)}, {functor});"
+        )
 
 
 class Binary(Operator):
@@ -76,8 +87,7 @@ class Unary(Operator):
 
     def emit(self, node: Node, em) -> None:
         x, y = node.inputs[0], node.outputs[0]
-        em.line(f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, "
-                f"{self.functor_for(node, em)});")
+        em.line(f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, {self.functor_for(node, em)});")
 
 
 class LeakyRelu(Unary):
@@ -102,8 +112,10 @@ class Clip(Unary):
         t = em.ctype(x)
         lit = float_literal if x.dtype == F32 else int64_literal
         bounds = []
-        for i, attr, default in ((1, "min", "std::numeric_limits<{t}>::lowest()"),
-                                 (2, "max", "std::numeric_limits<{t}>::max()")):
+        for i, attr, default in (
+            (1, "min", "std::numeric_limits<{t}>::lowest()"),
+            (2, "max", "std::numeric_limits<{t}>::max()"),
+        ):
             v = node.input(i)
             if node.opset < 11:
                 value = node.attrs.get(attr)
@@ -111,14 +123,17 @@ class Clip(Unary):
             elif v is None:
                 bounds.append(default.format(t=t))
             elif v.size != 1 or v.dtype != x.dtype:
-                raise AotError(f"{node.where()}: {attr} {v.describe()} must be a "
-                               f"scalar of the input's type")
+                raise AotError(
+                    f"{node.where()}: {attr} {v.describe()} must be a scalar of the input's type"
+                )
             elif v.const is not None:
                 bounds.append(lit(v.const.reshape(-1)[0]))
             else:
                 bounds.append(f"{em.ptr(v)}[0]")
-        em.line(f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, "
-                f"kernels::Clip<{t}>{{{bounds[0]}, {bounds[1]}}});")
+        em.line(
+            f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, "
+            f"kernels::Clip<{t}>{{{bounds[0]}, {bounds[1]}}});"
+        )
 
 
 class Cast(Operator):
@@ -131,14 +146,16 @@ class Cast(Operator):
         require_dtype(node, x, [F32, I64])
         to = node.attrs.get("to")
         if to not in self.TARGETS:
-            raise AotError(f"{node.where()}: casting to type {to} is not supported "
-                           "(float32, int64)")
+            raise AotError(
+                f"{node.where()}: casting to type {to} is not supported (float32, int64)"
+            )
         return [(self.TARGETS[to], x.shape)]
 
     def emit(self, node: Node, em) -> None:
         x, y = node.inputs[0], node.outputs[0]
-        em.line(f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, "
-                f"kernels::Cast<{em.ctype(y)}>{{}});")
+        em.line(
+            f"kernels::map({em.ptr(x)}, {em.ptr(y)}, {y.size}, kernels::Cast<{em.ctype(y)}>{{}});"
+        )
 
 
 class Identity(Operator):
@@ -168,4 +185,3 @@ ELEMENTWISE = {
     "Cast": Cast(),
     "Identity": Identity(),
 }
-

@@ -8,9 +8,16 @@ import numpy as np
 from mlbridge.aot.budget import MAX_RANK
 from mlbridge.aot.errors import AotError
 from mlbridge.aot.ir import Node
-from mlbridge.aot.ops.common import (Operator, const_param, int_list,
-                                     normalize_axis, require_dtype, runtime_input,
-                                     same_dtype, strides_of)
+from mlbridge.aot.ops.common import (
+    Operator,
+    const_param,
+    int_list,
+    normalize_axis,
+    require_dtype,
+    runtime_input,
+    same_dtype,
+    strides_of,
+)
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -42,8 +49,10 @@ class Reshape(Operator):
         for i, d in enumerate(target):
             if d == 0 and not allowzero:
                 if i >= len(x.shape):
-                    raise AotError(f"{node.where()}: 0 at position {i} copies a "
-                                   f"dimension {list(x.shape)} does not have")
+                    raise AotError(
+                        f"{node.where()}: 0 at position {i} copies a "
+                        f"dimension {list(x.shape)} does not have"
+                    )
                 d = x.shape[i]
             out.append(d)
         if out.count(-1) > 1:
@@ -85,8 +94,9 @@ class Squeeze(Operator):
             drop = {normalize_axis(node, a, rank, "axes entry") for a in axes}
             for d in drop:
                 if x.shape[d] != 1:
-                    raise AotError(f"{node.where()}: cannot squeeze dimension {d} "
-                                   f"of size {x.shape[d]}")
+                    raise AotError(
+                        f"{node.where()}: cannot squeeze dimension {d} of size {x.shape[d]}"
+                    )
         return [(x.dtype, tuple(n for d, n in enumerate(x.shape) if d not in drop))]
 
 
@@ -100,8 +110,10 @@ class Unsqueeze(Operator):
             raise AotError(f"{node.where()}: missing axes")
         rank = len(x.shape) + len(axes)
         if rank > MAX_RANK:
-            raise AotError(f"{node.where()}: {len(axes)} axes would make {rank} dimensions; "
-                           f"at most {MAX_RANK} are supported")
+            raise AotError(
+                f"{node.where()}: {len(axes)} axes would make {rank} dimensions; "
+                f"at most {MAX_RANK} are supported"
+            )
         positions = {normalize_axis(node, a, rank, "axes entry") for a in axes}
         if len(positions) != len(axes):
             raise AotError(f"{node.where()}: repeated axes {axes}")
@@ -126,9 +138,12 @@ class Concat(Operator):
         out = list(xs[0].shape)
         for v in xs[1:]:
             if len(v.shape) != rank or any(
-                    a != b for d, (a, b) in enumerate(zip(v.shape, xs[0].shape)) if d != axis):
-                raise AotError(f"{node.where()}: {v.describe()} does not match "
-                               f"{xs[0].describe()} outside axis {axis}")
+                a != b for d, (a, b) in enumerate(zip(v.shape, xs[0].shape)) if d != axis
+            ):
+                raise AotError(
+                    f"{node.where()}: {v.describe()} does not match "
+                    f"{xs[0].describe()} outside axis {axis}"
+                )
             out[axis] += v.shape[axis]
         return [(dtype, tuple(out))]
 
@@ -136,15 +151,17 @@ class Concat(Operator):
         y = node.outputs[0]
         axis = normalize_axis(node, node.attrs["axis"], len(y.shape))
         outer = int(np.prod(y.shape[:axis], dtype=np.int64))
-        inner = int(np.prod(y.shape[axis + 1:], dtype=np.int64))
+        inner = int(np.prod(y.shape[axis + 1 :], dtype=np.int64))
         row = y.shape[axis] * inner
         offset = 0
         for v in node.inputs:
             if v is None or v.size == 0:
                 continue
             chunk = v.shape[axis] * inner
-            em.line(f"kernels::copyRows({em.ptr(v)}, {chunk}, {em.ptr(y)} + {offset}, "
-                    f"{row}, {outer}, {chunk});")
+            em.line(
+                f"kernels::copyRows({em.ptr(v)}, {chunk}, {em.ptr(y)} + {offset}, "
+                f"{row}, {outer}, {chunk});"
+            )
             offset += chunk
 
 
@@ -157,8 +174,7 @@ class Transpose(Operator):
         perm = node.attrs.get("perm")
         perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
         if sorted(perm) != list(range(rank)):
-            raise AotError(f"{node.where()}: perm {perm} is not a permutation of "
-                           f"{rank} axes")
+            raise AotError(f"{node.where()}: perm {perm} is not a permutation of {rank} axes")
         return perm
 
     def infer(self, node: Node) -> list:
@@ -177,9 +193,11 @@ class Transpose(Operator):
             # Only size-1 axes move: the bytes are already in order.
             em.line(f"kernels::copyRows({em.ptr(x)}, 0, {em.ptr(y)}, 0, 1, {y.size});")
             return
-        em.line(f"kernels::gatherStrided<{em.ctype(y)}, {len(kept)}>({em.ptr(x)}, "
-                f"{em.i64s([s for _, s in kept])}, {em.ptr(y)}, "
-                f"{em.i64s([n for n, _ in kept])});")
+        em.line(
+            f"kernels::gatherStrided<{em.ctype(y)}, {len(kept)}>({em.ptr(x)}, "
+            f"{em.i64s([s for _, s in kept])}, {em.ptr(y)}, "
+            f"{em.i64s([n for n, _ in kept])});"
+        )
 
 
 class Gather(Operator):
@@ -193,7 +211,7 @@ class Gather(Operator):
         if not data.shape:
             raise AotError(f"{node.where()}: data must have rank >= 1")
         axis = normalize_axis(node, node.attrs.get("axis", 0), len(data.shape))
-        out = data.shape[:axis] + tuple(idx.shape) + data.shape[axis + 1:]
+        out = data.shape[:axis] + tuple(idx.shape) + data.shape[axis + 1 :]
         return [(data.dtype, out)]
 
     def emit(self, node: Node, em) -> None:
@@ -201,17 +219,21 @@ class Gather(Operator):
         axis = normalize_axis(node, node.attrs.get("axis", 0), len(data.shape))
         n = data.shape[axis]
         outer = int(np.prod(data.shape[:axis], dtype=np.int64))
-        inner = int(np.prod(data.shape[axis + 1:], dtype=np.int64))
+        inner = int(np.prod(data.shape[axis + 1 :], dtype=np.int64))
         if idx.const is not None:
             bad = [int(i) for i in idx.const.reshape(-1) if not -n <= int(i) < n]
             if bad:
-                raise AotError(f"{node.where()}: constant index {bad[0]} is out of "
-                               f"range for axis {axis} of size {n}")
+                raise AotError(
+                    f"{node.where()}: constant index {bad[0]} is out of "
+                    f"range for axis {axis} of size {n}"
+                )
             ip = em.const(idx.const.astype(np.int64), f"{node.name} indices")
         else:
             ip = em.ptr(idx)
-        em.line(f"if (!kernels::gather<{em.ctype(y)}, {outer}, {n}, {inner}, "
-                f"{idx.size}>({em.ptr(data)}, {ip}, {em.ptr(y)}))")
+        em.line(
+            f"if (!kernels::gather<{em.ctype(y)}, {outer}, {n}, {inner}, "
+            f"{idx.size}>({em.ptr(data)}, {ip}, {em.ptr(y)}))"
+        )
         em.line("  " + em.fail(node, f"an index is outside [-{n}, {n})"))
 
 

@@ -13,9 +13,16 @@ import numpy as np
 from mlbridge.aot.cxx import float_literal, int64_literal
 from mlbridge.aot.errors import AotError
 from mlbridge.aot.ir import Node
-from mlbridge.aot.ops.common import (Operator, broadcast_shape, broadcast_strides,
-                                     collapse, require_dtype, runtime_input,
-                                     same_dtype, strides_of)
+from mlbridge.aot.ops.common import (
+    Operator,
+    broadcast_shape,
+    broadcast_strides,
+    collapse,
+    require_dtype,
+    runtime_input,
+    same_dtype,
+    strides_of,
+)
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -26,8 +33,18 @@ I64 = np.dtype(np.int64)
 SPARSE_MAX_K = 4096
 
 
-def emit_dense(em, x: str, m: int, k: int, w: np.ndarray, bias: Optional[np.ndarray],
-               relu: bool, y: str, hint: str, sparse_input: bool = False) -> None:
+def emit_dense(
+    em,
+    x: str,
+    m: int,
+    k: int,
+    w: np.ndarray,
+    bias: Optional[np.ndarray],
+    relu: bool,
+    y: str,
+    hint: str,
+    sparse_input: bool = False,
+) -> None:
     """Y[m,n] = act(X[m,k] @ W[k,n] + bias) with constant W (float32).
     ``sparse_input``: X comes out of a ReLU, so many of its entries are zero."""
     n = w.shape[1]
@@ -45,26 +62,33 @@ def emit_dense(em, x: str, m: int, k: int, w: np.ndarray, bias: Optional[np.ndar
             pb[:n] = bias
             bsym = em.const(pb, f"{hint} bias")
         skip = sparse_input and k <= SPARSE_MAX_K and bool(np.isfinite(w).all())
-        em.line(f"kernels::denseBlocked<{m}, {k}, {n}, {nb}, {relu_arg}, "
-                f"{'true' if skip else 'false'}>({x}, {wsym}, {bsym}, {y});")
+        em.line(
+            f"kernels::denseBlocked<{m}, {k}, {n}, {nb}, {relu_arg}, "
+            f"{'true' if skip else 'false'}>({x}, {wsym}, {bsym}, {y});"
+        )
     else:
         lanes = 32 if k >= 32 else (16 if k >= 16 else 8)
         wsym = em.const(np.ascontiguousarray(w.T), f"{hint} weights, transposed")
-        bsym = em.const(bias.astype(np.float32), f"{hint} bias") if bias is not None \
-            else "nullptr"
-        em.line(f"kernels::denseDot<{m}, {k}, {n}, {lanes}, {relu_arg}>("
-                f"{x}, {wsym}, {bsym}, {y});")
+        bsym = em.const(bias.astype(np.float32), f"{hint} bias") if bias is not None else "nullptr"
+        em.line(f"kernels::denseDot<{m}, {k}, {n}, {lanes}, {relu_arg}>({x}, {wsym}, {bsym}, {y});")
 
 
-def emit_add_broadcast(em, node: Node, y: str, out_shape: tuple, c, c_shape: tuple,
-                       scale: float) -> None:
+def emit_add_broadcast(
+    em, node: Node, y: str, out_shape: tuple, c, c_shape: tuple, scale: float
+) -> None:
     """Y += scale * C, with C broadcast to Y's shape (in place)."""
-    shape, sy, sc = collapse(out_shape, strides_of(out_shape),
-                             broadcast_strides(c_shape, out_shape))
-    fn = "kernels::Add{}" if scale == 1.0 else \
-        f"[](float A, float B) {{ return A + {float_literal(scale)} * B; }}"
-    em.line(f"kernels::zipBroadcast<float, float, {len(shape)}>({y}, {em.i64s(sy)}, "
-            f"{c}, {em.i64s(sc)}, {y}, {em.i64s(shape)}, {fn});")
+    shape, sy, sc = collapse(
+        out_shape, strides_of(out_shape), broadcast_strides(c_shape, out_shape)
+    )
+    fn = (
+        "kernels::Add{}"
+        if scale == 1.0
+        else f"[](float A, float B) {{ return A + {float_literal(scale)} * B; }}"
+    )
+    em.line(
+        f"kernels::zipBroadcast<float, float, {len(shape)}>({y}, {em.i64s(sy)}, "
+        f"{c}, {em.i64s(sc)}, {y}, {em.i64s(shape)}, {fn});"
+    )
 
 
 class Gemm(Operator):
@@ -73,8 +97,9 @@ class Gemm(Operator):
         dtype = same_dtype(node, [a, b])
         require_dtype(node, a, [F32, I64])
         if len(a.shape) != 2 or len(b.shape) != 2:
-            raise AotError(f"{node.where()}: A and B must be matrices, got "
-                           f"{list(a.shape)} and {list(b.shape)}")
+            raise AotError(
+                f"{node.where()}: A and B must be matrices, got {list(a.shape)} and {list(b.shape)}"
+            )
         m, k = a.shape[::-1] if node.attrs.get("transA", 0) else a.shape
         k2, n = b.shape[::-1] if node.attrs.get("transB", 0) else b.shape
         if k != k2:
@@ -107,45 +132,60 @@ class Gemm(Operator):
         scratch_used = 0
         if node.attrs.get("transA", 0):
             x = f"reinterpret_cast<{t} *>({em.scratch()})"
-            em.line(f"kernels::gatherStrided<{t}, 2>({em.ptr(a)}, {em.i64s([1, m])}, "
-                    f"{x}, {em.i64s([m, k])});")
+            em.line(
+                f"kernels::gatherStrided<{t}, 2>({em.ptr(a)}, {em.i64s([1, m])}, "
+                f"{x}, {em.i64s([m, k])});"
+            )
             scratch_used = (a.nbytes + 63) // 64 * 64 + 64
         relu = bool(node.fused.get("relu"))
         if b.const is not None and y.dtype == F32:
             w = b.const.T if node.attrs.get("transB", 0) else b.const
-            w = (w.astype(np.float32) * np.float32(alpha)) if alpha != 1.0 \
-                else w.astype(np.float32)
+            w = (w.astype(np.float32) * np.float32(alpha)) if alpha != 1.0 else w.astype(np.float32)
             bias = None
             c_after = None
             if c is not None:
                 if c.const is not None and (len(c.shape) < 2 or c.shape[0] == 1):
-                    bias = (np.broadcast_to(c.const.reshape(-1) if c.const.size > 1
-                                            else c.const.reshape(()), (n,))
-                            .astype(np.float32) * np.float32(beta))
+                    bias = np.broadcast_to(
+                        c.const.reshape(-1) if c.const.size > 1 else c.const.reshape(()), (n,)
+                    ).astype(np.float32) * np.float32(beta)
                 elif beta != 0.0:
                     c_after = c
             if c_after is not None and relu:
-                raise AotError(f"{node.where()}: internal error: relu fused before a "
-                               "second bias")
-            emit_dense(em, x, m, k, w, bias, relu, em.ptr(y), node.name,
-                       bool(node.fused.get("sparse_input")) and x == em.ptr(a))
+                raise AotError(f"{node.where()}: internal error: relu fused before a second bias")
+            emit_dense(
+                em,
+                x,
+                m,
+                k,
+                w,
+                bias,
+                relu,
+                em.ptr(y),
+                node.name,
+                bool(node.fused.get("sparse_input")) and x == em.ptr(a),
+            )
             if c_after is not None:
-                emit_add_broadcast(em, node, em.ptr(y), y.shape, em.ptr(c_after),
-                                   c_after.shape, beta)
+                emit_add_broadcast(
+                    em, node, em.ptr(y), y.shape, em.ptr(c_after), c_after.shape, beta
+                )
             return
         # Runtime (or int64) weights: plain loops, then alpha, C, activation.
         wptr = em.ptr(b)
         if node.attrs.get("transB", 0):
             wptr = f"reinterpret_cast<{t} *>({em.scratch()} + {scratch_used})"
-            em.line(f"kernels::gatherStrided<{t}, 2>({em.ptr(b)}, {em.i64s([1, k])}, "
-                    f"{wptr}, {em.i64s([k, n])});")
+            em.line(
+                f"kernels::gatherStrided<{t}, 2>({em.ptr(b)}, {em.i64s([1, k])}, "
+                f"{wptr}, {em.i64s([k, n])});"
+            )
         em.line(f"kernels::matmul<{t}, {m}, {k}, {n}>({x}, {wptr}, {em.ptr(y)});")
         yp = em.ptr(y)
         if alpha != 1.0:
-            if t != "float" and not (np.isfinite(alpha) and abs(alpha) < 2 ** 63
-                                     and alpha.is_integer()):
-                raise AotError(f"{node.where()}: int64 Gemm with alpha {alpha} (not an "
-                               "int64) is not supported")
+            if t != "float" and not (
+                np.isfinite(alpha) and abs(alpha) < 2**63 and alpha.is_integer()
+            ):
+                raise AotError(
+                    f"{node.where()}: int64 Gemm with alpha {alpha} (not an int64) is not supported"
+                )
             lit = float_literal(alpha) if t == "float" else int64_literal(int(alpha))
             em.line(f"kernels::map({yp}, {yp}, {m * n}, [](auto V) {{ return V * {lit}; }});")
         if c is not None and beta != 0.0:
@@ -154,10 +194,13 @@ class Gemm(Operator):
             else:
                 if beta != 1.0:
                     raise AotError(f"{node.where()}: int64 Gemm with beta != 1 is not supported")
-                shape, sy, sc = collapse(y.shape, strides_of(y.shape),
-                                         broadcast_strides(c.shape, y.shape))
-                em.line(f"kernels::zipBroadcast<{t}, {t}, {len(shape)}>({yp}, {em.i64s(sy)}, "
-                        f"{em.ptr(c)}, {em.i64s(sc)}, {yp}, {em.i64s(shape)}, kernels::Add{{}});")
+                shape, sy, sc = collapse(
+                    y.shape, strides_of(y.shape), broadcast_strides(c.shape, y.shape)
+                )
+                em.line(
+                    f"kernels::zipBroadcast<{t}, {t}, {len(shape)}>({yp}, {em.i64s(sy)}, "
+                    f"{em.ptr(c)}, {em.i64s(sc)}, {yp}, {em.i64s(shape)}, kernels::Add{{}});"
+                )
         if relu:
             em.line(f"kernels::map({yp}, {yp}, {m * n}, kernels::Relu{{}});")
 
@@ -170,8 +213,9 @@ class MatMul(Operator):
         sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
         sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
         if sa[-1] != sb[-2]:
-            raise AotError(f"{node.where()}: inner dimensions differ "
-                           f"({list(a.shape)} @ {list(b.shape)})")
+            raise AotError(
+                f"{node.where()}: inner dimensions differ ({list(a.shape)} @ {list(b.shape)})"
+            )
         batch = broadcast_shape(node, [sa[:-2], sb[:-2]])
         return a, b, sa, sb, batch
 
@@ -194,21 +238,35 @@ class MatMul(Operator):
         if b.const is not None and len(sb) == 2 and y.dtype == F32:
             # x[..., k] @ W[k, n]: every row of every batch is one dense row.
             w = b.const.reshape(k, n).astype(np.float32)
-            emit_dense(em, em.ptr(a), int(np.prod(sa[:-1])), k, w, None, relu,
-                       em.ptr(y), node.name, bool(node.fused.get("sparse_input")))
+            emit_dense(
+                em,
+                em.ptr(a),
+                int(np.prod(sa[:-1])),
+                k,
+                w,
+                None,
+                relu,
+                em.ptr(y),
+                node.name,
+                bool(node.fused.get("sparse_input")),
+            )
             return
         t = em.ctype(y)
         nbatch = int(np.prod(batch)) if batch else 1
         a_off = self._batch_offsets(sa, batch, m * k)
         b_off = self._batch_offsets(sb, batch, k * n)
         if nbatch == 1:
-            em.line(f"kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {a_off[0]}, "
-                    f"{em.ptr(b)} + {b_off[0]}, {em.ptr(y)});")
+            em.line(
+                f"kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {a_off[0]}, "
+                f"{em.ptr(b)} + {b_off[0]}, {em.ptr(y)});"
+            )
         else:
             ao, bo = self._offset_expr(em, a_off, m * k), self._offset_expr(em, b_off, k * n)
             em.line(f"for (int Batch = 0; Batch < {nbatch}; ++Batch)")
-            em.line(f"  kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {ao}, "
-                    f"{em.ptr(b)} + {bo}, {em.ptr(y)} + Batch * {m * n});")
+            em.line(
+                f"  kernels::matmul<{t}, {m}, {k}, {n}>({em.ptr(a)} + {ao}, "
+                f"{em.ptr(b)} + {bo}, {em.ptr(y)} + Batch * {m * n});"
+            )
         if relu:
             em.line(f"kernels::map({em.ptr(y)}, {em.ptr(y)}, {y.size}, kernels::Relu{{}});")
 

@@ -25,20 +25,27 @@ class Softmax(Operator):
         rank = len(shape)
         if node.opset < 13:
             axis = normalize_axis(node, node.attrs.get("axis", 1), max(rank, 1))
-            return (int(np.prod(shape[:axis], dtype=np.int64)),
-                    int(np.prod(shape[axis:], dtype=np.int64)), 1)
+            return (
+                int(np.prod(shape[:axis], dtype=np.int64)),
+                int(np.prod(shape[axis:], dtype=np.int64)),
+                1,
+            )
         axis = normalize_axis(node, node.attrs.get("axis", -1), max(rank, 1))
-        return (int(np.prod(shape[:axis], dtype=np.int64)),
-                shape[axis] if shape else 1,
-                int(np.prod(shape[axis + 1:], dtype=np.int64)))
+        return (
+            int(np.prod(shape[:axis], dtype=np.int64)),
+            shape[axis] if shape else 1,
+            int(np.prod(shape[axis + 1 :], dtype=np.int64)),
+        )
 
     def emit(self, node: Node, em) -> None:
         x, y = node.inputs[0], node.outputs[0]
         outer, n, inner = self._split(node, x.shape)
         if x.size == 0:
             return
-        em.line(f"kernels::softmax<{outer}, {n}, {inner}, "
-                f"{'true' if self.log else 'false'}>({em.ptr(x)}, {em.ptr(y)});")
+        em.line(
+            f"kernels::softmax<{outer}, {n}, {inner}, "
+            f"{'true' if self.log else 'false'}>({em.ptr(x)}, {em.ptr(y)});"
+        )
 
 
 SOFTMAX = {"Softmax": Softmax(False), "LogSoftmax": Softmax(True)}

@@ -69,8 +69,7 @@ def fill(name: str, **values: Value) -> str:
     missing = sorted(names - values.keys())
     unused = sorted(values.keys() - names)
     if missing or unused:
-        raise TemplateError(f"template {name}: no value for {missing}, no placeholder for "
-                            f"{unused}")
+        raise TemplateError(f"template {name}: no value for {missing}, no placeholder for {unused}")
     return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
