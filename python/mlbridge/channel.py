@@ -24,7 +24,7 @@ import shutil
 import stat
 import tempfile
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from mlbridge.errors import MlbridgeError
 
@@ -340,7 +340,7 @@ class FdWriter:
         self._poll = select.poll()
         self._poll.register(fd, select.POLLOUT)
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: Union[bytes, bytearray, memoryview]) -> int:
         """Write every byte of ``data`` (returns its length); raise on timeout
         or a closed reader."""
         size = len(data)

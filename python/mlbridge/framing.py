@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import BinaryIO, Tuple
+from typing import Optional, Protocol, Tuple
 
 from mlbridge.errors import EndOfStream, FrameError
 from mlbridge.limits import DEFAULT_MAX_BYTES
@@ -12,6 +12,25 @@ from mlbridge.limits import DEFAULT_MAX_BYTES
 _HEADER = struct.Struct("<II")
 HEADER_SIZE = _HEADER.size
 _MAX_CHUNK = 1 << 20  # read big payloads in chunks: never trust the length field
+
+
+class FrameReader(Protocol):
+    """What :func:`read_frame` reads from: a binary file (``BinaryIO``) or a
+    :class:`mlbridge.channel.FdReader`. ``read`` may give None (a non-blocking
+    raw stream with nothing to read): that raises FrameError."""
+
+    def read(self, size: int, /) -> Optional[bytes]: ...
+
+
+class FrameWriter(Protocol):
+    """What :func:`write_frame` writes to: a binary file (``BinaryIO``) or a
+    :class:`mlbridge.channel.FdWriter`. ``write`` may write only part of the
+    data (the rest is written next), or give None (a non-blocking raw stream
+    that is full): that raises FrameError."""
+
+    def write(self, data: memoryview, /) -> Optional[int]: ...
+
+    def flush(self) -> None: ...
 
 
 class FrameKind(enum.IntEnum):
@@ -44,7 +63,7 @@ def encode_frame(kind: int, payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), kind) + bytes(payload)
 
 
-def write_frame(f: BinaryIO, kind: int, payload: bytes) -> None:
+def write_frame(f: FrameWriter, kind: int, payload: bytes) -> None:
     """Write one frame to the binary stream ``f`` and flush it."""
     data = encode_frame(kind, payload)
     view = memoryview(data)
@@ -56,7 +75,7 @@ def write_frame(f: BinaryIO, kind: int, payload: bytes) -> None:
     f.flush()
 
 
-def _read_exactly(f: BinaryIO, size: int, what: str, *, at_boundary: bool = False) -> bytes:
+def _read_exactly(f: FrameReader, size: int, what: str, *, at_boundary: bool = False) -> bytes:
     """Read exactly ``size`` bytes, looping over short reads."""
     chunks = []
     remaining = size
@@ -74,7 +93,7 @@ def _read_exactly(f: BinaryIO, size: int, what: str, *, at_boundary: bool = Fals
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def read_frame(f: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[FrameKind, bytes]:
+def read_frame(f: FrameReader, max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[FrameKind, bytes]:
     """Read one frame from the binary stream ``f``: (kind, payload).
 
     Raises :class:`EndOfStream` when the stream ends cleanly before a frame,

@@ -403,7 +403,7 @@ def check_bindable(address: str) -> None:
                 return
             except OSError as err:
                 failure = err
-    reason = failure.strerror if failure is not None else "no address"
+    reason = (failure.strerror or str(failure)) if failure is not None else "no address"
     if failure is not None and failure.errno == errno.EADDRINUSE:
         reason += " (another server uses the port)"
     raise AddressError(f"cannot bind '{address}': {reason}")

@@ -38,7 +38,15 @@ from mlbridge.channel import HostEnds, Watch, open_host_ends
 from mlbridge.codecs import FORMATS, get_codec
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
-from mlbridge.framing import CONTEXT, ERROR, OBSERVATION, RESULT, read_frame, write_frame
+from mlbridge.framing import (
+    CONTEXT,
+    ERROR,
+    OBSERVATION,
+    RESULT,
+    FrameWriter,
+    read_frame,
+    write_frame,
+)
 from mlbridge.jsontext import load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
 from mlbridge.policy import (
@@ -331,7 +339,7 @@ class PipeHost:
             stats.decisions += 1
 
     @staticmethod
-    def _report(writer: BinaryIO, message: str, stats: HostStats, start: float) -> None:
+    def _report(writer: FrameWriter, message: str, stats: HostStats, start: float) -> None:
         """Answer the current request with an ERROR frame carrying ``message``.
 
         Nothing of the failed request reaches the policy or the log: a decode

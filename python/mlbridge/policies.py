@@ -33,7 +33,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -158,7 +158,7 @@ class Zeros:
 def _builtin(name: str, advisor: Optional[str]) -> Optional[Policy]:
     if name == "zeros":
         return Zeros()
-    table = {
+    table: Dict[Tuple[str, str], Callable[[], Policy]] = {
         ("default", "inline"): InlineDefault,
         ("always", "inline"): lambda: Constant(1),
         ("never", "inline"): lambda: Constant(0),

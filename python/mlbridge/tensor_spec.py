@@ -166,8 +166,9 @@ class TensorSpec:
         return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "TensorSpec":
-        """Parse LLVM's JSON form (a dict); SpecError names what is wrong."""
+    def from_json(cls, obj: object) -> "TensorSpec":
+        """Parse LLVM's JSON form (a dict); SpecError names what is wrong
+        (``obj`` is untrusted: anything that is not a JSON object is refused)."""
         if not isinstance(obj, Mapping):
             raise SpecError(f"tensor spec must be a JSON object, got {type(obj).__name__}")
         try:

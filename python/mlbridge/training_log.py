@@ -131,7 +131,9 @@ class TrainingLogReader:
     def __init__(self, stream: BinaryIO, max_record_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._stream = stream
         self._line = 0
-        header = self._json_line(MAX_HEADER_LINE, "header", allow_eof=False)
+        header = self._json_line(MAX_HEADER_LINE, "header")
+        if header is None:
+            raise TrainingLogError("training log: empty file (no header)")
         try:
             self.features = specs_from_json(header.get("features"), "features")
             self.score = _optional_spec(header, "score")
@@ -196,14 +198,13 @@ class TrainingLogReader:
         self._line += 1
 
     def _event(self) -> Optional[Dict[str, Any]]:
-        return self._json_line(_MAX_EVENT_LINE, "event", allow_eof=True)
+        return self._json_line(_MAX_EVENT_LINE, "event")
 
-    def _json_line(self, limit: int, what: str, allow_eof: bool) -> Optional[Dict[str, Any]]:
+    def _json_line(self, limit: int, what: str) -> Optional[Dict[str, Any]]:
+        """The next line, a JSON object; None at the end of the file."""
         line = self._stream.readline(limit + 1)
         if not line:
-            if allow_eof:
-                return None
-            raise TrainingLogError("training log: empty file (no header)")
+            return None
         self._line += 1
         if not line.endswith(b"\n"):
             if len(line) > limit:

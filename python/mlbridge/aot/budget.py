@@ -27,11 +27,16 @@ from typing import Any, Optional, Sequence
 from mlbridge.aot.errors import AotError
 from mlbridge.tensor_spec import MAX_ELEMENTS, MAX_RANK
 
+#: Whether the optional 'onnx' package is installed; ``onnx``, ``helper`` and
+#: ``numpy_helper`` are bound only if it is (load_graph checks first).
+HAVE_ONNX: bool
 try:
     import onnx
     from onnx import helper, numpy_helper
+
+    HAVE_ONNX = True
 except ImportError:  # pragma: no cover - reported by load_graph
-    onnx = None
+    HAVE_ONNX = False
 
 
 #: Default bound on the static memory of a generated model (1 GiB): its
@@ -97,7 +102,7 @@ _NARROW = {
         ("FLOAT8E5M2", 1),
         ("FLOAT8E5M2FNUZ", 1),
     )
-    if onnx is not None and hasattr(onnx.TensorProto, n)
+    if HAVE_ONNX and hasattr(onnx.TensorProto, n)
 }
 
 
@@ -115,10 +120,10 @@ def _itemsize(elem_type: int, what: str) -> int:
 _PACKED = {
     getattr(onnx.TensorProto, n)
     for n in ("INT4", "UINT4", "FLOAT4E2M1")
-    if onnx is not None and hasattr(onnx.TensorProto, n)
+    if HAVE_ONNX and hasattr(onnx.TensorProto, n)
 }
 #: Element types stored as two numbers each in the typed fields.
-_PAIRS = {onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128} if onnx else set()
+_PAIRS = {onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128} if HAVE_ONNX else set()
 _TYPED_FIELDS = (
     "float_data",
     "int32_data",

@@ -12,7 +12,7 @@ shape and every tensor's data is checked against the memory budget
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -23,15 +23,20 @@ from mlbridge.aot.errors import AotError
 from mlbridge.aot.ir import CXX_TYPES, RUNTIME_DTYPES, SPEC_TYPES, Graph, Node, Value
 from mlbridge.aot.ops import OPERATORS, supported_ops
 
+#: Whether the optional 'onnx' package is installed; ``onnx`` and ``helper``
+#: are bound only if it is (load_graph checks first, see _require_onnx).
+HAVE_ONNX: bool
 try:
     import onnx
     from onnx import helper
+
+    HAVE_ONNX = True
 except ImportError:  # pragma: no cover - reported by load_graph
-    onnx = None
+    HAVE_ONNX = False
 
 
 def _require_onnx() -> None:
-    if onnx is None:
+    if not HAVE_ONNX:
         raise AotError(
             "mlbridge-aot needs the 'onnx' package (pip install 'mlbridge-compiler[aot]')"
         )
@@ -206,7 +211,7 @@ def _node(proto: Any, index: int, values: dict, opset: int, max_memory: int) -> 
             f"supported; mlbridge-aot supports: {supported_ops()}"
         )
     budget.check_attribute_tensors(proto, where, max_memory)
-    inputs = []
+    inputs: List[Optional[Value]] = []
     for i in proto.input:
         if not i:
             inputs.append(None)

@@ -11,7 +11,7 @@ the result is always what the full parser would give.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +22,9 @@ class CanonicalLayout:
     """Where the constant and the data bytes of a canonical request lie."""
 
     def __init__(self, pb2, specs: Sequence[TensorSpec]) -> None:
-        pieces, data_index, const_index = [], [], []
+        pieces: List[bytes] = []
+        data_index: List[int] = []
+        const_index: List[int] = []
         offset = 0
         for spec in specs:
             tensor = pb2.TensorMessage()

@@ -67,11 +67,11 @@ class Policy:
         from onnx import TensorProto, checker, helper, numpy_helper, save
 
         inits = [
-            numpy_helper.from_array(np.float32(1), "one"),
+            numpy_helper.from_array(np.asarray(1, np.float32), "one"),
             numpy_helper.from_array(self.mean.astype(np.float32), "mean"),
             numpy_helper.from_array((1 / self.scale).astype(np.float32), "inv_scale"),
-            numpy_helper.from_array(np.float32(-CLIP), "lo"),
-            numpy_helper.from_array(np.float32(CLIP), "hi"),
+            numpy_helper.from_array(np.asarray(-CLIP, np.float32), "lo"),
+            numpy_helper.from_array(np.asarray(CLIP, np.float32), "hi"),
             numpy_helper.from_array(np.asarray([1, -1], np.int64), "row"),
         ]
         nodes = [

@@ -3,7 +3,7 @@ constant-parameter access, axis and broadcasting arithmetic."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def const_param(node: Node, i: int, what: str) -> Optional[np.ndarray]:
     return v.const
 
 
-def int_list(node: Node, values: Any, what: str) -> list:
+def int_list(node: Node, values: Any, what: str) -> List[int]:
     """The integers of a constant parameter (axes, a shape), which must have
     an integer type."""
     arr = np.asarray(values)

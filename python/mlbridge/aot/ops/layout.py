@@ -3,6 +3,8 @@ no code), Concat, Transpose, Gather."""
 
 from __future__ import annotations
 
+from typing import List, Optional
+
 import numpy as np
 
 from mlbridge.aot.budget import MAX_RANK
@@ -23,7 +25,7 @@ F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
 
 
-def _axes(node: Node, input_index: int, attr_until: int) -> object:
+def _axes(node: Node, input_index: int, attr_until: int) -> Optional[List[int]]:
     """Axes from the attribute (opset < attr_until) or from a constant input."""
     if node.opset < attr_until:
         axes = node.attrs.get("axes")
