@@ -14,6 +14,7 @@
 #ifndef MLBRIDGE_ERROR_H
 #define MLBRIDGE_ERROR_H
 
+#include <cassert>
 #include <memory>
 #include <new>
 #include <string>
@@ -106,15 +107,27 @@ Error makeError(ErrorCode Code, const Parts &...P) {
   return Error(Code, std::move(Message));
 }
 
-/// Either a value of type T or an Error. Check with `if (!E)` before using
-/// `*E`; `takeError()` moves the error out.
+/// Either a value of type T or an Error, never neither.
+///
+/// Contract: check with `if (!E)` (or `if (E)`) before using `*E` or
+/// `E->`; `takeError()` moves the error out. Dereferencing an Expected that
+/// holds an error is a programming error: it fails an assertion in builds
+/// without NDEBUG and is undefined behaviour otherwise (no abort, no
+/// exception in release builds, like std::optional). Code that cannot check
+/// first uses the checked accessors instead: `get()` (nullptr on error) or
+/// `valueOr(Default)`. `error()` and `takeError()` are always defined: on a
+/// value they return success.
 template <typename T> class [[nodiscard]] Expected {
 public:
   /// Holds a value.
-  Expected(T Value) : HasValue(true) { new (&Storage) T(std::move(Value)); }
+  Expected(T Value) : HasValue(true) { new (Storage) T(std::move(Value)); }
 
-  /// Holds a failure; \p E must be a failure.
-  Expected(Error E) : HasValue(false), Err(std::move(E)) {}
+  /// Holds the failure \p E. A success \p E (one that holds no error) would
+  /// leave the Expected with neither a value nor an error; it becomes the
+  /// InvalidArgument error "Expected constructed from a success Error"
+  /// instead, so the mistake shows where it is made.
+  Expected(Error E)
+      : HasValue(false), Err(E ? std::move(E) : constructedFromSuccess()) {}
 
   /// Converts from an Expected of a convertible type (e.g. unique_ptr of a
   /// derived class).
@@ -122,7 +135,7 @@ public:
             typename = std::enable_if_t<std::is_convertible<U, T>::value>>
   Expected(Expected<U> &&Other) : HasValue(bool(Other)) {
     if (HasValue)
-      new (&Storage) T(std::move(*Other));
+      new (Storage) T(std::move(*Other));
     else
       Err = Other.takeError();
   }
@@ -130,35 +143,85 @@ public:
   /// Copy construction.
   Expected(const Expected &Other) : HasValue(Other.HasValue), Err(Other.Err) {
     if (HasValue)
-      new (&Storage) T(*Other);
+      new (Storage) T(Other.value());
   }
 
   /// Move construction.
   Expected(Expected &&Other) noexcept
       : HasValue(Other.HasValue), Err(std::move(Other.Err)) {
     if (HasValue)
-      new (&Storage) T(std::move(*Other));
+      new (Storage) T(std::move(Other.value()));
   }
 
-  Expected &operator=(const Expected &) = delete;
-  Expected &operator=(Expected &&) = delete;
-
-  ~Expected() {
-    if (HasValue)
-      value().~T();
+  /// Copy assignment: destroys the held value, then copies \p Other's.
+  Expected &operator=(const Expected &Other) {
+    if (this != &Other) {
+      destroyValue();
+      Err = Other.Err;
+      if (Other.HasValue) {
+        new (Storage) T(Other.value());
+        HasValue = true;
+      }
+    }
+    return *this;
   }
+
+  /// Move assignment: destroys the held value, then moves \p Other's in.
+  Expected &operator=(Expected &&Other) noexcept {
+    if (this != &Other) {
+      destroyValue();
+      Err = std::move(Other.Err);
+      if (Other.HasValue) {
+        new (Storage) T(std::move(Other.value()));
+        HasValue = true;
+      }
+    }
+    return *this;
+  }
+
+  ~Expected() { destroyValue(); }
 
   /// True when a value is held.
   explicit operator bool() const { return HasValue; }
 
-  /// The held value; only valid when holding one.
-  T &operator*() { return value(); }
-  /// The held value; only valid when holding one.
-  const T &operator*() const { return value(); }
-  /// Member access on the held value.
-  T *operator->() { return &value(); }
-  /// Member access on the held value.
-  const T *operator->() const { return &value(); }
+  /// The held value. Precondition: a value is held (asserted in builds
+  /// without NDEBUG; undefined behaviour otherwise). See get() and valueOr().
+  T &operator*() {
+    assert(HasValue && "dereferencing an Expected that holds an error");
+    return value();
+  }
+  /// The held value; same precondition as the non-const operator*.
+  const T &operator*() const {
+    assert(HasValue && "dereferencing an Expected that holds an error");
+    return value();
+  }
+  /// Member access on the held value; same precondition as operator*.
+  T *operator->() {
+    assert(HasValue && "dereferencing an Expected that holds an error");
+    return &value();
+  }
+  /// Member access on the held value; same precondition as operator*.
+  const T *operator->() const {
+    assert(HasValue && "dereferencing an Expected that holds an error");
+    return &value();
+  }
+
+  /// Checked access: the held value, or nullptr when holding an error.
+  T *get() { return HasValue ? &value() : nullptr; }
+  /// Checked access: the held value, or nullptr when holding an error.
+  const T *get() const { return HasValue ? &value() : nullptr; }
+
+  /// Checked access: a copy of the held value, or \p Default converted to T
+  /// when holding an error.
+  template <typename U> T valueOr(U &&Default) const & {
+    return HasValue ? value() : static_cast<T>(std::forward<U>(Default));
+  }
+  /// Checked access: the held value moved out, or \p Default converted to T
+  /// when holding an error.
+  template <typename U> T valueOr(U &&Default) && {
+    return HasValue ? std::move(value())
+                    : static_cast<T>(std::forward<U>(Default));
+  }
 
   /// The held error (success when holding a value).
   const Error &error() const { return Err; }
@@ -167,12 +230,23 @@ public:
   Error takeError() { return std::move(Err); }
 
 private:
-  T &value() { return *std::launder(reinterpret_cast<T *>(&Storage)); }
-  const T &value() const {
-    return *std::launder(reinterpret_cast<const T *>(&Storage));
+  static Error constructedFromSuccess() {
+    return Error(ErrorCode::InvalidArgument,
+                 "Expected constructed from a success Error");
   }
 
-  std::aligned_storage_t<sizeof(T), alignof(T)> Storage;
+  void destroyValue() {
+    if (HasValue)
+      value().~T();
+    HasValue = false;
+  }
+
+  T &value() { return *std::launder(reinterpret_cast<T *>(Storage)); }
+  const T &value() const {
+    return *std::launder(reinterpret_cast<const T *>(Storage));
+  }
+
+  alignas(T) unsigned char Storage[sizeof(T)];
   bool HasValue;
   Error Err;
 };

@@ -104,6 +104,8 @@ public:
   const TensorSpec &outputSpec(size_t I) const { return Outputs.spec(I); }
   /// Untyped result of output \p I from the last successful evaluate().
   const void *outputData(size_t I) const { return Outputs.data(I); }
+  /// Index of the output called \p Name, or an InvalidArgument error.
+  Expected<size_t> outputIndex(std::string_view Name) const;
   /// Output \p I as a typed view, checked.
   template <typename T> Expected<TensorView<T>> output(size_t I) const {
     if (I >= Outputs.size())
@@ -118,11 +120,10 @@ public:
   /// The output called \p Name as a typed view, checked.
   template <typename T>
   Expected<TensorView<T>> output(std::string_view Name) const {
-    long I = Outputs.indexOf(Name);
-    if (I < 0)
-      return makeError(ErrorCode::InvalidArgument, "no output named '",
-                       std::string(Name), "'");
-    return output<T>(size_t(I));
+    auto I = outputIndex(Name);
+    if (!I)
+      return I.takeError();
+    return output<T>(*I);
   }
 
   /// Starts a new context (e.g. the function being compiled); observation

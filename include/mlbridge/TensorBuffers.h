@@ -27,7 +27,8 @@ namespace mlbridge {
 /// Specs plus their runner-owned storage.
 class TensorBuffers {
 public:
-  /// Allocates one buffer per spec. Fails on duplicate or empty names.
+  /// Allocates one buffer per spec. Fails on an invalid spec (see
+  /// TensorSpec::isValid) and on duplicate or empty names.
   static Expected<TensorBuffers> create(std::vector<TensorSpec> Specs,
                                         const char *What);
 

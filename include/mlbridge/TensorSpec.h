@@ -73,17 +73,26 @@ MLBRIDGE_DTYPE_OF(uint64_t, UInt64)
 /// Largest element count a TensorSpec may describe (bounds every decoder).
 inline constexpr uint64_t MaxTensorElements = uint64_t(1) << 40;
 
+/// Most dimensions a TensorSpec may have (docs/protocol.md; the Python side's
+/// MAX_RANK).
+inline constexpr size_t MaxTensorRank = 32;
+
 /// Describes one tensor: name, element type, row-major shape, port.
 class TensorSpec {
 public:
-  /// Makes a spec; fails on an empty name, a negative dimension or a shape
-  /// whose element count exceeds MaxTensorElements.
+  /// Makes a spec; fails (InvalidArgument, naming the tensor and the
+  /// problem) on an empty name, a negative dimension, more than MaxTensorRank
+  /// dimensions or a shape whose element count exceeds MaxTensorElements.
   static Expected<TensorSpec> create(std::string Name, DType Type,
                                      std::vector<int64_t> Shape, int Port = 0);
 
   /// Makes a spec for the C++ element type T, e.g.
-  /// `TensorSpec::of<int64_t>("callee_users", {1})`. The shape must be valid
-  /// (non-negative dimensions); an invalid one yields an empty shape.
+  /// `TensorSpec::of<int64_t>("callee_users", {1})`, for specs written in
+  /// code. What create() would refuse does not fail here but yields a spec
+  /// marked invalid (isValid() is false, validationError() says why, it has
+  /// no elements) that every runner, TensorBuffers::create and
+  /// TrainingLogWriter::create refuse with that error: an invalid shape is
+  /// never silently turned into another one.
   template <typename T>
   static TensorSpec of(std::string Name, std::vector<int64_t> Shape = {1},
                        int Port = 0) {
@@ -107,10 +116,17 @@ public:
   const std::vector<int64_t> &shape() const { return Shape; }
   /// The port (LLVM's output index for multi-output graphs).
   int port() const { return Port; }
-  /// Number of elements: the product of the shape (1 for a scalar).
+  /// Number of elements: the product of the shape (1 for a scalar, 0 for an
+  /// invalid spec).
   size_t elementCount() const { return ElementCount; }
   /// Size of the packed tensor in bytes.
   size_t byteSize() const { return ElementCount * dtypeSize(Type); }
+  /// False when the spec was made by of() from an invalid name or shape;
+  /// such a spec has no elements and no runner accepts it.
+  bool isValid() const { return !Invalid; }
+  /// Why the spec is invalid (InvalidArgument, naming the tensor), or
+  /// success for a valid spec.
+  const Error &validationError() const { return Invalid; }
   /// True when the spec describes elements of C++ type T.
   template <typename T> bool isElementType() const {
     return Type == DTypeOf<T>::value;
@@ -130,10 +146,15 @@ private:
   std::vector<int64_t> Shape;
   int Port;
   size_t ElementCount;
+  Error Invalid;
 };
 
 /// Checks that \p Specs have unique, non-empty names.
 Error checkUniqueNames(const std::vector<TensorSpec> &Specs, const char *What);
+
+/// Checks that every spec of \p Specs is valid (see TensorSpec::isValid) and
+/// that their names are unique; errors start with \p What (e.g. "inputs").
+Error checkSpecs(const std::vector<TensorSpec> &Specs, const char *What);
 
 } // namespace mlbridge
 

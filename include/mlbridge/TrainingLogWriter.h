@@ -32,7 +32,8 @@ class TrainingLogWriter {
 public:
   /// Creates (truncates) \p Path and writes the header. \p Score, when
   /// given, makes every observation carry a reward; \p Advice is recorded in
-  /// the header as the decision's spec.
+  /// the header as the decision's spec. Invalid specs (see
+  /// TensorSpec::isValid) and duplicate feature names are errors.
   static Expected<TrainingLogWriter>
   create(const std::string &Path, std::vector<TensorSpec> Features,
          std::optional<TensorSpec> Score = std::nullopt,

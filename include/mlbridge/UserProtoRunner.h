@@ -20,6 +20,13 @@
 /// element types map to the field's C++ type (int8/int16 to int32 fields,
 /// uint8/uint16 to uint32 or bool fields).
 ///
+/// Errors: a call that fails as a call (deadline exceeded, service
+/// unavailable, call cancelled, method unimplemented) is a Timeout,
+/// PeerClosed or Protocol error after which the runner is Broken (later
+/// calls fail fast, like PipeModelRunner and GrpcModelRunner); any other
+/// status the service returns is a ModelFailure (RESOURCE_EXHAUSTED:
+/// TooLarge) and the runner stays usable.
+///
 /// Needs gRPC and protobuf headers (the user has them, having generated
 /// their stub); link mlbridge::mlbridge and gRPC::grpc++.
 ///
@@ -89,6 +96,43 @@ fieldFor(const google::protobuf::Descriptor *Type, const TensorSpec &Spec) {
                      "' is a scalar but field ", F->full_name(),
                      " is repeated (declare shape [N])");
   return F;
+}
+
+/// True when a call that ended with \p Code failed as a call (the service was
+/// not reached, did not answer in time, or lacks the method), rather than
+/// the service reporting an error: later calls would fail the same way.
+inline bool isCallFailure(grpc::StatusCode Code) {
+  return Code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         Code == grpc::StatusCode::UNAVAILABLE ||
+         Code == grpc::StatusCode::CANCELLED ||
+         Code == grpc::StatusCode::UNIMPLEMENTED;
+}
+
+/// Maps a failed call's status to an Error: Timeout, PeerClosed or Protocol
+/// for a call failure (isCallFailure), TooLarge for RESOURCE_EXHAUSTED, and
+/// ModelFailure for any other status the service returned.
+inline Error statusError(const grpc::Status &S) {
+  ErrorCode Code = ErrorCode::ModelFailure;
+  switch (S.error_code()) {
+  case grpc::StatusCode::DEADLINE_EXCEEDED:
+    Code = ErrorCode::Timeout;
+    break;
+  case grpc::StatusCode::UNAVAILABLE:
+  case grpc::StatusCode::CANCELLED:
+    Code = ErrorCode::PeerClosed;
+    break;
+  case grpc::StatusCode::UNIMPLEMENTED:
+    Code = ErrorCode::Protocol;
+    break;
+  case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    Code = ErrorCode::TooLarge;
+    break;
+  default:
+    break;
+  }
+  return makeError(Code, "user service call failed: gRPC status ",
+                   std::to_string(int(S.error_code())), ": ",
+                   S.error_message());
 }
 
 /// Element \p I of a tensor of \p T at \p Data, widened to \p Out.
@@ -220,11 +264,15 @@ private:
     grpc::ClientContext Ctx;
     Ctx.set_deadline(std::chrono::system_clock::now() + CallTimeout);
     grpc::Status St = ((*Stub).*Call)(&Ctx, Request, &Reply);
-    if (!St.ok())
-      return makeError(St.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                           ? ErrorCode::Timeout
-                           : ErrorCode::PeerClosed,
-                       "user service call failed: ", St.error_message());
+    if (!St.ok()) {
+      // Like the other runners: after a failed call (no answer in time, no
+      // service) the runner is Broken and fails fast; an error the service
+      // itself returns (ModelFailure) leaves it usable.
+      Error E = userproto::statusError(St);
+      if (userproto::isCallFailure(St.error_code()))
+        markBroken(E);
+      return E;
+    }
     const google::protobuf::Reflection *Out = Reply.GetReflection();
     for (size_t I = 0; I < Outputs.size(); ++I) {
       const FD *F = OutputFields[I];

@@ -40,16 +40,13 @@ Error checkIndex(const std::vector<mlbridge_runner::CSpec> &Specs, size_t Index,
                    std::to_string(Specs.size()), " ", Role, "s)");
 }
 
-/// The index of the spec called \p Name in \p Specs.
-Expected<size_t> findByName(const std::vector<mlbridge_runner::CSpec> &Specs,
-                            const char *Name, const char *Role) {
+/// The index of the input (\p IsInput) or output of \p Runner called
+/// \p Name.
+Expected<size_t> findByName(const ModelRunner &Runner, const char *Name,
+                            bool IsInput) {
   if (!Name)
     return nullArgument("name");
-  for (size_t I = 0; I < Specs.size(); ++I)
-    if (Specs[I].Name == Name)
-      return I;
-  return makeError(ErrorCode::InvalidArgument, "no ", Role, " named '", Name,
-                   "'");
+  return IsInput ? Runner.inputIndex(Name) : Runner.outputIndex(Name);
 }
 
 /// Checks that spec \p S is accessed as its own element type: \p Asked, an
@@ -228,7 +225,7 @@ mlbridge_status mlbridge_runner_input_index(mlbridge_runner *runner,
   return runnerCall(runner, false, [&](mlbridge_runner &H) -> Error {
     if (!index)
       return nullArgument("index");
-    auto I = findByName(H.Inputs, name, "input");
+    auto I = findByName(*H.Runner, name, true);
     if (!I)
       return I.takeError();
     *index = *I;
@@ -257,7 +254,7 @@ mlbridge_status mlbridge_runner_input_by_name(mlbridge_runner *runner,
   return runnerCall(runner, false, [&](mlbridge_runner &H) -> Error {
     if (!data)
       return nullArgument("data");
-    auto I = findByName(H.Inputs, name, "input");
+    auto I = findByName(*H.Runner, name, true);
     if (!I)
       return I.takeError();
     return inputBuffer(H, *I, AskedType, data, count);
@@ -294,7 +291,7 @@ mlbridge_status mlbridge_runner_output_by_name(mlbridge_runner *runner,
   return runnerCall(runner, false, [&](mlbridge_runner &H) -> Error {
     if (!data)
       return nullArgument("data");
-    auto I = findByName(H.Outputs, name, "output");
+    auto I = findByName(*H.Runner, name, false);
     if (!I)
       return I.takeError();
     return outputBuffer(H, *I, AskedType, data, count);

@@ -31,6 +31,14 @@ Expected<size_t> ModelRunner::inputIndex(std::string_view Name) const {
   return size_t(I);
 }
 
+Expected<size_t> ModelRunner::outputIndex(std::string_view Name) const {
+  long I = Outputs.indexOf(Name);
+  if (I < 0)
+    return makeError(ErrorCode::InvalidArgument, "no output named '",
+                     std::string(Name), "'");
+  return size_t(I);
+}
+
 Error ModelRunner::evaluate() {
   if (Broken)
     return Broken;

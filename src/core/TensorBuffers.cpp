@@ -22,7 +22,7 @@ void TensorBuffers::FreeDeleter::operator()(std::byte *P) const {
 
 Expected<TensorBuffers> TensorBuffers::create(std::vector<TensorSpec> Specs,
                                               const char *What) {
-  if (Error E = checkUniqueNames(Specs, What))
+  if (Error E = checkSpecs(Specs, What))
     return E;
   TensorBuffers B;
   size_t Offset = 0;

@@ -23,19 +23,51 @@ constexpr DTypeInfo DTypeTable[NumDTypes] = {
     {"int64_t", 8}, {"uint64_t", 8},
 };
 
-/// Element count of \p Shape, or 0 with Ok=false when invalid.
-uint64_t countElements(const std::vector<int64_t> &Shape, bool &Ok) {
-  uint64_t Count = 1;
-  Ok = true;
-  for (int64_t D : Shape) {
-    if (D < 0 || (D > 0 && Count > MaxTensorElements / uint64_t(D))) {
-      Ok = false;
-      return 0;
-    }
-    Count *= uint64_t(D);
+/// \p Shape as text, e.g. "[2,-1]".
+std::string shapeText(const std::vector<int64_t> &Shape) {
+  std::string Out = "[";
+  for (size_t I = 0; I < Shape.size(); ++I) {
+    if (I)
+      Out.push_back(',');
+    Out.append(std::to_string(Shape[I]));
   }
-  Ok = Count <= MaxTensorElements;
-  return Count;
+  Out.push_back(']');
+  return Out;
+}
+
+/// Checks a spec's name and shape; sets \p Count to the element count of a
+/// valid shape.
+Error validate(const std::string &Name, const std::vector<int64_t> &Shape,
+               uint64_t &Count) {
+  Count = 0;
+  if (Name.empty())
+    return makeError(ErrorCode::InvalidArgument, "tensor name is empty");
+  if (Shape.size() > MaxTensorRank)
+    return makeError(ErrorCode::InvalidArgument, "tensor '", Name,
+                     "': ", std::to_string(Shape.size()),
+                     " dimensions, at most ", std::to_string(MaxTensorRank),
+                     " are supported");
+  for (int64_t D : Shape) {
+    if (D < 0)
+      return makeError(ErrorCode::InvalidArgument, "tensor '", Name,
+                       "': negative dimension ", std::to_string(D),
+                       " in shape ", shapeText(Shape));
+    // Like the Python side: [0, 10^30] holds no element but is refused.
+    if (uint64_t(D) > MaxTensorElements)
+      return makeError(ErrorCode::InvalidArgument, "tensor '", Name,
+                       "': dimension ", std::to_string(D), " in shape ",
+                       shapeText(Shape), " is larger than 2^40");
+  }
+  uint64_t N = 1;
+  for (int64_t D : Shape) {
+    if (D > 0 && N > MaxTensorElements / uint64_t(D))
+      return makeError(ErrorCode::InvalidArgument, "tensor '", Name,
+                       "': shape ", shapeText(Shape),
+                       " has more than 2^40 elements");
+    N *= uint64_t(D);
+  }
+  Count = N;
+  return Error::success();
 }
 } // namespace
 
@@ -54,23 +86,16 @@ Expected<DType> parseDType(std::string_view Name) {
 TensorSpec::TensorSpec(std::string Name, DType Type, std::vector<int64_t> Shape,
                        int Port)
     : Name(std::move(Name)), Type(Type), Shape(std::move(Shape)), Port(Port) {
-  bool Ok;
-  ElementCount = countElements(this->Shape, Ok);
-  if (!Ok) {
-    this->Shape.clear();
-    ElementCount = 1;
-  }
+  uint64_t Count;
+  Invalid = validate(this->Name, this->Shape, Count);
+  ElementCount = size_t(Count);
 }
 
 Expected<TensorSpec> TensorSpec::create(std::string Name, DType Type,
                                         std::vector<int64_t> Shape, int Port) {
-  if (Name.empty())
-    return makeError(ErrorCode::InvalidArgument, "tensor name is empty");
-  bool Ok;
-  countElements(Shape, Ok);
-  if (!Ok)
-    return makeError(ErrorCode::InvalidArgument, "tensor '", Name,
-                     "': shape has a negative dimension or too many elements");
+  uint64_t Count;
+  if (Error E = validate(Name, Shape, Count))
+    return E;
   return TensorSpec(std::move(Name), Type, std::move(Shape), Port);
 }
 
@@ -164,6 +189,13 @@ Error checkUniqueNames(const std::vector<TensorSpec> &Specs, const char *What) {
                        S.name(), "' appears twice");
   }
   return Error::success();
+}
+
+Error checkSpecs(const std::vector<TensorSpec> &Specs, const char *What) {
+  for (const TensorSpec &S : Specs)
+    if (!S.isValid())
+      return S.validationError().withContext(What);
+  return checkUniqueNames(Specs, What);
 }
 
 } // namespace mlbridge

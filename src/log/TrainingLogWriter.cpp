@@ -38,8 +38,12 @@ std::string TrainingLogWriter::header(const std::vector<TensorSpec> &Features,
 Expected<TrainingLogWriter> TrainingLogWriter::create(
     const std::string &Path, std::vector<TensorSpec> Features,
     std::optional<TensorSpec> Score, std::optional<TensorSpec> Advice) {
-  if (Error E = checkUniqueNames(Features, "training log features"))
+  if (Error E = checkSpecs(Features, "training log features"))
     return E;
+  if (Score && !Score->isValid())
+    return Score->validationError().withContext("training log score");
+  if (Advice && !Advice->isValid())
+    return Advice->validationError().withContext("training log advice");
   TrainingLogWriter W;
   W.File.reset(std::fopen(Path.c_str(), "wb"));
   if (!W.File)

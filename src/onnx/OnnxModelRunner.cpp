@@ -146,13 +146,13 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
     auto Bind = [&](bool IsInput, size_t Index,
                     const std::string &Name) -> Error {
       const char *Role = IsInput ? "input" : "output";
+      auto I = IsInput ? R->inputIndex(Name) : R->outputIndex(Name);
+      if (!I)
+        return makeError(ErrorCode::InvalidArgument, "model ", Model, " needs ",
+                         Role, " '", Name, "', which no ", Role,
+                         " spec provides");
       TensorBuffers &B = IsInput ? R->Inputs : R->Outputs;
-      long I = B.indexOf(Name);
-      if (I < 0)
-        return makeError(ErrorCode::InvalidArgument, "model ", Model,
-                         " needs input '", Name,
-                         "', which no input spec provides");
-      const TensorSpec &Spec = B.spec(size_t(I));
+      const TensorSpec &Spec = B.spec(*I);
       Ort::TypeInfo Type =
           IsInput ? S.GetInputTypeInfo(Index) : S.GetOutputTypeInfo(Index);
       if (Type.GetONNXType() != ONNX_TYPE_TENSOR)
@@ -168,7 +168,7 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
         return E;
       std::vector<int64_t> Shape = Spec.shape();
       R->P->Values.push_back(Ort::Value::CreateTensor(
-          Cpu, B.data(size_t(I)), Spec.byteSize(), Shape.data(), Shape.size(),
+          Cpu, B.data(*I), Spec.byteSize(), Shape.data(), Shape.size(),
           onnxType(Spec.type())));
       if (IsInput)
         R->P->Binding->BindInput(Name.c_str(), R->P->Values.back());
@@ -190,7 +190,7 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
                          " has no output '", R->Outputs.spec(I).name(), "'");
     // Outputs nobody asked for are simply not bound.
     for (size_t I = 0; I < ModelOutputs.size(); ++I)
-      if (R->Outputs.indexOf(ModelOutputs[I]) >= 0)
+      if (R->outputIndex(ModelOutputs[I]))
         if (Error E = Bind(false, I, ModelOutputs[I]))
           return E;
   } catch (const Ort::Exception &E) {

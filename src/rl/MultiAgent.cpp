@@ -37,14 +37,11 @@ Agent::create(std::string Name, std::unique_ptr<ModelRunner> Runner,
   std::unique_ptr<Agent> A(new Agent());
   A->Name = std::move(Name);
   A->Kind = Kind;
-  long Out = -1;
-  for (size_t I = 0; I < Runner->numOutputs(); ++I)
-    if (Runner->outputSpec(I).name() == ActionOutput)
-      Out = long(I);
-  if (Out < 0)
+  auto Out = Runner->outputIndex(ActionOutput);
+  if (!Out)
     return makeError(ErrorCode::InvalidArgument, "agent '", A->Name,
                      "': the model has no output '", ActionOutput, "'");
-  const TensorSpec &AS = Runner->outputSpec(size_t(Out));
+  const TensorSpec &AS = Runner->outputSpec(*Out);
   if (AS.elementCount() == 0)
     return makeError(ErrorCode::InvalidArgument, "agent '", A->Name,
                      "': action output '", ActionOutput, "' is empty");
@@ -52,20 +49,17 @@ Agent::create(std::string Name, std::unique_ptr<ModelRunner> Runner,
     return makeError(ErrorCode::TypeMismatch, "agent '", A->Name,
                      "': a continuous action needs a float output, '",
                      ActionOutput, "' is ", dtypeName(AS.type()));
-  A->ActionIndex = size_t(Out);
+  A->ActionIndex = *Out;
   for (const RecurrentState &S : State) {
     auto In = Runner->inputIndex(S.Input);
     if (!In)
       return In.takeError().withContext("agent '" + A->Name + "' state");
-    long O = -1;
-    for (size_t I = 0; I < Runner->numOutputs(); ++I)
-      if (Runner->outputSpec(I).name() == S.Output)
-        O = long(I);
-    if (O < 0)
+    auto O = Runner->outputIndex(S.Output);
+    if (!O)
       return makeError(ErrorCode::InvalidArgument, "agent '", A->Name,
                        "': no state output '", S.Output, "'");
     const TensorSpec &IS = Runner->inputSpec(*In);
-    const TensorSpec &OS = Runner->outputSpec(size_t(O));
+    const TensorSpec &OS = Runner->outputSpec(*O);
     if (IS.type() != OS.type() || IS.byteSize() != OS.byteSize())
       return makeError(ErrorCode::TypeMismatch, "agent '", A->Name,
                        "': state output '", S.Output, "' (",
@@ -74,7 +68,7 @@ Agent::create(std::string Name, std::unique_ptr<ModelRunner> Runner,
                        " elements) cannot feed state input '", S.Input, "' (",
                        dtypeName(IS.type()), ", ",
                        std::to_string(IS.elementCount()), " elements)");
-    A->StateLinks.emplace_back(*In, size_t(O));
+    A->StateLinks.emplace_back(*In, *O);
   }
   A->Runner = std::move(Runner);
   A->resetState();

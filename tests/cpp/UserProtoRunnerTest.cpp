@@ -5,6 +5,10 @@
 
 #include "TestHelpers.h"
 
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+
 using namespace mlbridge;
 using namespace std::chrono_literals;
 
@@ -57,4 +61,82 @@ TEST(UserProtoRunner, UnreachableServiceIsAnError) {
   EXPECT_TRUE(D.error().code() == ErrorCode::PeerClosed ||
               D.error().code() == ErrorCode::Timeout)
       << D.error().toString();
+  // Like the other runners, a failed call leaves the runner Broken: later
+  // calls fail fast with the first error in the message.
+  EXPECT_EQ((*R)->brokenBy().code(), ErrorCode::Broken);
+  auto Again = (*R)->evaluate<int64_t>();
+  ASSERT_FALSE(bool(Again));
+  EXPECT_EQ(Again.error().code(), ErrorCode::Broken);
+  EXPECT_NE(Again.error().message().find("user service call failed"),
+            std::string::npos)
+      << Again.error().message();
+  EXPECT_EQ((*R)->switchContext("f").code(), ErrorCode::Broken);
+}
+
+namespace {
+/// The service: decision = callee_size * 2; a negative size is refused
+/// with INVALID_ARGUMENT (an error of the service, not of the call).
+class DoublingInliner final : public example::InlinerModel::Service {
+  grpc::Status Advise(grpc::ServerContext *, const example::InlineFeatures *F,
+                      example::InlineAdvice *A) override {
+    if (F->callee_size() < 0)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "negative callee size");
+    A->set_decision(F->callee_size() * 2);
+    return grpc::Status::OK;
+  }
+};
+} // namespace
+
+TEST(UserProtoRunner, ServiceErrorsKeepTheRunnerCallFailuresBreakIt) {
+  char Dir[] = "/tmp/mlbridge-userproto-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(Dir), nullptr);
+  std::string Socket = std::string(Dir) + "/model.sock";
+  DoublingInliner Model;
+  grpc::ServerBuilder Builder;
+  Builder.AddListeningPort("unix:" + Socket, grpc::InsecureServerCredentials());
+  Builder.RegisterService(&Model);
+  std::unique_ptr<grpc::Server> Server = Builder.BuildAndStart();
+  ASSERT_NE(Server, nullptr);
+
+  auto R = Runner::create(
+      grpc::CreateChannel("unix:" + Socket, grpc::InsecureChannelCredentials()),
+      &example::InlinerModel::Stub::Advise,
+      {TensorSpec::of<int64_t>("callee_size")},
+      {TensorSpec::of<int64_t>("decision")}, 5s);
+  ASSERT_TRUE(bool(R)) << R.error().toString();
+  *(*R)->input<int64_t>(0) = 21;
+  auto D = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(D)) << D.error().toString();
+  EXPECT_EQ(*D, 42);
+
+  // The service refuses one request: a model failure, the runner goes on.
+  *(*R)->input<int64_t>(0) = -1;
+  auto Refused = (*R)->evaluate<int64_t>();
+  ASSERT_FALSE(bool(Refused));
+  EXPECT_EQ(Refused.error().code(), ErrorCode::ModelFailure);
+  EXPECT_NE(Refused.error().message().find("negative callee size"),
+            std::string::npos)
+      << Refused.error().message();
+  EXPECT_FALSE((*R)->brokenBy());
+  *(*R)->input<int64_t>(0) = 5;
+  auto After = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(After)) << After.error().toString();
+  EXPECT_EQ(*After, 10);
+
+  // The service goes away: the call fails and the runner is Broken.
+  Server->Shutdown();
+  Server->Wait();
+  Server.reset();
+  ::unlink(Socket.c_str());
+  auto Gone = (*R)->evaluate<int64_t>();
+  ASSERT_FALSE(bool(Gone));
+  EXPECT_TRUE(Gone.error().code() == ErrorCode::PeerClosed ||
+              Gone.error().code() == ErrorCode::Timeout)
+      << Gone.error().toString();
+  EXPECT_EQ((*R)->brokenBy().code(), ErrorCode::Broken);
+  auto Later = (*R)->evaluate<int64_t>();
+  ASSERT_FALSE(bool(Later));
+  EXPECT_EQ(Later.error().code(), ErrorCode::Broken);
+  ::rmdir(Dir);
 }

@@ -7,7 +7,8 @@
 // MLModelRunnerAdapter seen from LLVM's side, through llvm::MLModelRunner
 // only: LLVM's feature order mapped onto the runner's inputs by name, scratch
 // buffers for features the model does not know, type and size checks, the
-// fallback result and the error channel when the runner fails, contexts.
+// fallback result and the error channel when the runner fails, contexts,
+// and LLVM-style RTTI (classof) that recognises adapters only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 
 #include "TestHelpers.h"
 
+#include "llvm/Analysis/InteractiveModelRunner.h"
+#include "llvm/Analysis/NoInferenceModelRunner.h"
 #include "llvm/IR/LLVMContext.h"
 
 #include <gtest/gtest.h>
@@ -174,4 +177,52 @@ TEST(MLModelRunnerAdapter, LLVMTensorSpecsConvertForEveryType) {
   Check(llvm::TensorSpec::createSpec<uint32_t>("u32", {4}), DType::UInt32);
   Check(llvm::TensorSpec::createSpec<int64_t>("i64", {1, 33}, 2), DType::Int64);
   Check(llvm::TensorSpec::createSpec<uint64_t>("u64", {4}), DType::UInt64);
+}
+
+namespace {
+/// Another Development-kind runner, as LLVM's ModelUnderTrainingRunner is;
+/// its classof is ModelUnderTrainingRunner's.
+class OtherDevelopmentRunner final : public llvm::MLModelRunner {
+public:
+  explicit OtherDevelopmentRunner(llvm::LLVMContext &Ctx)
+      : llvm::MLModelRunner(Ctx, Kind::Development, 0) {}
+  static bool classof(const llvm::MLModelRunner *R) {
+    return R->getKind() == Kind::Development;
+  }
+
+private:
+  void *evaluateUntyped() override { return &Result; }
+  int64_t Result = 0;
+};
+} // namespace
+
+TEST(MLModelRunnerAdapter, ClassofMatchesAdaptersOnly) {
+  llvm::LLVMContext Ctx;
+  Adapted T = adapt(Ctx);
+  ASSERT_TRUE(T.Adapter);
+  llvm::MLModelRunner *Adapter = T.Adapter.get();
+  EXPECT_TRUE(llvm::isa<MLModelRunnerAdapter>(Adapter));
+  EXPECT_EQ(llvm::dyn_cast<MLModelRunnerAdapter>(Adapter), T.Adapter.get());
+
+  // Other runners of LLVM's kinds, Development included, are not adapters.
+  OtherDevelopmentRunner Development(Ctx);
+  llvm::NoInferenceModelRunner NoOp(
+      Ctx, {llvm::TensorSpec::createSpec<int64_t>("a", {1})});
+  for (llvm::MLModelRunner *Other :
+       {static_cast<llvm::MLModelRunner *>(&Development),
+        static_cast<llvm::MLModelRunner *>(&NoOp)}) {
+    EXPECT_FALSE(llvm::isa<MLModelRunnerAdapter>(Other));
+    EXPECT_EQ(llvm::dyn_cast<MLModelRunnerAdapter>(Other), nullptr);
+  }
+
+  // ...and LLVM's classof functions do not take an adapter for one of theirs
+  // (a Development-kind adapter would pass for a ModelUnderTrainingRunner).
+  EXPECT_FALSE(llvm::isa<OtherDevelopmentRunner>(Adapter));
+  EXPECT_FALSE(llvm::isa<llvm::NoInferenceModelRunner>(Adapter));
+  EXPECT_FALSE(llvm::isa<llvm::InteractiveModelRunner>(Adapter));
+  using Kind = llvm::MLModelRunner::Kind;
+  for (Kind K : {Kind::Unknown, Kind::Release, Kind::Development, Kind::NoOp,
+                 Kind::Interactive})
+    EXPECT_NE(Adapter->getKind(), K);
+  EXPECT_EQ(Adapter->getKind(), MLModelRunnerAdapter::AdapterKind);
 }

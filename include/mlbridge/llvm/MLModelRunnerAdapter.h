@@ -64,9 +64,18 @@ public:
   /// Forwards the context (e.g. the function being compiled) to the runner.
   void switchContext(llvm::StringRef Name) override;
 
-  /// LLVM's classof: an adapter is a Development-kind runner to LLVM.
+  /// The kind every adapter reports to LLVM: a value of LLVM's
+  /// MLModelRunner::Kind that LLVM does not define (its enum has a fixed
+  /// underlying type, so the value is valid) and no other runner uses. LLVM's
+  /// own classof functions (ModelUnderTrainingRunner: Development,
+  /// ReleaseModeModelRunner: Release, ...) therefore never match an adapter,
+  /// and classof below matches adapters only. The value spells "mlbr".
+  static constexpr llvm::MLModelRunner::Kind AdapterKind =
+      static_cast<llvm::MLModelRunner::Kind>(0x6d6c6272);
+
+  /// LLVM's classof: true for adapters only (see AdapterKind).
   static bool classof(const llvm::MLModelRunner *R) {
-    return R->getKind() == llvm::MLModelRunner::Kind::Development;
+    return R->getKind() == AdapterKind;
   }
 
 private:
