@@ -87,8 +87,9 @@ TEST_P(SteadyState, EvaluateAllocatesNothing) {
     ASSERT_TRUE(H.open(Base));
     std::string Line, Bytes;
     ASSERT_TRUE(H.readLine(Line));
-    if (C.P == PipeProtocol::Extended)
+    if (C.P == PipeProtocol::Extended) {
       ASSERT_TRUE(H.write("{\"mlbridge\":1}\n"));
+    }
     for (int I = 0; I < Calls + 10; ++I) {
       if (C.P == PipeProtocol::Mlgo) {
         ASSERT_TRUE(H.readLine(Line));

@@ -98,10 +98,11 @@ TEST(Golden, EveryCodecEncodesAndDecodesTheGoldenBytes) {
       std::optional<uint64_t> Decoded;
       ASSERT_OK(getCodec(K.F).decode(Golden, Out, &Decoded));
       EXPECT_TRUE(sameBytes(In, Out));
-      if (K.F == Format::Json && K.Reply)
+      if (K.F == Format::Json && K.Reply) {
         EXPECT_FALSE(Decoded.has_value()); // a JSON reply carries none
-      else if (K.F != Format::Bitstream)
+      } else if (K.F != Format::Bitstream) {
         EXPECT_EQ(Decoded.value_or(12345), K.Reply ? 0 : G.Observation);
+      }
     }
   }
 }

@@ -104,8 +104,9 @@ TEST_P(PipeExtended, AllDTypesBothWaysWithModelErrors) {
                                 formatName(F) + "\",\"features\":[",
                             0),
             0u);
-  if (F != Format::Bitstream)
+  if (F != Format::Bitstream) {
     EXPECT_EQ(Observations, (std::vector<uint64_t>{0, 1, 2, 3}));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, PipeExtended,

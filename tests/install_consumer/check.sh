@@ -89,8 +89,12 @@ export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 c++ -std=c++17 $FLAGS "$HERE/main.cpp" -o "$TMP/pc-consumer" \
   $(pkg-config --cflags --libs mlbridge) -Wl,-rpath,"$PREFIX/lib"
 "$TMP/pc-consumer" | grep -q '"name":"x"' || fail "pkg-config C++ consumer"
-if [[ -f "$PREFIX/lib/pkgconfig/mlbridge-c.pc" ]] && command -v clang-19 >/dev/null; then
-  clang-19 -std=c99 -Werror $FLAGS "$HERE/c_main.c" -o "$TMP/pc-c-consumer" \
+# clang refuses C++ flags in a C compilation; a sanitized build's runtime is
+# GCC's, so those are checked with cc.
+CC_FOR_C=clang-19
+if ((SANITIZED)) || ! command -v clang-19 >/dev/null; then CC_FOR_C=cc; fi
+if [[ -f "$PREFIX/lib/pkgconfig/mlbridge-c.pc" ]]; then
+  "$CC_FOR_C" -std=c99 -Werror $FLAGS "$HERE/c_main.c" -o "$TMP/pc-c-consumer" \
     $(pkg-config --cflags --libs mlbridge-c) -Wl,-rpath,"$PREFIX/lib"
   "$TMP/pc-c-consumer" | grep -q '^c api ok' || fail "pkg-config C consumer"
 fi
