@@ -53,7 +53,9 @@ public:
   create(const mlbridge_aot_model_v1 *Model);
 
   /// Loads the model exported by the loadable module at \p Path (its
-  /// mlbridge_aot_model_v1_entry symbol) and binds it like create().
+  /// mlbridge_aot_model_v1_entry symbol) and binds it like create(). \p Path
+  /// is a file: a name without '/' is in the current directory (the library
+  /// path is never searched).
   static Expected<std::unique_ptr<AotInterfaceRunner>>
   load(const std::string &Path, std::vector<TensorSpec> Inputs,
        std::vector<TensorSpec> Outputs);

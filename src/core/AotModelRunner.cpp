@@ -122,7 +122,10 @@ static Expected<const mlbridge_aot_model_v1 *>
 openModule(const std::string &Path,
            std::unique_ptr<AotInterfaceRunner::Module> &Library) {
   Library = std::make_unique<AotInterfaceRunner::Module>();
-  Library->Handle = ::dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A model module is a file: a bare name is in the current directory, not
+  // something for dlopen to search the library path for.
+  std::string File = Path.find('/') == std::string::npos ? "./" + Path : Path;
+  Library->Handle = ::dlopen(File.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!Library->Handle) {
     const char *Why = ::dlerror();
     return makeError(ErrorCode::IO, "cannot load AOT model module '", Path,

@@ -14,7 +14,10 @@
 
 #include "aot_test_headers.inc"
 
+#include <cstdio>
 #include <cstring>
+#include <dlfcn.h>
+#include <unistd.h>
 
 using namespace mlbridge;
 using namespace mlbridge::test;
@@ -193,6 +196,28 @@ TEST(AotModel, LoadableModuleMatchesStaticModel) {
             0);
 }
 
+TEST(AotModel, ABareModuleNameIsInTheCurrentDirectory) {
+  std::string Module = MLBRIDGE_AOT_MODULE;
+  size_t Slash = Module.rfind('/');
+  ASSERT_NE(Slash, std::string::npos);
+  char Cwd[4096];
+  ASSERT_TRUE(::getcwd(Cwd, sizeof(Cwd)));
+  ASSERT_EQ(::chdir(Module.substr(0, Slash).c_str()), 0);
+  auto Loaded = AotInterfaceRunner::load(Module.substr(Slash + 1));
+  bool LoadedHere = bool(Loaded);
+  if (Loaded)
+    EXPECT_STREQ((*Loaded)->modelName(), "AotGemmSmall");
+  else
+    ADD_FAILURE() << Loaded.error().message();
+  Loaded = makeError(ErrorCode::Broken, "unloaded"); // dlclose
+  // From elsewhere, the library path is not searched for it.
+  ASSERT_EQ(::chdir("/"), 0);
+  auto Elsewhere = AotInterfaceRunner::load(Module.substr(Slash + 1));
+  ASSERT_EQ(::chdir(Cwd), 0);
+  EXPECT_TRUE(LoadedHere);
+  EXPECT_FALSE(Elsewhere);
+}
+
 TEST(AotModel, LoadErrorsNameTheModule) {
   auto Missing = AotInterfaceRunner::load("/nonexistent/model.so");
   ASSERT_FALSE(Missing);
@@ -200,7 +225,9 @@ TEST(AotModel, LoadErrorsNameTheModule) {
   EXPECT_NE(Missing.error().message().find("/nonexistent/model.so"),
             std::string::npos);
   // A shared library that is not a model (libc is always there).
-  auto NotAModel = AotInterfaceRunner::load("libc.so.6");
+  Dl_info Libc;
+  ASSERT_NE(::dladdr(reinterpret_cast<void *>(&std::printf), &Libc), 0);
+  auto NotAModel = AotInterfaceRunner::load(Libc.dli_fname);
   ASSERT_FALSE(NotAModel);
   EXPECT_NE(NotAModel.error().message().find("mlbridge_aot_model_v1_entry"),
             std::string::npos);
