@@ -8,7 +8,7 @@
     mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge log dump FILE
     mlbridge demo
-    mlbridge loop [--quick] [--out DIR] [--corpus DIR]
+    mlbridge loop [--quick] [--out DIR] [--corpus PATH]
     mlbridge config [--prefix | --plugin | --deploy-replay | --cmake-dir | --libdir |
                      --includedir | --components | --json]
     mlbridge --version
@@ -318,9 +318,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     loop.add_argument(
         "--corpus",
-        help="your C programs: each top-level .c file and each "
-        "subdirectory of .c files is one program (default: $MLBRIDGE_CORPUS, "
-        "else ./.cache/corpus; see docs/loop.md)",
+        metavar="PATH",
+        help="your programs: a directory of .c/.bc/.ll files (each top-level file "
+        "and each subdirectory of them is one program), a compile_commands.json, "
+        "or an MLGO corpus (corpus_description.json) (default: $MLBRIDGE_CORPUS, "
+        "else ./.cache/corpus; see docs/corpus.md)",
     )
     loop.add_argument("--jobs", type=_count, default=2, help="parallel compilations")
     loop.add_argument(
@@ -645,8 +647,8 @@ def _cmd_loop(args: argparse.Namespace) -> int:
     from mlbridge.loop.run import run_loop, summary_markdown
     from mlbridge.native import NativeError, plugin_path
 
-    if args.corpus and not os.path.isdir(args.corpus):
-        fail(f"--corpus {args.corpus}: no such directory", USAGE)
+    if args.corpus and not os.path.exists(args.corpus):
+        fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
     for tool in ("clang-19", "llvm-size-19", "c++"):
         _require_executable(tool, "the tool", " (scripts/setup installs it)")
     try:

@@ -35,3 +35,9 @@ class EndOfStream(FrameError):
 
 class TrainingLogError(CodecError):
     """A training log is malformed or truncated."""
+
+
+class CorpusError(MlbridgeError):
+    """A corpus (mlbridge.corpus) cannot be read: a malformed
+    compile_commands.json or corpus_description.json, a missing file, a path
+    leaving the corpus, an unsupported layout."""

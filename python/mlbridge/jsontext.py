@@ -170,6 +170,19 @@ def load_json(
     nesting deeper than :data:`MAX_JSON_DEPTH` all raise ``error``, never
     anything else. ``options`` go to :func:`json.loads` (e.g. ``parse_int``).
     """
+    obj = load_json_value(data, what, error, **options)
+    if not isinstance(obj, dict):
+        raise error(f"{what}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def load_json_value(
+    data: Union[bytes, bytearray],
+    what: str,
+    error: Type[MlbridgeError] = CodecError,
+    **options: Any,
+) -> Any:
+    """:func:`load_json` for text holding any JSON value (an array...)."""
     try:
         # Cheap bound first: the nesting cannot exceed the number of brackets.
         if (
@@ -182,8 +195,6 @@ def load_json(
         raise error(f"{what}: invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, huge integers
         raise error(f"{what}: invalid JSON: {err}") from None
-    if not isinstance(obj, dict):
-        raise error(f"{what}: expected a JSON object, got {type(obj).__name__}")
     return obj
 
 

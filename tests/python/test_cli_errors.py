@@ -346,7 +346,7 @@ CASES = {
     "loop-corpus-missing": Case(
         ["loop", "--quick", "--corpus", "{tmp}/none", "--out", "{tmp}/out"],
         USAGE,
-        "mlbridge loop: error: --corpus {tmp}/none: no such directory",
+        "mlbridge loop: error: --corpus {tmp}/none: no such file or directory",
     ),
     "aot-no-model": Case(
         ["mlbridge-aot"],

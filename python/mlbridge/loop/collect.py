@@ -11,9 +11,9 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
+from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
-from mlbridge.loop.corpus import Program
 from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
 from mlbridge.policies import InlineDefault
 from mlbridge.training_log import read_training_log
@@ -85,7 +85,7 @@ def collect(
     for i, (program, source) in enumerate(jobs):
         if progress:
             progress(i, len(jobs), f"{program.name}/{source.name}")
-        log = out_dir / f"{program.name}-{source.stem}.log"
+        log = out_dir / f"{program.dirname}-{source.name}.log"
         collect_file(source, program.flags, log)
         logs.append(log)
     if progress:

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
+from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.corpus import Program
 from mlbridge.loop.toolchain import Plugin, ProgramResult, compile_all
 from mlbridge.runner_config import RunnerConfig
 

@@ -62,8 +62,8 @@ def _programs(corpus: Optional[Path], quick: bool, stream: TextIO) -> List[Progr
     if not held_out:
         raise MlbridgeError(
             "no held-out program to measure on (the bundled demo programs "
-            "are training programs): give --corpus DIR with your C programs "
-            f"(docs/loop.md), set ${CORPUS_VARIABLE}, or fetch the reference "
+            "are training programs): give --corpus PATH with your programs "
+            f"(docs/corpus.md), set ${CORPUS_VARIABLE}, or fetch the reference "
             f"corpus into ./{LOCAL_CORPUS} (tools/fetch_corpus.py)"
         )
     return programs
@@ -83,7 +83,7 @@ def run_loop(
 ) -> Dict[str, Any]:
     """Runs every step; returns (and writes) the results. ``plugin``: the
     inline-advisor plugin (default: ``mlbridge config --plugin``);
-    ``corpus``: a directory of C programs (default:
+    ``corpus``: a corpus in any format of :mod:`mlbridge.corpus` (default:
     :func:`mlbridge.loop.corpus.default_corpus`); ``repeats``: rounds of the
     deployment measurements (compile times: the fastest round);
     ``plugin_env``: extra environment of compilers loading the plugin."""

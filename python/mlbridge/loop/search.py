@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from mlbridge.loop.corpus import Program
+from mlbridge.corpus.program import Program
 from mlbridge.loop.imitation import Policy
 from mlbridge.loop.toolchain import compile_all, onnx_plugin
 

@@ -1,7 +1,8 @@
 """Compiling the corpus with stock clang-19, with or without the
 mlbridge-inline-advisor plugin, and measuring what came out: ``.text``
 bytes (llvm-size-19), compile CPU time, and the plugin's decision
-statistics."""
+statistics. Sources are C (or C++) files or LLVM bitcode/IR (``.bc``,
+``.ll``), compiled alike (``-Oz -c``): clang-19 reads IR by its suffix."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import text_size
-from mlbridge.loop.corpus import Program
 from mlbridge.runner_config import RunnerConfig
 
 CLANG = "clang-19"
@@ -100,7 +101,8 @@ def compile_program(
             env["MLBRIDGE_STATS"] = str(stats)
 
         def one(source: Path) -> Path:
-            obj = out_dir / f"{source.stem}.o"
+            # x.c and x.ll may both be sources of one program.
+            obj = out_dir / (f"{source.stem}.o" if source.suffix == ".c" else f"{source.name}.o")
             command = [
                 CLANG,
                 OPT_LEVEL,
@@ -141,7 +143,7 @@ def compile_all(
     for i, program in enumerate(programs):
         if progress:
             progress(i, len(programs), program.name)
-        results.append(compile_program(program, out_dir / program.name, plugin, jobs, **kwargs))
+        results.append(compile_program(program, out_dir / program.dirname, plugin, jobs, **kwargs))
     if progress:
         progress(len(programs), len(programs), "")
     return results
