@@ -59,7 +59,9 @@ public:
   /// Constructs a success value.
   Error() = default;
 
-  /// Constructs a failure with \p Code and \p Message.
+  /// Constructs a failure with \p Code and \p Message. A failure never has
+  /// the code Success: given Success, it is an InvalidArgument failure whose
+  /// message says so.
   Error(ErrorCode Code, std::string Message);
 
   /// Returns a success value.

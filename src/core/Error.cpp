@@ -36,8 +36,15 @@ const char *errorCodeName(ErrorCode Code) {
   return "unknown";
 }
 
-Error::Error(ErrorCode Code, std::string Message)
-    : Payload(std::make_shared<const Info>(Info{Code, std::move(Message)})) {}
+Error::Error(ErrorCode Code, std::string Message) {
+  // A failure never carries the success code (a caller testing code() or a
+  // C status would take it for success): it is a misuse, said so.
+  if (Code == ErrorCode::Success) {
+    Code = ErrorCode::InvalidArgument;
+    Message = "failure made with ErrorCode::Success: " + Message;
+  }
+  Payload = std::make_shared<const Info>(Info{Code, std::move(Message)});
+}
 
 const std::string &Error::message() const {
   static const std::string Empty;

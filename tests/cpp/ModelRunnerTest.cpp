@@ -259,3 +259,11 @@ TEST(ExpectedDeathTest, DereferencingAnErrorFailsAnAssertionInDebugBuilds) {
                "dereferencing an Expected that holds an error");
 }
 #endif
+
+TEST(Error, AFailureNeverHasTheSuccessCode) {
+  Error E = makeError(ErrorCode::Success, "oops");
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(E.message().find("ErrorCode::Success"), std::string::npos);
+  EXPECT_NE(E.message().find("oops"), std::string::npos);
+}
