@@ -70,6 +70,11 @@ const char *runnerKindName(RunnerKind Kind);
 /// The kind called \p Name, or an InvalidArgument error listing the kinds.
 Expected<RunnerKind> parseRunnerKind(std::string_view Name);
 
+/// Longest timeout a runner configuration accepts, in milliseconds (about 24
+/// days): far beyond any sensible wait, and far from overflowing deadline
+/// arithmetic.
+inline constexpr int64_t MaxRunnerTimeoutMs = 2147483647; // INT32_MAX
+
 /// Everything needed to create a runner. Fields a kind does not use are
 /// ignored by it.
 struct RunnerConfig {

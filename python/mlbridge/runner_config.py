@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Tuple
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.limits import DEFAULT_MAX_BYTES
 
 #: Every kind, in the order of the C++ enum.
 KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo")
@@ -31,8 +32,6 @@ KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo")
 FORMATS: Tuple[str, ...] = ("bitstream", "json", "protobuf")
 #: The default deadline of remote runners, in milliseconds.
 DEFAULT_TIMEOUT_MS = 10000
-#: The default bound on one message (mlbridge::DefaultMaxMessageBytes).
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 #: Longest timeout accepted (INT32_MAX ms, about 24 days).
 MAX_TIMEOUT_MS = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
@@ -75,7 +74,7 @@ class RunnerConfig:
     connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     threads: int = 1
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_message_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
     def parse(cls, text: str) -> "RunnerConfig":

@@ -28,7 +28,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <limits>
 #include <string>
 
 using namespace mlbridge;
@@ -50,9 +49,6 @@ constexpr size_t GrpcOptionsV1Size =
 /// Defaults documented in mlbridge.h.
 constexpr int64_t DefaultPipeTimeoutMs = 60000;
 constexpr int64_t DefaultGrpcTimeoutMs = 10000;
-/// Longest timeout accepted (about 24 days): far beyond any sensible wait,
-/// and far from overflowing deadline arithmetic.
-constexpr int64_t MaxTimeoutMs = std::numeric_limits<int32_t>::max();
 
 /// Checks that an option struct is at least version 1's size.
 Error checkStructSize(size_t Given, size_t V1Size, const char *Type,
@@ -67,10 +63,10 @@ Error checkStructSize(size_t Given, size_t V1Size, const char *Type,
 
 /// Converts the timeout option \p Name to a duration, checking its range.
 Expected<std::chrono::milliseconds> toTimeout(int64_t Ms, const char *Name) {
-  if (Ms < 0 || Ms > MaxTimeoutMs)
+  if (Ms < 0 || Ms > MaxRunnerTimeoutMs)
     return makeError(ErrorCode::InvalidArgument, "options->", Name, " is ",
                      std::to_string(Ms), ", not between 0 and ",
-                     std::to_string(MaxTimeoutMs), " ms");
+                     std::to_string(MaxRunnerTimeoutMs), " ms");
   return std::chrono::milliseconds(Ms);
 }
 

@@ -32,10 +32,6 @@ constexpr KindName Kinds[] = {
 /// The names of every kind, for messages.
 constexpr const char *KindList = "pipe, grpc, onnx, aot, constant, echo";
 
-/// Longest timeout accepted (about 24 days), far from overflowing deadline
-/// arithmetic.
-constexpr int64_t MaxTimeoutMs = std::numeric_limits<int32_t>::max();
-
 /// The keys each kind accepts, for messages.
 const char *keysOf(RunnerKind Kind) {
   switch (Kind) {
@@ -100,7 +96,7 @@ Error applyKey(RunnerConfig &C, std::string_view Key, std::string_view Value) {
   }
   bool Connect = Key == "connect_timeout_ms", Call = Key == "call_timeout_ms";
   if ((Pipe || Grpc) && (Connect || Call || Key == "timeout_ms")) {
-    auto Ms = parseInteger(Value, 0, MaxTimeoutMs, Key);
+    auto Ms = parseInteger(Value, 0, MaxRunnerTimeoutMs, Key);
     if (!Ms)
       return Ms.takeError();
     if (!Call)
