@@ -14,7 +14,7 @@ import pytest
 from tensor_cases import ALL_DTYPE_SPECS, random_values
 
 import grpc
-from mlbridge.errors import ModelError
+from mlbridge.errors import MlbridgeError, ModelError
 from mlbridge.grpc_client import ModelClient, schema_message
 from mlbridge.grpc_server import AddressError, check_address, start_server
 from mlbridge.tensor_spec import TensorSpec
@@ -159,6 +159,34 @@ def test_server_never_started_fails_within_the_deadline(tmp_path):
     with pytest.raises(grpc.RpcError) as info:
         ModelClient(f"unix:{tmp_path}/nobody.sock", INPUTS, OUTPUTS, deadline=0.5)
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_stalled_policy_fails_within_the_deadline(tmp_path, streaming):
+    """A policy that never answers costs the client its deadline, not a hang;
+    the client closes cleanly afterwards."""
+    release = threading.Event()
+
+    def stall(features, context=""):
+        if context == "stall":
+            release.wait(30)
+        return echo(features)
+
+    running = start_server(stall, f"unix:{tmp_path}/m.sock")
+    try:
+        with ModelClient(
+            running.target, INPUTS, OUTPUTS, streaming=streaming, deadline=0.5
+        ) as client:
+            client.evaluate(_values(0))
+            with pytest.raises((grpc.RpcError, MlbridgeError)) as info:
+                client.evaluate(_values(1), context="stall")
+            if streaming:
+                assert "within 0.5 s" in str(info.value)
+            else:
+                assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    finally:
+        release.set()
+        running.stop(0)
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
