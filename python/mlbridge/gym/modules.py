@@ -1,0 +1,111 @@
+"""The modules of the environments: one episode works on one LLVM module.
+
+A corpus (:mod:`mlbridge.corpus`, any format) is made of programs, each of
+one or more sources. Every source becomes one module: LLVM bitcode as clang
+emits it for ``-Oz`` before any optimisation (``-Oz -Xclang
+-disable-llvm-passes``: no ``optnone``, so every pass may still run), cached
+by the hash of its content, flags and compiler. Bitcode sources are used as
+they are; textual IR is assembled the same way as C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from mlbridge.corpus.program import Program
+from mlbridge.errors import CorpusError
+
+#: The compiler that makes the modules.
+CLANG = "clang-19"
+#: The flags that make a module ready for a size pipeline, not yet optimised.
+MODULE_FLAGS = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-w")
+#: Longest a source may take to become a module.
+COMPILE_TIMEOUT = 300.0
+
+
+class ModuleError(CorpusError):
+    """A source of the corpus could not be made into a module."""
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of a corpus: ``name`` is ``PROGRAM`` for a one-source
+    program, ``PROGRAM/SOURCE`` otherwise; ``split`` is the program's."""
+
+    name: str
+    bitcode: Path
+    program: str
+    split: str
+    flags: Tuple[str, ...] = ()
+
+
+def _module_name(program: Program, source: Path) -> str:
+    return program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"
+
+
+def _cache_key(source: Path, flags: Sequence[str], clang: str) -> str:
+    digest = hashlib.sha256()
+    digest.update(source.read_bytes())
+    digest.update("\0".join([clang, *MODULE_FLAGS, *flags]).encode())
+    return digest.hexdigest()[:24]
+
+
+def _prepare_one(program: Program, source: Path, cache_dir: Path, clang: str) -> Module:
+    name = _module_name(program, source)
+    if source.suffix == ".bc":
+        return Module(name, source, program.name, program.split, program.flags)
+    try:
+        key = _cache_key(source, program.flags, clang)
+    except OSError as err:
+        raise ModuleError(f"{name}: cannot read {source}: {err.strerror or err}") from None
+    out = cache_dir / f"{key}.bc"
+    if not out.is_file():
+        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+        command = [clang, *MODULE_FLAGS, *program.flags, str(source), "-o", str(tmp)]
+        try:
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=COMPILE_TIMEOUT,
+            )
+        except subprocess.TimeoutExpired:
+            tmp.unlink(missing_ok=True)
+            raise ModuleError(f"{name}: {clang} took more than {COMPILE_TIMEOUT:g} s") from None
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise ModuleError(f"{name}: {clang} failed ({done.returncode}): {done.stderr[-1000:]}")
+        os.replace(tmp, out)
+    return Module(name, out, program.name, program.split, program.flags)
+
+
+def prepare_modules(
+    programs: Sequence[Program],
+    cache_dir: Path,
+    *,
+    clang: str = CLANG,
+    jobs: Optional[int] = None,
+) -> List[Module]:
+    """The modules of ``programs`` in order, compiled into ``cache_dir`` when
+    not already there. Raises :class:`ModuleError` naming the first source
+    that fails."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    work = [(p, s) for p in programs for s in p.sources]
+    with ThreadPoolExecutor(max_workers=jobs or min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda ps: _prepare_one(ps[0], ps[1], cache_dir, clang), work))
+
+
+def default_cache_dir() -> Path:
+    """Where modules are cached: ``$MLBRIDGE_CACHE/modules``, else
+    ``$XDG_CACHE_HOME/mlbridge/modules``, else ``~/.cache/mlbridge/modules``."""
+    if os.environ.get("MLBRIDGE_CACHE"):
+        return Path(os.environ["MLBRIDGE_CACHE"]) / "modules"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mlbridge" / "modules"
