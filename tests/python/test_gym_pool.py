@@ -148,3 +148,13 @@ def test_two_node_ray_cluster_spreads_the_workers():
         if ray.is_initialized():
             ray.shutdown()
         cluster.shutdown()
+
+
+@pytest.mark.parametrize("backend", LOCAL_BACKENDS)
+def test_the_wrapper_runs_in_the_workers(backend):
+    import functools
+
+    short = functools.partial(gymnasium.wrappers.TimeLimit, max_episode_steps=3)
+    with make_pool(ENV, 2, backend=backend, wrapper=short) as pool:
+        for r in pool.rollout(None, 12):
+            assert r.episodes and all(e["length"] <= 3 for e in r.episodes)

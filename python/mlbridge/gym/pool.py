@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import cloudpickle  # type: ignore[import-untyped]
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.gym.workers import ActionFn, Rollout, RolloutWorker
+from mlbridge.gym.workers import ActionFn, EnvWrapper, Rollout, RolloutWorker
 
 #: The backends of :func:`make_pool`.
 BACKENDS = ("ray", "process", "serial")
@@ -104,9 +104,12 @@ class SerialPool(WorkerPool):
         env_kwargs: Mapping[str, Any],
         seed: int,
         timeout: float,
+        wrapper: Optional[EnvWrapper] = None,
     ) -> None:
         super().__init__(num_workers, timeout)
-        self._workers = [RolloutWorker(env_id, env_kwargs, seed + i) for i in range(num_workers)]
+        self._workers = [
+            RolloutWorker(env_id, env_kwargs, seed + i, wrapper) for i in range(num_workers)
+        ]
 
     def call(
         self, method: str, args: Optional[Sequence[Args]] = None, timeout: Optional[float] = None
@@ -161,6 +164,7 @@ class ProcessPool(WorkerPool):
         env_kwargs: Mapping[str, Any],
         seed: int,
         timeout: float,
+        wrapper: Optional[EnvWrapper] = None,
     ) -> None:
         super().__init__(num_workers, timeout)
         context = multiprocessing.get_context("spawn")
@@ -169,7 +173,7 @@ class ProcessPool(WorkerPool):
         try:
             for i in range(num_workers):
                 ours, theirs = context.Pipe()
-                payload = cloudpickle.dumps((env_id, dict(env_kwargs), seed + i))
+                payload = cloudpickle.dumps((env_id, dict(env_kwargs), seed + i, wrapper))
                 proc = context.Process(
                     target=_process_main, args=(theirs, payload), name=f"mlbridge-worker-{i}"
                 )
@@ -234,6 +238,7 @@ class RayPool(WorkerPool):
         env_kwargs: Mapping[str, Any],
         seed: int,
         timeout: float,
+        wrapper: Optional[EnvWrapper] = None,
         address: Optional[str] = None,
     ) -> None:
         super().__init__(num_workers, timeout)
@@ -251,7 +256,9 @@ class RayPool(WorkerPool):
             self._started_ray = True
         actor = ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)
         self._actors: List[Any] = [
-            actor.options(scheduling_strategy="SPREAD").remote(env_id, dict(env_kwargs), seed + i)
+            actor.options(scheduling_strategy="SPREAD").remote(
+                env_id, dict(env_kwargs), seed + i, wrapper
+            )
             for i in range(num_workers)
         ]
         try:
@@ -303,16 +310,19 @@ def make_pool(
     address: Optional[str] = None,
     seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
+    wrapper: Optional[EnvWrapper] = None,
 ) -> WorkerPool:
     """``num_workers`` workers each holding ``gymnasium.make(env_id,
-    **env_kwargs)``; worker i is seeded with ``seed + i``."""
+    **env_kwargs)`` (then ``wrapper(env)`` when given: it must be picklable,
+    e.g. a class or a module-level function); worker i is seeded with
+    ``seed + i``."""
     kwargs = dict(env_kwargs or {})
     if backend == "ray":
-        return RayPool(env_id, num_workers, kwargs, seed, timeout, address)
+        return RayPool(env_id, num_workers, kwargs, seed, timeout, wrapper, address)
     if address is not None:
         raise ValueError("address is for the ray backend")
     if backend == "process":
-        return ProcessPool(env_id, num_workers, kwargs, seed, timeout)
+        return ProcessPool(env_id, num_workers, kwargs, seed, timeout, wrapper)
     if backend == "serial":
-        return SerialPool(env_id, num_workers, kwargs, seed, timeout)
+        return SerialPool(env_id, num_workers, kwargs, seed, timeout, wrapper)
     raise ValueError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")

@@ -62,15 +62,28 @@ def episode_summary(episode_return: float, length: int, info: Mapping[str, Any])
     return out
 
 
-class RolloutWorker:
-    """One environment made by ``gymnasium.make(env_id, **env_kwargs)``."""
+#: Wraps an environment (e.g. an observation transform), run in the worker.
+EnvWrapper = Callable[[Any], Any]
 
-    def __init__(self, env_id: str, env_kwargs: Optional[Mapping[str, Any]], seed: int) -> None:
+
+class RolloutWorker:
+    """One environment made by ``gymnasium.make(env_id, **env_kwargs)``,
+    then given to ``wrapper`` when there is one."""
+
+    def __init__(
+        self,
+        env_id: str,
+        env_kwargs: Optional[Mapping[str, Any]],
+        seed: int,
+        wrapper: Optional[EnvWrapper] = None,
+    ) -> None:
         import gymnasium
 
         import mlbridge.gym  # noqa: F401  (registers the mlbridge ids in this process)
 
         self.env = gymnasium.make(env_id, **dict(env_kwargs or {}))
+        if wrapper is not None:
+            self.env = wrapper(self.env)
         self.seed = seed
         self.env.action_space.seed(seed)
         self._obs: Optional[Any] = None
