@@ -1,0 +1,57 @@
+"""Gymnasium environments on stock compilers (docs/gym.md).
+
+Importing this package registers the environment ids with gymnasium (when
+gymnasium is installed: ``pip install 'mlbridge-compiler[gym]'``); the
+environments themselves, and what they import, load on first use
+(``gymnasium.make``, or an attribute of this package):
+
+- ``mlbridge/Inlining-v0``: :class:`mlbridge.gym.inlining.InliningEnv`,
+  inlining for size on clang-19, one call site per step.
+
+.. code-block:: python
+
+    import gymnasium as gym
+    import mlbridge.gym  # noqa: F401
+
+    env = gym.make("mlbridge/Inlining-v0")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Dict
+
+if TYPE_CHECKING:
+    from mlbridge.gym.inlining import InliningEnv
+
+__all__ = ["ENVIRONMENTS", "INLINING_ID", "InliningEnv"]
+
+#: The id of the inlining environment.
+INLINING_ID = "mlbridge/Inlining-v0"
+
+#: Every environment: gymnasium id -> entry point ("module:class").
+ENVIRONMENTS: Dict[str, str] = {
+    INLINING_ID: "mlbridge.gym.inlining:InliningEnv",
+}
+
+
+def _register() -> None:
+    try:
+        from gymnasium.envs.registration import register, registry
+    except ImportError:  # the bridge, the modules and the pools need no gymnasium
+        return
+    for env_id, entry_point in ENVIRONMENTS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry_point)
+
+
+_register()
+
+
+def __getattr__(name: str) -> Any:
+    """The environment classes, imported on first access."""
+    for entry_point in ENVIRONMENTS.values():
+        module, _, attribute = entry_point.partition(":")
+        if attribute == name:
+            return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

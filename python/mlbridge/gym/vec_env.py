@@ -99,7 +99,5 @@ class PoolVecEnv(VecEnv):
         )
         return [values[i] for i in wanted]
 
-    def env_is_wrapped(
-        self, wrapper_class: Type[Any], indices: VecEnvIndices = None
-    ) -> List[bool]:
+    def env_is_wrapped(self, wrapper_class: Type[Any], indices: VecEnvIndices = None) -> List[bool]:
         return [False] * len(self._indices(indices))

@@ -25,7 +25,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, TextIO
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
 from mlbridge.llvm import size_cap
@@ -113,8 +113,12 @@ class RunResult:
         }
 
 
-class _Compiler:
-    """The child process: alive flag for watchers, group kill."""
+class CompilerProcess:
+    """The running compiler: alive flag for watchers, group kill.
+
+    :func:`run_compiler` hands it to its ``on_start`` callback, so that
+    another thread can read its ``pid`` or stop it (:meth:`kill`).
+    """
 
     def __init__(self, command: Sequence[str], stdout: Any, env: Optional[Mapping[str, str]]):
         self.proc = subprocess.Popen(
@@ -129,18 +133,25 @@ class _Compiler:
         self._lock = threading.Lock()
         self._killing = False
 
+    @property
+    def pid(self) -> int:
+        """The compiler's process id (also its process group's)."""
+        return self.proc.pid
+
     def alive(self) -> bool:
         return not self.exited.is_set()
 
     def kill(self) -> None:
         """Stop the compiler's process group (clang's cc1 child included):
-        SIGTERM (LLVM then removes its temporary outputs), SIGKILL when it has
-        not exited after :data:`KILL_GRACE_SECONDS`."""
+        SIGTERM (LLVM then removes its temporary outputs) and SIGCONT (a
+        stopped compiler handles it too), SIGKILL when it has not exited
+        after :data:`KILL_GRACE_SECONDS`."""
         with self._lock:
             if self.exited.is_set() or self._killing:
                 return
             self._killing = True
             self._signal(signal.SIGTERM)
+            self._signal(signal.SIGCONT)
         threading.Thread(target=self._kill_after_grace, daemon=True, name="compiler-kill").start()
 
     def _kill_after_grace(self) -> None:
@@ -157,7 +168,7 @@ class _Compiler:
 
 
 def _serve_one(
-    compiler: _Compiler,
+    compiler: CompilerProcess,
     channel: Channel,
     host: PipeHost,
     run: AdvisorRun,
@@ -206,6 +217,7 @@ def run_compiler(
     echo_stderr: Optional[TextIO] = None,
     channel_dir: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
+    on_start: Optional[Callable[[CompilerProcess], None]] = None,
 ) -> RunResult:
     """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
 
@@ -225,6 +237,9 @@ def run_compiler(
       (:mod:`mlbridge.llvm.size_cap`) in the inline advisor's run.
     - ``stdout``: the compiler's stdout (inherited by default); its stderr is
       captured in the result and also copied to ``echo_stderr`` if given.
+    - ``on_start``: called with the :class:`CompilerProcess` as soon as it
+      runs, before anything is served (its ``pid``; its ``kill()`` stops it
+      from any thread, e.g. a compiler that stopped answering).
     """
     if not policies:
         raise ValueError("no advisor to serve")
@@ -272,6 +287,7 @@ def run_compiler(
             stdout,
             echo_stderr,
             env,
+            on_start,
         )
         if "inline" in result.advisors:
             run = result.advisors["inline"]
@@ -295,9 +311,20 @@ def _run(
     stdout: Any,
     echo_stderr: Optional[TextIO],
     env: Optional[Mapping[str, str]],
+    on_start: Optional[Callable[[CompilerProcess], None]] = None,
 ) -> RunResult:
     start = time.monotonic()
-    compiler = _Compiler(command, stdout, env)
+    compiler = CompilerProcess(command, stdout, env)
+    if on_start is not None:
+        try:
+            on_start(compiler)
+        except BaseException:
+            compiler.kill()
+            compiler.proc.wait()
+            compiler.exited.set()
+            assert compiler.proc.stderr is not None
+            compiler.proc.stderr.close()
+            raise
     err_lines: List[str] = []
     threads = [
         threading.Thread(

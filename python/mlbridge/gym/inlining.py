@@ -1,0 +1,717 @@
+"""``mlbridge/Inlining-v0``: inlining for size on stock clang-19 (docs/gym.md).
+
+One episode compiles one module with ``clang-19 -Oz -c``; LLVM 19's own ML
+inline advisor pauses at every call site and sends its features over a pipe
+channel (:func:`mlbridge.llvm.run_compiler`), or over gRPC from mlbridge's
+plugin (``transport="grpc"``), a :class:`DecisionBridge` hands them to
+:meth:`InliningEnv.step`, and the action is the advisor's answer. When the
+compiler is done, the reward compares the ``.text`` of the object with that
+of plain ``clang-19 -Oz -c`` of the same module.
+
+Every fault (an invalid action, a compiler that crashes, is killed or stops
+answering, an episode that runs too long) ends the episode with
+``truncated=True`` and ``info["error"]``, the compiler's process group
+stopped; nothing waits without a deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
+from mlbridge.gym.modules import CLANG, Module, default_cache_dir, prepare_modules
+from mlbridge.llvm import size_cap
+from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
+from mlbridge.llvm.outcomes import OutcomeError, text_size
+from mlbridge.policy import Session
+
+__all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
+
+_LOG = logging.getLogger("mlbridge.gym")
+
+#: The feature carrying LLVM's own decision (``include_default=True``).
+DEFAULT_FEATURE = "inlining_default"
+#: The size tool measuring ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`).
+SIZE_TOOL = "llvm-size-19"
+#: Splits of the corpus an environment can take its modules from.
+SPLITS = ("train", "held-out", "all")
+#: How the compiler's questions reach the environment.
+TRANSPORTS = ("pipe", "grpc")
+#: The plugin's line when it falls back to LLVM's advice (a runner error).
+_PLUGIN_FALLBACK = "mlbridge inline advisor:"
+#: The longest deadline the plugin's runner takes (MaxRunnerTimeoutMs).
+_MAX_RUNNER_TIMEOUT_MS = 2147483647
+#: The module compiled at construction to read the compiler's feature list.
+_PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
+#: Characters of the compiler's stderr kept in an error message.
+_STDERR_TAIL = 1500
+#: Seconds a compiler waits for an action beyond episode_timeout (then the
+#: serving side gives up on its own: an abandoned environment).
+_IDLE_MARGIN = 5.0
+#: The observation space's bound: every int64 feature is a finite float32.
+_FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+class EnvError(MlbridgeError):
+    """The environment cannot run an episode (no module, unknown module,
+    the compiler's features changed, the environment is closed)."""
+
+
+class _Skip(Exception):
+    """A module gives no episode: the reason is the message."""
+
+
+class _Served:
+    """The policy :func:`run_compiler` serves: the bridge's, plus the
+    session header (:meth:`begin`) that names the features."""
+
+    def __init__(self, decide: Any, episode: "_Episode", include_default: bool) -> None:
+        self._decide = decide
+        self._episode = episode
+        self.wants_default = include_default
+
+    def begin(self, session: Session) -> None:
+        self._episode.header = session
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
+        return self._decide(features)
+
+
+class _GrpcServed:
+    """What the env's gRPC server serves: the running episode's bridge.
+
+    The plugin falls back to LLVM's advice when the policy fails and goes
+    on compiling, so a failure (an abandoned episode) stops the compiler
+    here, as :func:`run_compiler` does for pipes.
+    """
+
+    def __init__(self) -> None:
+        self.episode: Optional["_Episode"] = None
+        self.decide: Any = None
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
+        episode, decide = self.episode, self.decide
+        if episode is None or decide is None:
+            raise EnvError("no episode is running")
+        if episode.header_names is None:
+            episode.header_names = tuple(features)
+        try:
+            return decide(features)
+        except BaseException as err:
+            episode.policy_error = f"{type(err).__name__}: {err}"
+            if episode.compiler is not None:
+                episode.compiler.kill()
+            raise
+
+
+class _Episode:
+    """What one episode holds: its module, compiler and bridge."""
+
+    def __init__(self, module: Module, output: Path) -> None:
+        self.module = module
+        self.output = output
+        self.compiler: Optional[CompilerProcess] = None
+        self.header: Optional[Session] = None
+        self.header_names: Optional[Tuple[str, ...]] = None  # gRPC: the first request's
+        self.policy_error: Optional[str] = None  # gRPC: the policy failed
+        self.bridge: Optional[DecisionBridge] = None
+        self.decisions = 0
+        self.done = False
+        self.observation: Optional[np.ndarray] = None
+        self.agent_seconds = 0.0
+        self.handed_at = 0.0  # when the last observation left the environment
+
+    def started(self, compiler: CompilerProcess) -> None:
+        self.compiler = compiler
+
+    def stop(self) -> None:
+        """Stop the compiler (if it runs) and the serving thread."""
+        self.done = True
+        if self.compiler is not None:
+            self.compiler.kill()
+        if self.bridge is not None:
+            self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
+
+
+def _as_module(item: Union[Module, str, os.PathLike]) -> Module:
+    if isinstance(item, Module):
+        return item
+    path = Path(item)
+    return Module(path.stem, path, path.stem, "train")
+
+
+def _codegen_flags(flags: Sequence[str]) -> List[str]:
+    """The module's options that still matter for a module (``-f*``,
+    ``-m*``): the preprocessor's and the language's are already applied."""
+    return [f for f in flags if f.startswith(("-f", "-m")) and f != "-mllvm"]
+
+
+def _failure(result: RunResult, episode_timeout: float) -> str:
+    """Why a served compilation failed, in one message."""
+    if result.timed_out:
+        message = f"the compilation ran longer than episode_timeout ({episode_timeout:g} s): killed"
+    elif result.returncode < 0:
+        try:
+            name = signal.Signals(-result.returncode).name
+        except ValueError:
+            name = f"signal {-result.returncode}"
+        message = f"the compiler was killed by {name}"
+    elif result.returncode != 0:
+        message = f"the compiler failed (exit status {result.returncode})"
+    else:
+        message = "serving the compiler failed"
+    host = result.error
+    if host and not result.timed_out:
+        message += f"; host side: {host}"
+    stderr = result.stderr.strip()
+    if stderr:
+        message += f"; stderr: {stderr[-_STDERR_TAIL:]}"
+    return message
+
+
+def _run_plugin(
+    command: List[str],
+    environ: Dict[str, str],
+    timeout: float,
+    on_start: Any,
+) -> RunResult:
+    """Runs a compiler that asks mlbridge's plugin (no channel to serve):
+    stdin closed, stdout discarded, stderr kept, its own process group,
+    killed after ``timeout``."""
+    start = time.monotonic()
+    compiler = CompilerProcess(command, subprocess.DEVNULL, environ)
+    chunks: List[bytes] = []
+    stream = compiler.proc.stderr
+    assert stream is not None
+
+    def collect() -> None:
+        for chunk in iter(lambda: stream.read(1 << 16), b""):
+            chunks.append(chunk)
+        stream.close()
+
+    reader = threading.Thread(target=collect, daemon=True, name="mlbridge-plugin-stderr")
+    reader.start()
+    timed_out = False
+    try:
+        on_start(compiler)
+        try:
+            compiler.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            compiler.kill()
+            compiler.proc.wait()
+    except BaseException:
+        compiler.kill()
+        compiler.proc.wait()
+        raise
+    finally:
+        compiler.exited.set()
+        reader.join()
+    stderr = b"".join(chunks).decode("utf-8", "replace")
+    return RunResult(
+        command, compiler.proc.returncode, stderr, {}, timed_out, time.monotonic() - start
+    )
+
+
+_PROBED: Dict[Tuple[str, bool], Tuple[str, ...]] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[str, ...]:
+    """The inliner features ``clang`` sends, in its order: read from the
+    header of one compilation of a two-function program (once per process)."""
+    key = (clang, include_default)
+    with _PROBE_LOCK:
+        if key in _PROBED:
+            return _PROBED[key]
+        header: List[Session] = []
+
+        class Probe:
+            wants_default = include_default
+
+            def begin(self, session: Session) -> None:
+                header.append(session)
+
+            def __call__(self, features: Dict[str, np.ndarray]) -> int:
+                return 0
+
+        with tempfile.TemporaryDirectory(prefix="mlbridge-probe-") as tmp:
+            source = os.path.join(tmp, "probe.c")
+            with open(source, "w", encoding="utf-8") as out:
+                out.write(_PROBE_SOURCE)
+            result = run_compiler(
+                [clang, "-Oz", "-c", source, "-o", os.path.join(tmp, "probe.o")],
+                {"inline": Probe()},
+                include_default=include_default,
+                size_increase_threshold=size_cap.NO_CAP,
+                timeout=120.0,
+                channel_dir=tmp,
+            )
+        if not result.ok or not header:
+            raise EnvError(
+                f"cannot read the inliner's features from {clang}: "
+                + (_failure(result, 120.0) if not result.ok else "it sent no header")
+            )
+        specs = header[0].features
+        wide = [s.name for s in specs if s.element_count != 1]
+        if wide:
+            raise EnvError(f"{clang} sends inliner features of several values: {wide}")
+        _PROBED[key] = tuple(s.name for s in specs)
+        return _PROBED[key]
+
+
+class InliningEnv(gym.Env[np.ndarray, np.int64]):
+    """Inlining for size on stock clang-19; see docs/gym.md for the reference.
+
+    - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
+      of bitcode files), all used; else the programs of ``corpus`` (a path in
+      any format of :mod:`mlbridge.corpus`; None: the loop's default corpus,
+      ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``, with the bundled demo
+      programs) in the ``split`` (``"train"``, ``"held-out"`` or ``"all"``),
+      compiled into ``cache_dir`` by :func:`prepare_modules`; ``quick`` keeps
+      the small programs of the fetched corpus.
+    - ``include_default``: LLVM's own decision is the last feature.
+    - ``step_timeout``: seconds the compiler may take to reach the next call
+      site (or its end); ``episode_timeout``: seconds an episode's compilation
+      may last, the agent's time included.
+    - ``size_increase_threshold``: LLVM's size cap on the ML inliner (None:
+      lifted, every call site is asked).
+    - ``transport``: ``"pipe"`` (LLVM's interactive mode) or ``"grpc"``
+      (mlbridge's plugin, ``plugin`` or ``mlbridge config --plugin``, asking
+      the environment's in-process gRPC server over a unix socket).
+    """
+
+    metadata: Dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        modules: Optional[Sequence[Union[Module, str, os.PathLike]]] = None,
+        corpus: Optional[Union[str, os.PathLike]] = None,
+        split: str = "train",
+        *,
+        quick: bool = True,
+        include_default: bool = True,
+        step_timeout: float = 120.0,
+        episode_timeout: float = 3600.0,
+        size_increase_threshold: Optional[float] = None,
+        cache_dir: Optional[Union[str, os.PathLike]] = None,
+        clang: str = CLANG,
+        size_tool: str = SIZE_TOOL,
+        transport: str = "pipe",
+        plugin: Optional[Union[str, os.PathLike]] = None,
+        render_mode: Optional[str] = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"InliningEnv renders nothing (render_mode={render_mode!r})")
+        if step_timeout <= 0 or episode_timeout <= 0:
+            raise ValueError("step_timeout and episode_timeout must be positive")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+        if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
+            raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        self.transport = transport
+        self.plugin: Optional[str] = None
+        if transport == "grpc":
+            if plugin is None:
+                from mlbridge.native import plugin_path
+
+                plugin = plugin_path()
+            self.plugin = str(plugin)
+            if not os.path.isfile(self.plugin):
+                raise EnvError(f"the plugin {self.plugin} does not exist")
+        self.render_mode = render_mode
+        self.include_default = include_default
+        self.step_timeout = float(step_timeout)
+        self.episode_timeout = float(episode_timeout)
+        self.size_increase_threshold = size_increase_threshold
+        self.clang, self.size_tool = clang, size_tool
+        if modules is None:
+            modules = self._corpus_modules(corpus, split, quick, cache_dir)
+            if not modules:
+                raise EnvError(f"the corpus has no module in the split {split!r}")
+        self.modules: List[Module] = [_as_module(m) for m in modules]
+        if not self.modules:
+            raise EnvError("no module given")
+        self._by_name: Dict[str, Module] = {}
+        for module in self.modules:
+            if module.name in self._by_name:
+                raise EnvError(f"two modules are named {module.name!r}")
+            self._by_name[module.name] = module
+        #: Modules that give no episode (asked nothing, failed to compile), with why.
+        self.skipped: Dict[str, str] = {}
+        self._oz_sizes: Dict[str, int] = {}
+        self._tmp: Optional[str] = tempfile.mkdtemp(prefix="mlbridge-inlining-")
+        self._episode: Optional[_Episode] = None
+        self._episodes = 0
+        self._server: Any = None  # gRPC: the running server
+        self._grpc_policy = _GrpcServed()
+        try:
+            #: The observation's features, in LLVM's order (read from the compiler).
+            self.feature_names: Tuple[str, ...] = probe_features(clang, include_default)
+        except BaseException:
+            self.close()
+            raise
+        self.observation_space = spaces.Box(
+            -_FLOAT_MAX, _FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
+        )
+        self.action_space = spaces.Discrete(2)
+
+    @staticmethod
+    def _corpus_modules(
+        corpus: Optional[Union[str, os.PathLike]],
+        split: str,
+        quick: bool,
+        cache_dir: Optional[Union[str, os.PathLike]],
+    ) -> List[Module]:
+        from mlbridge.loop.corpus import default_corpus, load_corpus
+
+        path = Path(corpus) if corpus is not None else default_corpus()
+        programs = load_corpus(path, quick)
+        if split != "all":
+            programs = [p for p in programs if p.split == split]
+        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        return prepare_modules(programs, cache)
+
+    # -- the episode's compiler ---------------------------------------------
+
+    @property
+    def compiler_pid(self) -> Optional[int]:
+        """The process id of the running episode's compiler (None: none runs)."""
+        episode = self._episode
+        if episode is None or episode.done or episode.compiler is None:
+            return None
+        return episode.compiler.pid
+
+    @property
+    def module(self) -> Optional[str]:
+        """The name of the current (or last) episode's module."""
+        return None if self._episode is None else self._episode.module.name
+
+    def _command(self, module: Module, output: Path, plugin: Optional[str] = None) -> List[str]:
+        return [
+            self.clang,
+            "-Oz",
+            *([f"-fpass-plugin={plugin}"] if plugin else []),
+            "-c",
+            "-w",
+            *_codegen_flags(module.flags),
+            str(module.bitcode),
+            "-o",
+            str(output),
+        ]
+
+    def _grpc_target(self) -> str:
+        """The env's gRPC server (started on first use), as the plugin dials it."""
+        if self._server is None:
+            from mlbridge.grpc_server import start_server
+
+            self._server = start_server(
+                self._grpc_policy,
+                f"unix:{os.path.join(self._workdir(), 'model.sock')}",
+                workers=4,
+                max_streams=3,
+                session_idle_timeout=self.episode_timeout,
+                stream_idle_timeout=self.episode_timeout,
+            )
+        return str(self._server.target)
+
+    def _serve_fn(self, episode: _Episode, command: List[str]) -> Any:
+        """``serve(decide)`` for the bridge: one compilation of the episode."""
+        threshold = (
+            size_cap.NO_CAP
+            if self.size_increase_threshold is None
+            else self.size_increase_threshold
+        )
+        include_default, workdir = self.include_default, self._workdir()
+        timeout = self.episode_timeout
+        if self.transport == "pipe":
+
+            def serve(decide: Any) -> RunResult:
+                return run_compiler(
+                    command,
+                    {"inline": _Served(decide, episode, include_default)},
+                    include_default=include_default,
+                    size_increase_threshold=threshold,
+                    timeout=timeout,
+                    channel_dir=workdir,
+                    stdout=subprocess.DEVNULL,
+                    on_start=episode.started,
+                )
+
+            return serve
+        deadline_ms = min(int(timeout * 1000) + 1000, _MAX_RUNNER_TIMEOUT_MS)
+        runner = f"grpc:{self._grpc_target()},mode=streaming,timeout_ms={deadline_ms}"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
+        environ.update(
+            MLBRIDGE_RUNNER=runner,
+            MLBRIDGE_SIZE_INCREASE_THRESHOLD=(
+                "none" if self.size_increase_threshold is None else f"{threshold:g}"
+            ),
+        )
+        served = self._grpc_policy
+
+        def serve_grpc(decide: Any) -> RunResult:
+            served.episode, served.decide = episode, decide
+            return _run_plugin(command, environ, timeout, episode.started)
+
+        return serve_grpc
+
+    def _problem(self, episode: _Episode, result: RunResult) -> Optional[str]:
+        """Why a finished compilation is no valid episode, or None."""
+        if not result.ok:
+            return _failure(result, self.episode_timeout)
+        if episode.policy_error is not None:
+            return f"the policy failed: {episode.policy_error}"
+        if self.transport == "grpc" and _PLUGIN_FALLBACK in result.stderr:
+            line = next(x for x in result.stderr.splitlines() if _PLUGIN_FALLBACK in x)
+            return f"the plugin fell back to LLVM's advice: {line.strip()}"
+        return None
+
+    def _workdir(self) -> str:
+        if self._tmp is None:
+            raise EnvError("the environment is closed")
+        return self._tmp
+
+    def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Starts ``module``'s compilation up to its first call site; raises
+        :class:`_Skip` when it gives no episode."""
+        self._episodes += 1
+        output = Path(self._workdir()) / f"episode-{self._episodes}.o"
+        episode = _Episode(module, output)
+        serve = self._serve_fn(episode, self._command(module, output, self.plugin))
+        episode.bridge = DecisionBridge(
+            serve,
+            timeout=self.step_timeout,
+            # after the episode's deadline, which thus names the fault
+            idle_timeout=self.episode_timeout + _IDLE_MARGIN,
+            name=f"mlbridge-inlining-{module.name}",
+        )
+        self._episode = episode
+        try:
+            event = episode.bridge.next()
+        except BridgeTimeout:
+            episode.stop()
+            raise _Skip(
+                f"the compiler reached no call site within step_timeout "
+                f"({self.step_timeout:g} s): killed"
+            ) from None
+        if isinstance(event, Finished):
+            episode.stop()
+            output.unlink(missing_ok=True)
+            if event.error is not None:
+                raise _Skip(f"serving failed: {type(event.error).__name__}: {event.error}")
+            problem = self._problem(episode, event.result)
+            raise _Skip(problem or "the compiler asked nothing (no call site to decide)")
+        assert isinstance(event, Request)
+        if episode.header is not None:
+            names = tuple(s.name for s in episode.header.features)
+        else:  # gRPC: the plugin always sends LLVM's decision too
+            names = tuple(
+                n
+                for n in episode.header_names or ()
+                if n != DEFAULT_FEATURE or self.include_default
+            )
+        if names != self.feature_names:
+            episode.stop()
+            raise EnvError(
+                f"{module.name}: the compiler sent the features {list(names)}, "
+                f"not those of the observation space {list(self.feature_names)}"
+            )
+        episode.observation = self._observe(event.features)
+        episode.handed_at = time.monotonic()
+        return episode.observation, self._info(episode)
+
+    def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
+        arrays = [features[n] for n in self.feature_names]  # one value each (probed)
+        return np.concatenate(arrays, axis=None, dtype=np.float32, casting="unsafe")
+
+    @staticmethod
+    def _info(episode: _Episode) -> Dict[str, Any]:
+        return {"module": episode.module.name, "decisions": episode.decisions}
+
+    def _end_episode(self) -> None:
+        episode, self._episode = getattr(self, "_episode", None), None
+        if episode is not None:
+            episode.stop()
+            episode.output.unlink(missing_ok=True)
+
+    # -- gymnasium API -------------------------------------------------------
+
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Starts an episode on a module drawn with ``self.np_random`` (or
+        ``options["module"]``, a module's name); returns the first call
+        site's features."""
+        super().reset(seed=seed)
+        self._end_episode()
+        self._workdir()
+        name = (options or {}).get("module")
+        if name is not None:
+            module = self._by_name.get(str(name))
+            if module is None:
+                known = ", ".join(sorted(self._by_name)[:20])
+                raise EnvError(f"no module named {name!r} (modules: {known}...)")
+            if module.name in self.skipped:
+                raise EnvError(
+                    f"module {module.name} gives no episode: {self.skipped[module.name]}"
+                )
+            try:
+                return self._start(module)
+            except _Skip as skip:
+                self._record_skip(module, str(skip))
+                raise EnvError(f"module {module.name} gives no episode: {skip}") from None
+        # One permutation per reset whatever is known about the modules: the
+        # first module giving an episode, in the same order for the same seed.
+        for index in self.np_random.permutation(len(self.modules)):
+            module = self.modules[int(index)]
+            if module.name in self.skipped:
+                continue
+            try:
+                return self._start(module)
+            except _Skip as skip:
+                self._record_skip(module, str(skip))
+        reasons = "; ".join(f"{n}: {r}" for n, r in list(self.skipped.items())[:5])
+        raise EnvError(f"no module gives an episode ({len(self.skipped)} skipped: {reasons})")
+
+    def _record_skip(self, module: Module, reason: str) -> None:
+        self.skipped[module.name] = reason
+        _LOG.warning("mlbridge.gym: module %s skipped: %s", module.name, reason)
+
+    def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        """Answers the current call site (0: do not inline, 1: inline)."""
+        episode = self._episode
+        if episode is None or episode.done or episode.bridge is None:
+            raise EnvError("no episode is running: call reset() first")
+        assert episode.observation is not None
+        bridge = episode.bridge
+        if not self.action_space.contains(action):
+            return self._fault(
+                episode,
+                f"invalid action {action!r} (a {type(action).__name__}): "
+                f"expected 0 (do not inline) or 1 (inline), Discrete(2)",
+            )
+        episode.agent_seconds += time.monotonic() - episode.handed_at
+        bridge.answer(int(action))
+        episode.decisions += 1
+        try:
+            event = bridge.next()
+        except BridgeTimeout:
+            return self._fault(
+                episode,
+                f"the compiler neither asked nor finished within step_timeout "
+                f"({self.step_timeout:g} s): killed",
+            )
+        if isinstance(event, Request):
+            episode.observation = self._observe(event.features)
+            episode.handed_at = time.monotonic()
+            return episode.observation, 0.0, False, False, self._info(episode)
+        return self._finish(episode, event)
+
+    def _fault(
+        self, episode: _Episode, message: str
+    ) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        episode.stop()
+        episode.output.unlink(missing_ok=True)
+        info = self._info(episode)
+        info["error"] = message
+        assert episode.observation is not None
+        return episode.observation, 0.0, False, True, info
+
+    def _finish(
+        self, episode: _Episode, event: Finished
+    ) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        if event.error is not None:
+            return self._fault(
+                episode, f"serving failed: {type(event.error).__name__}: {event.error}"
+            )
+        result: RunResult = event.result
+        problem = self._problem(episode, result)
+        if problem is not None:
+            return self._fault(episode, problem)
+        episode.stop()  # joins the serving thread
+        try:
+            size = text_size(str(episode.output), self.size_tool)
+            oz_size = self._oz_size(episode.module)
+        except (OutcomeError, EnvError, OSError) as err:
+            return self._fault(episode, f"measuring the object failed: {err}")
+        finally:
+            episode.output.unlink(missing_ok=True)
+        reward = (oz_size - size) / max(oz_size, 1)
+        info = self._info(episode)
+        info.update(
+            text_size=size,
+            oz_text_size=oz_size,
+            compile_seconds=result.wall_seconds,
+            agent_seconds=episode.agent_seconds,
+        )
+        assert episode.observation is not None
+        return episode.observation, float(reward), True, False, info
+
+    def oz_text_size(self, module: str) -> int:
+        """``.text`` bytes of plain ``clang-19 -Oz -c`` of the module named
+        ``module`` (measured once per environment)."""
+        if module not in self._by_name:
+            raise EnvError(f"no module named {module!r}")
+        return self._oz_size(self._by_name[module])
+
+    def _oz_size(self, module: Module) -> int:
+        if module.name not in self._oz_sizes:
+            output = Path(self._workdir()) / "oz.o"
+            try:
+                done = subprocess.run(
+                    self._command(module, output),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    errors="replace",
+                    timeout=self.episode_timeout,
+                )
+            except subprocess.TimeoutExpired:
+                raise EnvError(
+                    f"{module.name}: plain {self.clang} -Oz ran longer than "
+                    f"{self.episode_timeout:g} s"
+                ) from None
+            if done.returncode != 0:
+                raise EnvError(
+                    f"{module.name}: plain {self.clang} -Oz failed ({done.returncode}): "
+                    f"{done.stderr[-_STDERR_TAIL:]}"
+                )
+            try:
+                self._oz_sizes[module.name] = text_size(str(output), self.size_tool)
+            finally:
+                output.unlink(missing_ok=True)
+        return self._oz_sizes[module.name]
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+            pass
+
+    def close(self) -> None:
+        """Stops the running episode's compiler and removes the temporary files."""
+        self._end_episode()
+        server, self._server = getattr(self, "_server", None), None
+        if server is not None:
+            server.stop(grace=None)
+        tmp, self._tmp = getattr(self, "_tmp", None), None
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

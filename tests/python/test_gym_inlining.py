@@ -1,0 +1,512 @@
+"""mlbridge/Inlining-v0 (mlbridge.gym.inlining, docs/gym.md) on stock clang-19.
+
+LLVM's own decision answered at every call site reproduces -Oz exactly
+(reward 0.0); seeded runs repeat; every fault (invalid action, killed or
+stopped compiler, episode deadline, bad or silent module) ends the episode
+with info["error"] or a clear reset error and leaves no process, thread or
+file descriptor behind; gymnasium's checker, a worker pool and
+Stable-Baselines3 run it. The bundled demo modules keep it quick.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gym = pytest.importorskip("gymnasium")
+
+import mlbridge.gym  # noqa: E402, F401  (registers the ids)
+from mlbridge.gym.inlining import DEFAULT_FEATURE, EnvError, InliningEnv  # noqa: E402
+from mlbridge.gym.modules import prepare_modules  # noqa: E402
+from mlbridge.loop.corpus import bundled_programs  # noqa: E402
+
+ENV_ID = "mlbridge/Inlining-v0"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory):
+    """The bundled demo programs as modules (demo-expr, demo-hashtable, demo-kernels)."""
+    return prepare_modules(bundled_programs(), tmp_path_factory.mktemp("modules"))
+
+
+@pytest.fixture(scope="module")
+def odd_modules(tmp_path_factory):
+    """A corrupt bitcode file and a module with no call site."""
+    out = tmp_path_factory.mktemp("odd")
+    corrupt = out / "corrupt.bc"
+    corrupt.write_bytes(b"BC\xc0\xde" + bytes(range(256)) * 4)
+    source = out / "silent.c"
+    source.write_text("int silent(int x) { return x * 2; }\n")
+    silent = out / "silent.bc"
+    subprocess.run(
+        ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", str(source)]
+        + ["-o", str(silent)],
+        check=True,
+    )
+    return corrupt, silent
+
+
+def _children():
+    """Pids of this process's child processes (but multiprocessing's
+    resource tracker, which a process pool leaves for the session)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:
+            continue
+        if int(fields[1]) == me and b"multiprocessing" not in command:
+            found.append(int(entry))
+    return found
+
+
+def _wait_for(condition, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _default_action(obs):
+    return int(obs[-1])  # inlining_default, the last feature
+
+
+def _run_episode(env, policy, **reset):
+    obs, info = env.reset(**reset)
+    observations, total = [obs], 0.0
+    while True:
+        obs, reward, terminated, truncated, info = env.step(policy(obs))
+        total += reward
+        if terminated or truncated:
+            return observations, total, terminated, truncated, info
+        observations.append(obs)
+
+
+# -- registration, spaces ------------------------------------------------------
+
+
+def test_importing_registers_the_id_without_loading_the_env():
+    code = (
+        "import sys, gymnasium, mlbridge.gym\n"
+        f"assert {ENV_ID!r} in gymnasium.registry\n"
+        "assert 'mlbridge.gym.inlining' not in sys.modules\n"
+        "assert 'mlbridge.llvm.driver' not in sys.modules\n"
+        "from mlbridge.gym import InliningEnv\n"
+        "assert InliningEnv.__module__ == 'mlbridge.gym.inlining'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert gym.spec(ENV_ID).entry_point == "mlbridge.gym.inlining:InliningEnv"
+
+
+def test_spaces_and_features_come_from_the_compiler(bundled):
+    env = InliningEnv(bundled)
+    try:
+        names = env.feature_names
+        assert names[0] == "sroa_savings" and names[-1] == DEFAULT_FEATURE
+        assert len(names) == 39 and len(set(names)) == 39
+        assert env.observation_space.shape == (39,)
+        assert env.observation_space.dtype == np.float32
+        assert env.action_space == gym.spaces.Discrete(2)
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        assert info == {"module": env.module, "decisions": 0}
+        assert obs[names.index("callee_basic_block_count")] == -1  # pitfall #1
+        assert obs[-1] in (0.0, 1.0)
+    finally:
+        env.close()
+    env = InliningEnv(bundled, include_default=False)
+    try:
+        assert DEFAULT_FEATURE not in env.feature_names and len(env.feature_names) == 38
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (38,)
+        assert obs[env.feature_names.index("callee_basic_block_count")] >= 1
+    finally:
+        env.close()
+
+
+def test_check_env_is_clean(bundled):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(ENV_ID, modules=bundled)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)  # with its spec: also makes and closes one
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
+
+
+def test_constructor_errors(bundled):
+    with pytest.raises(ValueError, match="split"):
+        InliningEnv(bundled, split="test")
+    with pytest.raises(ValueError, match="transport"):
+        InliningEnv(bundled, transport="carrier-pigeon")
+    with pytest.raises(ValueError, match="positive"):
+        InliningEnv(bundled, step_timeout=0)
+    with pytest.raises(EnvError, match="no module"):
+        InliningEnv([])
+
+
+# -- the reward -------------------------------------------------------------------
+
+
+def test_llvm_default_decisions_reproduce_oz_exactly(bundled):
+    env = gym.make(ENV_ID, modules=bundled)
+    try:
+        for module in bundled:
+            observations, total, terminated, truncated, info = _run_episode(
+                env, _default_action, options={"module": module.name}
+            )
+            assert terminated and not truncated, info
+            assert total == 0.0
+            assert info["text_size"] == info["oz_text_size"] > 0
+            assert info["decisions"] == len(observations) > 10
+            assert info["module"] == module.name
+            assert info["compile_seconds"] > 0 and info["agent_seconds"] >= 0
+            assert "error" not in info
+            assert env.unwrapped.oz_text_size(module.name) == info["oz_text_size"]
+    finally:
+        env.close()
+
+
+def test_the_reward_is_the_text_size_change_against_oz(bundled):
+    env = InliningEnv(bundled)
+    try:
+        _, total, terminated, _, info = _run_episode(
+            env, lambda obs: 1, options={"module": "demo-expr"}
+        )
+        assert terminated
+        assert info["text_size"] != info["oz_text_size"]
+        expected = (info["oz_text_size"] - info["text_size"]) / info["oz_text_size"]
+        assert total == pytest.approx(expected, rel=1e-12)
+    finally:
+        env.close()
+
+
+def test_llvms_size_cap_can_be_restored(bundled):
+    """No cap by default: every call site is asked; with LLVM's 2.0, an
+    always-inline policy stops being asked once the module doubled."""
+    sizes = {}
+    for threshold in (None, 2.0):
+        env = InliningEnv(bundled, size_increase_threshold=threshold)
+        try:
+            _, _, terminated, _, info = _run_episode(
+                env, lambda obs: 1, options={"module": "demo-expr"}
+            )
+            assert terminated, info
+            sizes[threshold] = (info["decisions"], info["text_size"])
+        finally:
+            env.close()
+    assert sizes[2.0][0] < sizes[None][0]
+    assert sizes[2.0][1] < sizes[None][1]
+    with pytest.raises(ValueError, match="size_increase_threshold"):
+        InliningEnv(bundled, size_increase_threshold=0.5)
+
+
+# -- reproducibility ----------------------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_modules_and_observations(bundled):
+    def run(seed):
+        env = InliningEnv(bundled)
+        try:
+            env.reset(seed=seed)
+            out = []
+            for _ in range(4):
+                observations, total, _, _, info = _run_episode(
+                    env, lambda obs: int(obs[0] + obs[-2]) % 2
+                )
+                out.append((info["module"], np.array(observations), total))
+            return out
+        finally:
+            env.close()
+
+    first, second = run(7), run(7)
+    for (m1, o1, r1), (m2, o2, r2) in zip(first, second):
+        assert m1 == m2 and r1 == r2
+        assert np.array_equal(o1, o2)
+    assert len({m for m, _, _ in first}) > 1 or len(bundled) == 1
+
+
+# -- faults ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", [2, -1, 0.5, "1", None, np.array([1])])
+def test_an_invalid_action_ends_the_episode(bundled, action):
+    env = InliningEnv(bundled)
+    try:
+        obs, _ = env.reset(seed=1)
+        pid = env.compiler_pid
+        assert pid is not None and not _gone(pid)
+        obs2, reward, terminated, truncated, info = env.step(action)
+        assert truncated and not terminated and reward == 0.0
+        assert "invalid action" in info["error"] and "Discrete(2)" in info["error"]
+        assert np.array_equal(obs, obs2)
+        assert env.compiler_pid is None and _wait_for(lambda: _gone(pid))
+        with pytest.raises(EnvError, match="reset"):
+            env.step(0)
+        env.reset()  # the environment goes on
+        assert env.step(0)[3] is False
+    finally:
+        env.close()
+
+
+def test_a_killed_compiler_ends_the_episode(bundled):
+    env = InliningEnv(bundled)
+    try:
+        env.reset(options={"module": "demo-expr"})
+        for _ in range(3):
+            env.step(0)
+        pid = env.compiler_pid
+        os.kill(pid, signal.SIGKILL)
+        _, _, terminated, truncated, info = env.step(0)
+        assert truncated and not terminated
+        assert "killed by SIGKILL" in info["error"]
+        assert info["decisions"] == 4 and info["module"] == "demo-expr"
+        assert _gone(pid) and env.compiler_pid is None
+    finally:
+        env.close()
+
+
+def test_a_stopped_compiler_hits_step_timeout_and_is_killed(bundled):
+    threads = threading.active_count()
+    env = InliningEnv(bundled, step_timeout=2.0)
+    try:
+        env.reset(options={"module": "demo-kernels"})
+        env.step(0)
+        pid = env.compiler_pid
+        os.kill(pid, signal.SIGSTOP)
+        _, _, terminated, truncated, info = env.step(0)
+        assert truncated and not terminated
+        assert "step_timeout (2 s)" in info["error"]
+        assert _wait_for(lambda: _gone(pid))
+    finally:
+        env.close()
+    assert _wait_for(lambda: threading.active_count() <= threads)
+    assert _children() == []
+
+
+def test_episode_timeout_includes_the_agents_time(bundled):
+    env = InliningEnv(bundled, episode_timeout=2.0)
+    try:
+        env.reset(options={"module": "demo-kernels"})
+        pid = env.compiler_pid
+        assert _wait_for(lambda: _gone(pid))  # the deadline kills it while we think
+        _, _, terminated, truncated, info = env.step(0)
+        assert truncated and not terminated
+        assert "ran longer than episode_timeout (2 s)" in info["error"]
+    finally:
+        env.close()
+
+
+def test_a_bad_module_is_skipped_and_recorded(bundled, odd_modules):
+    corrupt, silent = odd_modules
+    env = InliningEnv([corrupt, silent, bundled[0]])
+    try:
+        with pytest.raises(EnvError, match="corrupt gives no episode: the compiler failed"):
+            env.reset(options={"module": "corrupt"})
+        with pytest.raises(EnvError, match="silent gives no episode: the compiler asked nothing"):
+            env.reset(options={"module": "silent"})
+        for seed in range(3):
+            _, info = env.reset(seed=seed)
+            assert info["module"] == bundled[0].name
+        assert set(env.skipped) == {"corrupt", "silent"}
+        assert "error" in env.skipped["corrupt"] or "invalid" in env.skipped["corrupt"]
+        with pytest.raises(EnvError, match="no module named 'nope'"):
+            env.reset(options={"module": "nope"})
+    finally:
+        env.close()
+    env = InliningEnv([corrupt, silent])
+    try:
+        with pytest.raises(EnvError, match="no module gives an episode"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+    assert _children() == []
+
+
+def test_the_same_seed_skips_the_same_way_whatever_is_known(bundled, odd_modules):
+    """A module found bad is drawn as if it were unknown: a seed gives the
+    same module whether the bad modules were met before or not."""
+    corrupt, silent = odd_modules
+    modules = [corrupt, *bundled, silent]
+    fresh = [InliningEnv(modules) for _ in range(2)]
+    try:
+        fresh[1].reset(seed=0)
+        for _ in range(6):
+            fresh[1].reset()  # meets the bad modules, probably
+        for seed in range(5):
+            assert fresh[0].reset(seed=seed)[1] == fresh[1].reset(seed=seed)[1]
+    finally:
+        for env in fresh:
+            env.close()
+
+
+# -- resources -------------------------------------------------------------------------
+
+
+def _fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_many_episodes_leak_nothing(bundled):
+    env = InliningEnv(bundled)
+    env.reset(seed=0)  # warm up (the -Oz reference sizes are measured once)
+    threads, fds = threading.active_count(), _fds()
+    rng = np.random.default_rng(0)
+    lengths = []
+    for i in range(20):
+        if i % 4 == 3:  # some episodes are abandoned half-way
+            env.reset(options={"module": "demo-hashtable"})
+            env.step(1)
+            continue
+        _, _, terminated, _, info = _run_episode(
+            env, lambda obs: int(rng.integers(2)), options={"module": "demo-hashtable"}
+        )
+        assert terminated, info
+        lengths.append(info["decisions"])
+    assert _wait_for(lambda: threading.active_count() <= threads + 2)  # + this episode's
+    env.close()
+    env.close()  # twice is fine
+    with pytest.raises(EnvError, match="closed"):
+        env.reset()
+    assert _wait_for(lambda: threading.active_count() <= threads)
+    assert _wait_for(lambda: _fds() <= fds)
+    assert _children() == []
+    assert min(lengths) > 10
+
+
+def test_close_stops_the_compiler(bundled):
+    env = gym.make(ENV_ID, modules=bundled)
+    env.reset(seed=3)
+    pid = env.unwrapped.compiler_pid
+    env.close()
+    assert _wait_for(lambda: _gone(pid))
+
+
+# -- the corpus, pools, gRPC, Stable-Baselines3 ---------------------------------------
+
+
+def test_a_corpus_directory_and_its_split(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("alpha", "beta", "gamma", "delta"):
+        (corpus / f"{name}.c").write_text(
+            f"static int {name}_f(int x) {{ return x * 7 + 1; }}\n"
+            f"int {name}(int x) {{ return {name}_f(x) + {name}_f(x + 1); }}\n"
+        )
+    cache = tmp_path / "cache"
+    train = InliningEnv(corpus=corpus, cache_dir=cache)
+    held_out = InliningEnv(corpus=corpus, split="held-out", cache_dir=cache)
+    every = InliningEnv(corpus=corpus, split="all", cache_dir=cache)
+    try:
+        names = {m.name for m in train.modules}
+        others = {m.name for m in held_out.modules}
+        assert {"demo-expr", "demo-hashtable", "demo-kernels"} <= names
+        assert names | others == {m.name for m in every.modules}
+        assert others and not names & others
+        obs, info = held_out.reset(seed=0)
+        assert info["module"] in others
+    finally:
+        for env in (train, held_out, every):
+            env.close()
+
+
+def test_runs_in_a_worker_pool(bundled):
+    from mlbridge.gym.pool import make_pool
+
+    with make_pool(ENV_ID, 2, {"modules": bundled}, backend="process", seed=5) as pool:
+        rollouts = pool.rollout(None, 40)
+        assert [r.steps for r in rollouts] == [40, 40]
+        assert rollouts[0].observations.shape == (40, 39)
+        results = pool.evaluate(_default_action, [m.name for m in bundled])
+    assert [r["module"] for r in results] == [m.name for m in bundled]
+    assert all(r["return"] == 0.0 and "error" not in r for r in results)
+
+
+def _plugin_or_skip():
+    from mlbridge.native import NativeError, plugin_path
+
+    try:
+        return plugin_path()
+    except NativeError as err:
+        pytest.skip(f"no mlbridge plugin: {err}")
+
+
+def test_grpc_transport_matches_the_pipes(bundled):
+    _plugin_or_skip()
+    pipe = InliningEnv(bundled)
+    grpc = InliningEnv(bundled, transport="grpc")
+    index = pipe.feature_names.index("callee_basic_block_count")
+    try:
+        assert grpc.feature_names == pipe.feature_names
+        for module in bundled:
+            runs = []
+            for env in (pipe, grpc):
+                policy = (lambda obs: int(obs[3] > 0)) if module.name == "demo-expr" else None
+                runs.append(
+                    _run_episode(env, policy or _default_action, options={"module": module.name})
+                )
+            (o1, r1, t1, _, i1), (o2, r2, t2, _, i2) = runs
+            assert t1 and t2, (i1, i2)
+            assert r1 == r2 and i1["text_size"] == i2["text_size"]
+            if module.name != "demo-expr":
+                assert r2 == 0.0
+            a, b = np.array(o1), np.array(o2)
+            # pipes lose callee_basic_block_count (LLVM 19, pitfall #1); gRPC has it
+            assert (a[:, index] == -1).all() and (b[:, index] >= 1).all()
+            a[:, index] = b[:, index] = 0
+            assert np.array_equal(a, b)
+        # a killed compiler ends a gRPC episode too
+        grpc.reset(options={"module": "demo-expr"})
+        pid = grpc.compiler_pid
+        os.kill(pid, signal.SIGKILL)
+        _, _, terminated, truncated, info = grpc.step(0)
+        assert truncated and "SIGKILL" in info["error"]
+        grpc.reset(options={"module": "demo-hashtable"})
+        pid = grpc.compiler_pid
+        _, _, _, truncated, info = grpc.step(2)
+        assert truncated and "invalid action" in info["error"]
+        assert _wait_for(lambda: _gone(pid))
+    finally:
+        pipe.close()
+        grpc.close()
+    assert _children() == []
+
+
+def test_stable_baselines3_ppo_learns_a_few_steps(bundled):
+    pytest.importorskip("torch")
+    sb3 = pytest.importorskip("stable_baselines3")
+    env = gym.make(ENV_ID, modules=bundled)
+    try:
+        model = sb3.PPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+        model.learn(32)
+        obs, _ = env.reset(seed=0)
+        action, _ = model.predict(obs, deterministic=True)
+        assert env.action_space.contains(int(action))
+    finally:
+        env.close()
