@@ -9,8 +9,8 @@
     mlbridge log dump FILE
     mlbridge demo
     mlbridge loop [--quick] [--out DIR] [--corpus PATH]
-    mlbridge config [--prefix | --plugin | --deploy-replay | --cmake-dir | --libdir |
-                     --includedir | --components | --json]
+    mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
+                     --cmake-dir | --libdir | --includedir | --components | --json]
     mlbridge --version
 
 Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a
@@ -42,6 +42,8 @@ from mlbridge.cli_errors import (
 )
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
+from mlbridge.train.cli import add_parser as add_train_parser
+from mlbridge.train.cli import run as run_train
 
 if TYPE_CHECKING:
     from mlbridge.llvm import RunResult
@@ -332,6 +334,7 @@ def _parser() -> argparse.ArgumentParser:
         help="rounds of deployment measurements (compile time: fastest)",
     )
     _add_config(sub)
+    add_train_parser(sub, _natural)
     return parser
 
 
@@ -711,6 +714,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "demo": _cmd_demo,
         "loop": _cmd_loop,
         "config": _cmd_config,
+        "train": run_train,
     }[args.command]
     return run_command(_command_name(args), lambda: handler(args))
 

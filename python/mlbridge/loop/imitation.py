@@ -14,6 +14,7 @@ import numpy as np
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.collect import DECISION, Dataset
+from mlbridge.train.features import signed_log
 
 #: Features the policy does not read: callee_basic_block_count, which LLVM
 #: 19's interactive mode overwrites with its default decision (pitfall #1),
@@ -24,13 +25,6 @@ from mlbridge.loop.collect import DECISION, Dataset
 EXCLUDED = ("callee_basic_block_count", "node_count", "edge_count")
 #: Standardised features are clipped to this range (outliers).
 CLIP = 8.0
-
-
-def signed_log(features: np.ndarray) -> np.ndarray:
-    """sign(x) * log(1 + |x|): counts and costs span five orders of
-    magnitude, and LLVM's decision turns on small differences near zero."""
-    x = features.astype(np.float32)
-    return (np.sign(x) * np.log(np.abs(x) + np.float32(1))).astype(np.float32)
 
 
 @dataclass

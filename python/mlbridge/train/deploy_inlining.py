@@ -1,0 +1,79 @@
+"""The trained inlining policy deployed inside clang-19, measured.
+
+Each held-out module is compiled by stock ``clang-19 -Oz -c`` three ways:
+without a model (LLVM's own inliner), with the plugin running the ONNX
+policy under ONNX Runtime, and with the plugin running the same policy
+AOT-compiled to C++ (:func:`mlbridge.loop.imitation.build_aot_module`).
+The report gives ``.text`` per module and in total, and compile CPU time
+(the fastest of ``repeats`` rounds).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from mlbridge.corpus.program import Program
+from mlbridge.gym.modules import Module
+from mlbridge.loop.imitation import build_aot_module
+from mlbridge.loop.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.runner_config import RunnerConfig
+
+#: The configurations compared, in report order.
+CONFIGS = ("-Oz", "onnx", "aot")
+
+
+def _plugins(plugin: Path, policy: Path, work: Path) -> Dict[str, Optional[Plugin]]:
+    aot = build_aot_module(policy, work / "aot", class_name="PpoInlinePolicy")
+    return {
+        "-Oz": None,
+        "onnx": onnx_plugin(plugin, policy),
+        "aot": Plugin(plugin, RunnerConfig(kind="aot", argument=str(aot)).plugin_env()),
+    }
+
+
+def evaluate_inlining(
+    policy: Path,
+    modules: Sequence[Module],
+    plugin: Path,
+    work: Path,
+    repeats: int = 1,
+) -> Dict[str, Any]:
+    """Per module and in total: ``.text`` bytes and compile CPU seconds of
+    each configuration, and the policy's size ratio to ``-Oz``."""
+    plugins = _plugins(plugin, policy, work)
+    rows: List[Dict[str, Any]] = []
+    for module in modules:
+        program = Program(module.name, (module.bitcode,), module.flags, module.split)
+        row: Dict[str, Any] = {"module": module.name}
+        for name, config in plugins.items():
+            best = None
+            for r in range(repeats):
+                out = work / "objects" / name / f"{program.dirname}-{r}"
+                result = compile_program(program, out, config, jobs=1)
+                if best is None or result.cpu_seconds < best.cpu_seconds:
+                    best = result
+            assert best is not None
+            row[name] = {"text": best.text_bytes, "cpu_seconds": round(best.cpu_seconds, 4)}
+            if name != "-Oz":
+                row[name]["fallbacks"] = best.fallbacks
+        row["ratio_to_oz"] = row["onnx"]["text"] / max(1, row["-Oz"]["text"])
+        rows.append(row)
+    totals = {
+        name: {
+            "text": sum(r[name]["text"] for r in rows),
+            "cpu_seconds": round(sum(r[name]["cpu_seconds"] for r in rows), 3),
+        }
+        for name in CONFIGS
+    }
+    oz = max(1, totals["-Oz"]["text"])
+    return {
+        "modules": rows,
+        "totals": totals,
+        "text_vs_oz": {name: totals[name]["text"] / oz for name in CONFIGS},
+        "compile_time_vs_oz": {
+            name: totals[name]["cpu_seconds"] / max(1e-9, totals["-Oz"]["cpu_seconds"])
+            for name in CONFIGS
+        },
+        "aot_equals_onnx": all(r["aot"]["text"] == r["onnx"]["text"] for r in rows),
+    }

@@ -1,0 +1,151 @@
+"""PPO (Stable-Baselines3) on a compiler environment, with the rollouts
+collected by a worker pool (Ray actors by default), progress bars, CSV logs,
+resumable checkpoints, and the policy exported to ONNX at the end.
+
+A run directory holds everything::
+
+    OUT/checkpoints/ppo_<steps>_steps.zip   every --checkpoint-every steps
+    OUT/logs/progress.csv                  SB3's metrics, one row per update
+    OUT/final.zip                          the trained model (SB3 format)
+    OUT/policy.onnx                        the deployable policy
+    OUT/run.json                           the configuration and the timings
+
+Training again with the same ``OUT`` and ``resume=True`` continues from the
+newest checkpoint up to ``timesteps`` in total.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.gym.pool import make_pool
+from mlbridge.train.tasks import Task, get_task
+
+#: Checkpoint file names written by SB3's CheckpointCallback.
+_CHECKPOINT = re.compile(r"^ppo_(\d+)_steps\.zip$")
+
+
+@dataclass
+class TrainConfig:
+    """What to train, where, and how long."""
+
+    task: str
+    out: Path
+    timesteps: int = 20_000
+    workers: int = 2
+    backend: str = "ray"
+    address: Optional[str] = None
+    seed: int = 0
+    corpus: Optional[Path] = None
+    n_steps: int = 256  #: steps per worker between two updates
+    batch_size: int = 128
+    epochs: int = 10
+    learning_rate: float = 3e-4
+    entropy: float = 0.01
+    gamma: float = 0.99
+    checkpoint_every: int = 5_000
+    resume: bool = False
+    progress: bool = True
+    env_kwargs: Dict[str, Any] = field(default_factory=dict)
+
+
+def latest_checkpoint(directory: Path) -> Optional[Path]:
+    """The checkpoint with the most steps in ``directory``, if any."""
+    found = []
+    if directory.is_dir():
+        for path in directory.iterdir():
+            match = _CHECKPOINT.match(path.name)
+            if match:
+                found.append((int(match.group(1)), path))
+    return max(found)[1] if found else None
+
+
+def _logger(directory: Path) -> Any:
+    from stable_baselines3.common.logger import configure
+
+    formats = ["csv", "log"]
+    if importlib.util.find_spec("tensorboard") is not None:
+        formats.append("tensorboard")
+    return configure(str(directory), formats)
+
+
+def train(config: TrainConfig) -> Dict[str, Any]:
+    """Trains (or resumes), saves, exports; returns the run's summary."""
+    try:
+        from stable_baselines3 import PPO
+        from stable_baselines3.common.callbacks import CheckpointCallback
+
+        from mlbridge.gym.vec_env import PoolVecEnv
+    except ImportError as err:
+        raise MlbridgeError(
+            f"training needs stable-baselines3 and torch ({err}); "
+            "pip install 'mlbridge-compiler[train]' (docs/training.md)"
+        ) from None
+    task: Task = get_task(config.task)
+    config.out.mkdir(parents=True, exist_ok=True)
+    checkpoints = config.out / "checkpoints"
+    env_kwargs = task.env_kwargs(config.corpus, "train", config.env_kwargs)
+    started = time.monotonic()
+    pool = make_pool(
+        task.env_id,
+        config.workers,
+        env_kwargs,
+        backend=config.backend,
+        address=config.address,
+        seed=config.seed,
+        wrapper=task.wrapper,
+    )
+    venv = PoolVecEnv(pool)
+    try:
+        resume_from = latest_checkpoint(checkpoints) if config.resume else None
+        if resume_from is not None:
+            model = PPO.load(str(resume_from), env=venv, device="cpu")
+        else:
+            model = PPO(
+                "MlpPolicy",
+                venv,
+                n_steps=config.n_steps,
+                batch_size=config.batch_size,
+                n_epochs=config.epochs,
+                learning_rate=config.learning_rate,
+                ent_coef=config.entropy,
+                gamma=config.gamma,
+                seed=config.seed,
+                device="cpu",
+                policy_kwargs={"net_arch": [64, 64]},
+            )
+        model.set_logger(_logger(config.out / "logs"))
+        remaining = max(0, config.timesteps - model.num_timesteps)
+        callback = CheckpointCallback(
+            save_freq=max(1, config.checkpoint_every // config.workers),
+            save_path=str(checkpoints),
+            name_prefix="ppo",
+        )
+        model.learn(
+            total_timesteps=remaining,
+            callback=callback,
+            reset_num_timesteps=resume_from is None,
+            progress_bar=config.progress,
+        )
+        model.save(str(config.out / "final.zip"))
+        model.save(str(checkpoints / f"ppo_{model.num_timesteps}_steps.zip"))
+        names = venv.get_attr("feature_names")[0]
+        task.export(model.policy, config.out / "policy.onnx", names)
+    finally:
+        venv.close()
+    summary = {
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        "timesteps": int(model.num_timesteps),
+        "resumed_from": None if resume_from is None else str(resume_from),
+        "seconds": round(time.monotonic() - started, 1),
+        "policy": str(config.out / "policy.onnx"),
+    }
+    (config.out / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

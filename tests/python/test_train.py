@@ -1,0 +1,158 @@
+"""mlbridge.train: PPO runs that checkpoint and resume, the ONNX export of a
+trained policy (same decisions as SB3's), and the policy deployed in clang-19.
+
+Runs are tiny (a few hundred steps): what is tested is the machinery, not
+the policy's quality (docs/training.md has the long runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+gymnasium = pytest.importorskip("gymnasium")
+ort = pytest.importorskip("onnxruntime")
+
+from mlbridge.gym import pool  # noqa: E402
+from mlbridge.tensor_spec import TensorSpec  # noqa: E402
+from mlbridge.train import cli as train_cli  # noqa: E402
+from mlbridge.train.export import export_policy  # noqa: E402
+from mlbridge.train.features import SignedLogFeatures, kept_features, signed_log  # noqa: E402
+from mlbridge.train.ppo import TrainConfig, latest_checkpoint, train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = ROOT / "python" / "mlbridge" / "demo" / "data"
+needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+
+
+class _Counts(gymnasium.Env):
+    """Four count-like features; rewards action 1 when feature 2 is large."""
+
+    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+    feature_names = ("a", "b", "c", "d")
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self._obs = self._draw()
+        return self._obs, {}
+
+    def _draw(self):
+        return self.np_random.integers(-50, 5000, 4).astype(np.float32)
+
+    def step(self, action):
+        reward = float(action == int(self._obs[2] > 2500))
+        self._obs = self._draw()
+        return self._obs, reward, False, False, {}
+
+
+def test_backends_agree_with_the_pool():
+    assert train_cli.BACKENDS == pool.BACKENDS
+
+
+def test_kept_features_refuse_unknown_names():
+    assert kept_features(["a", "b", "c"], ["b"]) == [0, 2]
+    with pytest.raises(ValueError, match="zzz"):
+        kept_features(["a", "b"], ["zzz"])
+
+
+def test_the_wrapper_keeps_and_transforms():
+    env = SignedLogFeatures(drop=["b"])(_Counts())
+    obs, _ = env.reset(seed=1)
+    assert env.feature_names == ["a", "c", "d"]
+    assert obs.shape == (3,) and obs.dtype == np.float32
+    raw = env.unwrapped._obs
+    assert np.allclose(obs, signed_log(raw[[0, 2, 3]]))
+
+
+def test_exported_policy_decides_as_sb3(tmp_path):
+    from stable_baselines3 import PPO
+
+    env = SignedLogFeatures(drop=["b"])(_Counts())
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0, device="cpu")
+    model.learn(128)
+    path = tmp_path / "p.onnx"
+    specs = [TensorSpec(n, "int64_t", (1,)) for n in "abcd"]
+    export_policy(model.policy, path, specs, "decision", keep=[0, 2, 3])
+    session = ort.InferenceSession(str(path))
+    assert [i.name for i in session.get_inputs()] == list("abcd")
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        raw = rng.integers(-1000, 1_000_000, 4)
+        (got,) = session.run(None, {n: np.asarray([v], np.int64) for n, v in zip("abcd", raw)})
+        want, _ = model.predict(signed_log(raw[[0, 2, 3]]), deterministic=True)
+        assert got.dtype == np.int64 and got.shape == (1,)
+        assert int(got[0]) == int(want)
+
+
+def _config(out: Path, timesteps: int, resume: bool = False) -> TrainConfig:
+    return TrainConfig(
+        task="inlining",
+        out=out,
+        timesteps=timesteps,
+        workers=2,
+        backend="serial",
+        n_steps=32,
+        batch_size=32,
+        epochs=2,
+        checkpoint_every=64,
+        resume=resume,
+        progress=False,
+        env_kwargs={"modules": sorted(_bundled_modules())},
+    )
+
+
+def _bundled_modules():
+    from mlbridge.corpus.program import TRAIN, Program
+    from mlbridge.gym.modules import default_cache_dir, prepare_modules
+
+    programs = [Program(p.stem, (p,), (), TRAIN) for p in sorted(BUNDLED.glob("*.c"))]
+    return [str(m.bitcode) for m in prepare_modules(programs, default_cache_dir())]
+
+
+@needs_clang
+def test_a_run_checkpoints_logs_exports_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    first = train(_config(out, 128))
+    assert first["timesteps"] == 128 and first["resumed_from"] is None
+    assert latest_checkpoint(out / "checkpoints").name == "ppo_128_steps.zip"
+    rows = list(csv.DictReader(open(out / "logs" / "progress.csv")))
+    assert rows and "train/entropy_loss" in rows[-1]
+    session = ort.InferenceSession(str(out / "policy.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    assert "inlining_default" in names and "callee_basic_block_count" not in names
+    assert [o.name for o in session.get_outputs()] == ["inlining_decision"]
+
+    second = train(_config(out, 192, resume=True))
+    assert second["resumed_from"].endswith("ppo_128_steps.zip")
+    assert second["timesteps"] == 192
+    assert json.loads((out / "run.json").read_text())["timesteps"] == 192
+
+
+@needs_clang
+def test_the_policy_deploys_in_clang(tmp_path):
+    """policy.onnx in the plugin under ONNX Runtime and AOT-compiled: same code."""
+    from mlbridge.gym.modules import Module
+    from mlbridge.native import NativeError, plugin_path
+    from mlbridge.train.deploy_inlining import evaluate_inlining
+
+    try:
+        plugin = plugin_path()
+    except NativeError as err:
+        pytest.skip(f"no plugin: {err}")
+    out = tmp_path / "run"
+    train(_config(out, 64))
+    bitcode = Path(_bundled_modules()[0])
+    report = evaluate_inlining(
+        out / "policy.onnx", [Module("one", bitcode, "one", "held-out")], plugin, tmp_path / "d"
+    )
+    (row,) = report["modules"]
+    assert row["-Oz"]["text"] > 0 and row["onnx"]["text"] > 0
+    assert row["onnx"]["fallbacks"] == 0 and row["aot"]["fallbacks"] == 0
+    assert report["aot_equals_onnx"]
