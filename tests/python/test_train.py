@@ -102,6 +102,7 @@ def _config(out: Path, timesteps: int, resume: bool = False) -> TrainConfig:
         batch_size=32,
         epochs=2,
         checkpoint_every=64,
+        warm_start_steps=100,
         resume=resume,
         progress=False,
         env_kwargs={"modules": sorted(_bundled_modules())},
@@ -121,6 +122,9 @@ def test_a_run_checkpoints_logs_exports_and_resumes(tmp_path):
     out = tmp_path / "run"
     first = train(_config(out, 128))
     assert first["timesteps"] == 128 and first["resumed_from"] is None
+    # the warm start taught the actor LLVM's own decision
+    assert first["warm_start"]["samples"] == 200
+    assert first["warm_start"]["agreement"] > 0.9
     assert latest_checkpoint(out / "checkpoints").name == "ppo_128_steps.zip"
     rows = list(csv.DictReader(open(out / "logs" / "progress.csv")))
     assert rows and "train/entropy_loss" in rows[-1]

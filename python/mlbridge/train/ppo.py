@@ -27,6 +27,7 @@ from typing import Any, Dict, Optional
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
 from mlbridge.train.tasks import Task, get_task
+from mlbridge.train.warm_start import warm_start
 
 #: Checkpoint file names written by SB3's CheckpointCallback.
 _CHECKPOINT = re.compile(r"^ppo_(\d+)_steps\.zip$")
@@ -49,7 +50,9 @@ class TrainConfig:
     epochs: int = 10
     learning_rate: float = 3e-4
     entropy: float = 0.01
-    gamma: float = 0.99
+    gamma: Optional[float] = None  #: None: the task's
+    warm_start: bool = True  #: imitate the task's warm-start feature first
+    warm_start_steps: int = 2000  #: per worker, collected for the warm start
     checkpoint_every: int = 5_000
     resume: bool = False
     progress: bool = True
@@ -116,10 +119,21 @@ def train(config: TrainConfig) -> Dict[str, Any]:
                 n_epochs=config.epochs,
                 learning_rate=config.learning_rate,
                 ent_coef=config.entropy,
-                gamma=config.gamma,
+                gamma=task.gamma if config.gamma is None else config.gamma,
+                gae_lambda=task.gae_lambda,
                 seed=config.seed,
                 device="cpu",
                 policy_kwargs={"net_arch": [64, 64]},
+            )
+        warm = None
+        if resume_from is None and config.warm_start and task.warm_start_feature:
+            names = venv.get_attr("feature_names")[0]
+            kept = task.wrapper.names(names)
+            warm = warm_start(
+                model.policy,
+                pool,
+                kept.index(task.warm_start_feature),
+                steps_per_worker=config.warm_start_steps,
             )
         model.set_logger(_logger(config.out / "logs"))
         remaining = max(0, config.timesteps - model.num_timesteps)
@@ -144,6 +158,7 @@ def train(config: TrainConfig) -> Dict[str, Any]:
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "timesteps": int(model.num_timesteps),
         "resumed_from": None if resume_from is None else str(resume_from),
+        "warm_start": warm,
         "seconds": round(time.monotonic() - started, 1),
         "policy": str(config.out / "policy.onnx"),
     }

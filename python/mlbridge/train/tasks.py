@@ -38,6 +38,11 @@ class Task:
     output: str
     deploy_inputs: DeployInputs
     description: str = ""
+    #: A feature the actor imitates before PPO (None: no warm start).
+    warm_start_feature: Optional[str] = None
+    #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
 
     @property
     def wrapper(self) -> SignedLogFeatures:
@@ -76,6 +81,9 @@ TASKS: Dict[str, Task] = {
         "inlining_decision",
         _inlining_inputs,
         "inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
+        warm_start_feature="inlining_default",
+        gamma=1.0,
+        gae_lambda=1.0,
     ),
 }
 
