@@ -47,6 +47,13 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "--full", action="store_true", help="every program of the corpus (default: small ones)"
     )
     train.add_argument("--seed", type=int, default=0, help="seed of the run")
+    train.add_argument(
+        "--warm-start-steps",
+        type=int,
+        default=2000,
+        help="steps per worker the actor imitates the compiler's own decision "
+        "before PPO (0: no warm start)",
+    )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
         "--checkpoint-every", type=natural, default=5_000, help="steps between checkpoints"
@@ -111,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             checkpoint_every=args.checkpoint_every,
             resume=args.resume,
             progress=not args.no_progress,
+            warm_start=args.warm_start_steps > 0,
+            warm_start_steps=max(1, args.warm_start_steps),
             env_kwargs={"quick": not args.full},
         )
         summary = train(config)

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Environment throughput: steps per second of an mlbridge environment with
+1 and with N rollout workers of a pool (Ray actors by default), same run.
+
+    .venv/bin/python bench/gym_throughput.py --env inlining --workers 1 2
+    .venv/bin/python bench/gym_throughput.py --env phase-ordering --backend process
+
+A step is one decision (a call site; a pass). Each configuration runs a
+warm-up rollout, then ``--steps`` steps per worker, timed on the wall clock
+of the caller (the pool's own overhead included); the ratio to one worker is
+printed next to each figure. The policy answers LLVM's own decision for
+inlining (``--policy default``, what a warm-started policy does) or
+uniformly random actions (``--policy random``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+ENVS = {"inlining": "mlbridge/Inlining-v0", "phase-ordering": "mlbridge/PhaseOrdering-v0"}
+
+
+def _policy(env: str, which: str, feature_names: List[str]) -> Optional[Any]:
+    if which == "random":
+        return None
+    if env != "inlining":
+        raise SystemExit("--policy default exists for inlining only")
+    from mlbridge.train.warm_start import FollowFeature
+
+    return FollowFeature(feature_names.index("inlining_default"))
+
+
+def measure(args: argparse.Namespace, workers: int) -> Dict[str, Any]:
+    from mlbridge.gym.pool import make_pool
+
+    with make_pool(
+        ENVS[args.env],
+        workers,
+        {"quick": True},
+        backend=args.backend,
+        address=args.address,
+        seed=args.seed,
+    ) as pool:
+        names = list(pool.call("attribute", [("feature_names",)] * workers)[0])
+        policy = _policy(args.env, args.policy, names)
+        pool.rollout(policy, args.warmup)
+        start = time.monotonic()
+        rollouts = pool.rollout(policy, args.steps)
+        wall = time.monotonic() - start
+    steps = sum(r.steps for r in rollouts)
+    episodes = sum(len(r.episodes) for r in rollouts)
+    return {
+        "workers": workers,
+        "steps": steps,
+        "episodes": episodes,
+        "seconds": round(wall, 3),
+        "steps_per_second": round(steps / wall, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", choices=sorted(ENVS), default="inlining")
+    parser.add_argument("--backend", choices=("ray", "process", "serial"), default="ray")
+    parser.add_argument("--address", help="a Ray cluster (default: this machine)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--steps", type=int, default=3000, help="timed steps per worker")
+    parser.add_argument("--warmup", type=int, default=200, help="untimed steps per worker")
+    parser.add_argument("--policy", choices=("default", "random"), default="default")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    if args.env != "inlining" and args.policy == "default":
+        args.policy = "random"
+    results = [measure(args, w) for w in args.workers]
+    base = results[0]["steps_per_second"]
+    report = {
+        "date": datetime.date.today().isoformat(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "executable": sys.executable,
+        "cpus": os.cpu_count(),
+        "env": ENVS[args.env],
+        "backend": args.backend,
+        "policy": args.policy,
+        "results": results,
+    }
+    print(
+        f"{report['env']} on {args.backend}, policy {args.policy}, {report['date']}, "
+        f"{report['python']}, {report['cpus']} CPUs"
+    )
+    for r in results:
+        print(
+            f"  {r['workers']} worker(s): {r['steps_per_second']:9.1f} steps/s "
+            f"({r['steps']} steps, {r['episodes']} episodes, {r['seconds']} s) "
+            f"x{r['steps_per_second'] / base:.2f}"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
