@@ -2,6 +2,7 @@
 #
 #   include/mlbridge/...                   headers
 #   lib/libmlbridge*.{a,so}                libraries
+#   bin/mlbridge-phase-service             the phase-ordering compiler service
 #   lib/mlbridge/                          the LLVM plugin, bundled ONNX Runtime
 #   libexec/mlbridge/                      the demo's deployment replay program
 #   lib/cmake/mlbridge/                    the CMake package, one export set
@@ -97,6 +98,13 @@ if(MLBRIDGE_ENABLE_LLVM)
           DESTINATION ${MLBRIDGE_CMAKE_DIR})
   set(MLBRIDGE_MANIFEST_PLUGIN
       ",\n  \"plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge-inline-advisor.so\"")
+  mlbridge_ort_runpath(service_runpath ${CMAKE_INSTALL_BINDIR})
+  set_target_properties(mlbridge-phase-service PROPERTIES
+                        INSTALL_RPATH "${service_runpath}")
+  install(TARGETS mlbridge-phase-service
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set(MLBRIDGE_MANIFEST_PHASE_SERVICE
+      ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-phase-service\"")
 endif()
 
 include(CMakePackageConfigHelpers)

@@ -1,12 +1,14 @@
 """Where the native half of mlbridge is (``mlbridge config``, like ``llvm-config``).
 
 The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin, the
-demo's replay program, the libraries, headers and CMake package) come from the
+phase-ordering service, the demo's replay program, the libraries, headers and
+CMake package) come from the
 CMake package of the same version, which installs a manifest
 ``PREFIX/share/mlbridge/native.json``::
 
     {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
      "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+     "phase_service": "bin/mlbridge-phase-service",
      "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
      "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
 
@@ -15,8 +17,9 @@ The prefix is, in this order:
 
 1. ``$MLBRIDGE_PREFIX`` (an error when it holds no manifest);
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
-   ``src/llvm/mlbridge-inline-advisor.so`` and
-   ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake package);
+   ``src/llvm/mlbridge-inline-advisor.so``, ``src/llvm/mlbridge-phase-service``
+   and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
+   package);
 3. ``sys.prefix`` (the package installed into this venv:
    ``cmake --install build --prefix .venv``);
 4. ``pkg-config --variable=prefix mlbridge``, when pkg-config is installed;
@@ -44,10 +47,11 @@ from mlbridge.errors import MlbridgeError
 MANIFEST = Path("share") / "mlbridge" / "native.json"
 MAX_MANIFEST_BYTES = 64 * 1024
 #: The manifest's path keys, in the order ``mlbridge config`` prints them.
-PATH_KEYS = ("plugin", "deploy_replay", "cmake_dir", "libdir", "includedir")
+PATH_KEYS = ("plugin", "phase_service", "deploy_replay", "cmake_dir", "libdir", "includedir")
 #: What MLBRIDGE_BUILD_DIR provides, relative to the build tree.
 BUILD_TREE_PATHS = {
     "plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
+    "phase_service": Path("src/llvm/mlbridge-phase-service"),
     "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
 }
 FIX = (
@@ -71,6 +75,7 @@ class Native:
     components: Tuple[str, ...]
     manifest: Optional[Path] = None
     plugin: Optional[Path] = None
+    phase_service: Optional[Path] = None
     deploy_replay: Optional[Path] = None
     cmake_dir: Optional[Path] = None
     libdir: Optional[Path] = None
@@ -99,8 +104,8 @@ class Native:
         if key in BUILD_TREE_PATHS:
             return f"no {self.prefix / BUILD_TREE_PATHS[key]}: build it first"
         return (
-            "a build tree provides only the plugin and the replay program: install the "
-            "CMake package for the rest"
+            "a build tree provides only the plugin, the phase-ordering service and the "
+            "replay program: install the CMake package for the rest"
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -193,8 +198,9 @@ def _build_version(build: Path) -> str:
 
 
 def from_build_tree(build: Path) -> Native:
-    """The parts of a CMake build tree (MLBRIDGE_BUILD_DIR): the plugin and
-    the replay program where the build puts them, when they are there."""
+    """The parts of a CMake build tree (MLBRIDGE_BUILD_DIR): the plugin, the
+    phase-ordering service and the replay program where the build puts them,
+    when they are there."""
     build = Path(os.path.abspath(build))
     if not build.is_dir():
         raise NativeError(f"MLBRIDGE_BUILD_DIR={build} is not a directory")
@@ -263,6 +269,11 @@ def plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     return find_native(environ).require("plugin")
 
 
+def phase_service_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The phase-ordering compiler service (``mlbridge config --phase-service``)."""
+    return find_native(environ).require("phase_service")
+
+
 def deploy_replay_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     """The demo's C++ replay program (``mlbridge config --deploy-replay``)."""
     return find_native(environ).require("deploy_replay")
@@ -273,6 +284,7 @@ CONFIG_FIELDS = {
     "prefix": "the installation prefix (or the build tree of MLBRIDGE_BUILD_DIR)",
     "components": "the components built, e.g. 'core grpc onnx llvm c'",
     "plugin": "the clang-19 inline-advisor plugin (mlbridge-inline-advisor.so)",
+    "phase_service": "the phase-ordering compiler service (mlbridge-phase-service)",
     "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
     "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",
     "libdir": "the directory of the libraries",

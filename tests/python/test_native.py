@@ -19,6 +19,7 @@ FULL = {
     "version": "0.2.0",
     "components": ["core", "grpc", "onnx", "llvm", "c"],
     "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+    "phase_service": "bin/mlbridge-phase-service",
     "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
     "cmake_dir": "lib/cmake/mlbridge",
     "libdir": "lib",
@@ -61,15 +62,21 @@ def test_a_valid_manifest_gives_absolute_paths(tmp_path: Path) -> None:
     shown = found.to_json()
     assert shown["python_package_version"] == __version__
     assert shown["deploy_replay"] == str(tmp_path / FULL["deploy_replay"])
+    assert shown["phase_service"] == str(tmp_path / FULL["phase_service"])
+    assert native.phase_service_path({"MLBRIDGE_PREFIX": str(tmp_path)}) == (
+        tmp_path / "bin" / "mlbridge-phase-service"
+    )
 
 
 def test_absent_keys_are_parts_not_built(tmp_path: Path) -> None:
     found = read_manifest(
         make_prefix(tmp_path, {"version": "0.2.0", "components": ["core"]}), "test"
     )
-    assert found.plugin is None
+    assert found.plugin is None and found.phase_service is None
     with pytest.raises(NativeError, match="has no plugin"):
         found.require("plugin")
+    with pytest.raises(NativeError, match="has no phase-service"):
+        found.require("phase_service")
 
 
 def test_a_listed_part_that_is_missing_is_named(tmp_path: Path) -> None:
@@ -87,6 +94,7 @@ def test_a_listed_part_that_is_missing_is_named(tmp_path: Path) -> None:
         ({**FULL, "includedir": ""}, "inside the prefix"),
         ({**FULL, "plugin": "lib/a\u0000b.so"}, "inside the prefix"),
         ({**FULL, "plugin": ["lib/p.so"]}, "must be a string"),
+        ({**FULL, "phase_service": "/usr/bin/mlbridge-phase-service"}, "inside the prefix"),
         ({**FULL, "components": "core llvm"}, "list of strings"),
         ({**FULL, "components": ["core", 1]}, "list of strings"),
         ({**FULL, "version": 2}, "'version'"),
@@ -125,13 +133,14 @@ def test_the_build_tree_for_development(tmp_path: Path, only) -> None:
     only(("sys.prefix", make_prefix(tmp_path / "venv")))
     build = tmp_path / "build"
     for part in native.BUILD_TREE_PATHS.values():
-        (build / part).parent.mkdir(parents=True)
+        (build / part).parent.mkdir(parents=True, exist_ok=True)
         (build / part).touch()
     (build / "CMakeCache.txt").write_text("CMAKE_PROJECT_VERSION:STATIC=0.2.0\n")
     found = find_native({"MLBRIDGE_BUILD_DIR": str(build)})
     assert found.found_by == "MLBRIDGE_BUILD_DIR" and found.version == "0.2.0"
     assert found.require("plugin") == build / "src/llvm/mlbridge-inline-advisor.so"
     assert found.require("deploy_replay") == build / "examples/mlbridge-example-deploy-replay"
+    assert found.require("phase_service") == build / "src/llvm/mlbridge-phase-service"
     with pytest.raises(NativeError, match="build tree provides only"):
         found.require("cmake_dir")
     with pytest.raises(NativeError, match="not a directory"):
@@ -181,12 +190,16 @@ def test_config_command(
 ) -> None:
     prefix = make_prefix(tmp_path)
     monkeypatch.setenv("MLBRIDGE_PREFIX", str(prefix))
-    assert main(["config", "--prefix", "--plugin", "--components", "--cmake-dir"]) == 0
+    assert (
+        main(["config", "--prefix", "--plugin", "--components", "--cmake-dir", "--phase-service"])
+        == 0
+    )
     assert capsys.readouterr().out.splitlines() == [
         str(prefix),
         str(prefix / FULL["plugin"]),
         "core grpc onnx llvm c",
         str(prefix / "lib/cmake/mlbridge"),
+        str(prefix / "bin/mlbridge-phase-service"),
     ]
     assert main(["config", "--json"]) == 0
     shown: Dict[str, object] = json.loads(capsys.readouterr().out)

@@ -1,0 +1,155 @@
+//===- llvm/PhaseActions.cpp - The phase-ordering action table ------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// The actions a phase-ordering policy chooses from (docs/phase-ordering.md):
+// single LLVM 19 new-PM passes, each in the adaptor it needs, then
+// sub-sequences of `default<Oz>` in the style of POSET-RL, then
+// `default<Oz>`. Append only: an action's index is its number on the wire.
+//
+// instcombine is always `instcombine<no-verify-fixpoint>`: in a textual
+// pipeline LLVM 19 verifies that one iteration reached a fixpoint and, when
+// it did not, stops the process with a fatal error (`default<Oz>` does not
+// verify either).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/llvm/PhaseOrdering.h"
+
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Error.h"
+
+namespace mlbridge::phase {
+
+const std::vector<Action> &actions() {
+  static const std::vector<Action> Table = {
+      // Scalar function passes.
+      {"instcombine", "function(instcombine<no-verify-fixpoint>)"},
+      {"instsimplify", "function(instsimplify)"},
+      {"aggressive-instcombine", "function(aggressive-instcombine)"},
+      {"simplifycfg", "function(simplifycfg)"},
+      {"sroa", "function(sroa)"},
+      {"mem2reg", "function(mem2reg)"},
+      {"early-cse", "function(early-cse)"},
+      {"early-cse<memssa>", "function(early-cse<memssa>)"},
+      {"gvn", "function(gvn)"},
+      {"newgvn", "function(newgvn)"},
+      {"gvn-hoist", "function(gvn-hoist)"},
+      {"gvn-sink", "function(gvn-sink)"},
+      {"sccp", "function(sccp)"},
+      {"dce", "function(dce)"},
+      {"adce", "function(adce)"},
+      {"bdce", "function(bdce)"},
+      {"dse", "function(dse)"},
+      {"reassociate", "function(reassociate)"},
+      {"jump-threading", "function(jump-threading)"},
+      {"correlated-propagation", "function(correlated-propagation)"},
+      {"constraint-elimination", "function(constraint-elimination)"},
+      {"tailcallelim", "function(tailcallelim)"},
+      {"memcpyopt", "function(memcpyopt)"},
+      {"mldst-motion", "function(mldst-motion)"},
+      {"float2int", "function(float2int)"},
+      {"div-rem-pairs", "function(div-rem-pairs)"},
+      {"lower-expect", "function(lower-expect)"},
+      {"mergereturn", "function(mergereturn)"},
+      {"sink", "function(sink)"},
+      {"speculative-execution", "function(speculative-execution)"},
+      {"callsite-splitting", "function(callsite-splitting)"},
+      // Loop passes (loop-simplify and LCSSA form are made by the adaptor).
+      {"loop-simplify", "function(loop-simplify)"},
+      {"licm", "function(loop-mssa(licm))"},
+      {"loop-rotate", "function(loop(loop-rotate))"},
+      {"loop-unroll", "function(loop-unroll)"},
+      {"loop-unroll-full", "function(loop(loop-unroll-full))"},
+      {"loop-deletion", "function(loop(loop-deletion))"},
+      {"indvars", "function(loop(indvars))"},
+      {"loop-idiom", "function(loop(loop-idiom))"},
+      {"loop-instsimplify", "function(loop(loop-instsimplify))"},
+      {"loop-simplifycfg", "function(loop(loop-simplifycfg))"},
+      {"simple-loop-unswitch", "function(loop-mssa(simple-loop-unswitch))"},
+      {"loop-load-elim", "function(loop-load-elim)"},
+      // Interprocedural passes.
+      {"ipsccp", "ipsccp"},
+      {"globalopt", "globalopt"},
+      {"globaldce", "globaldce"},
+      {"deadargelim", "deadargelim"},
+      {"constmerge", "constmerge"},
+      {"mergefunc", "mergefunc"},
+      {"strip-dead-prototypes", "strip-dead-prototypes"},
+      {"elim-avail-extern", "elim-avail-extern"},
+      {"called-value-propagation", "called-value-propagation"},
+      {"inferattrs", "inferattrs"},
+      {"inline", "cgscc(inline)"},
+      {"function-attrs", "cgscc(function-attrs)"},
+      {"argpromotion", "cgscc(argpromotion)"},
+      // Sub-sequences of default<Oz> (LLVM 19), in its order.
+      {"seq-early-simplify",
+       "inferattrs,"
+       "function(lower-expect,simplifycfg,sroa,early-cse)"},
+      {"seq-ipo-early",
+       "ipsccp,called-value-propagation,globalopt,"
+       "function(mem2reg,instcombine<no-verify-fixpoint>,simplifycfg)"},
+      {"seq-inline",
+       "cgscc(inline,function-attrs,"
+       "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+       "simplifycfg))"},
+      {"seq-function-simplify",
+       "function(sroa,early-cse<memssa>,jump-threading,"
+       "correlated-propagation,simplifycfg,instcombine<no-verify-fixpoint>,"
+       "aggressive-instcombine,tailcallelim,simplifycfg,reassociate,"
+       "constraint-elimination)"},
+      {"seq-loop-mssa",
+       "function(loop-mssa(loop-instsimplify,loop-simplifycfg,"
+       "licm<no-allowspeculation>,loop-rotate<no-header-duplication>,licm,"
+       "simple-loop-unswitch),"
+       "simplifycfg,instcombine<no-verify-fixpoint>)"},
+      {"seq-loop",
+       "function(loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),"
+       "sroa)"},
+      {"seq-late-scalar",
+       "function(mldst-motion,gvn,sccp,bdce,instcombine<no-verify-fixpoint>,"
+       "jump-threading,correlated-propagation,adce,memcpyopt,dse,"
+       "loop-mssa(licm),simplifycfg,instcombine<no-verify-fixpoint>)"},
+      {"seq-module-cleanup",
+       "deadargelim,globalopt,globaldce,elim-avail-extern,constmerge"},
+      {"seq-late", "function(float2int,lower-constant-intrinsics,"
+                   "loop(loop-rotate<no-header-duplication>,loop-deletion),"
+                   "loop-load-elim,instcombine<no-verify-fixpoint>,simplifycfg,"
+                   "instsimplify,div-rem-pairs,tailcallelim,simplifycfg)"},
+      // The whole pipeline of clang -Oz.
+      {"default<Oz>", "default<Oz>"},
+  };
+  return Table;
+}
+
+size_t defaultOzAction() { return actions().size() - 1; }
+
+Expected<size_t> findAction(std::string_view Name) {
+  const std::vector<Action> &Table = actions();
+  for (size_t I = 0; I < Table.size(); ++I)
+    if (Table[I].Name == Name)
+      return I;
+  return makeError(ErrorCode::InvalidArgument, "no phase-ordering action '",
+                   std::string(Name), "'");
+}
+
+Error checkActions() {
+  llvm::PassBuilder PB;
+  const std::vector<Action> &Table = actions();
+  for (size_t I = 0; I < Table.size(); ++I) {
+    llvm::ModulePassManager MPM;
+    llvm::StringRef Pipeline(Table[I].Pipeline.data(),
+                             Table[I].Pipeline.size());
+    if (llvm::Error E = PB.parsePassPipeline(MPM, Pipeline))
+      return makeError(ErrorCode::Unsupported, "phase-ordering action #",
+                       std::to_string(I), " '", std::string(Table[I].Name),
+                       "': LLVM does not parse '", Pipeline.str(),
+                       "': ", llvm::toString(std::move(E)));
+  }
+  return Error::success();
+}
+
+} // namespace mlbridge::phase

@@ -1,0 +1,486 @@
+//===- llvm/PhaseOrdering.cpp - A phase-ordering session ------------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each load gets a fresh LLVMContext (types and constants of earlier modules
+// do not pile up in a long-lived service); within it the pristine module,
+// the current one and the snapshots are copies made by llvm::CloneModule
+// (cheaper than parsing the bitcode again, and it does not rename struct
+// types). Each step runs on fresh analysis managers, so no cached analysis
+// outlives a module it was computed for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/llvm/PhaseOrdering.h"
+
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/IRReader/IRReader.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace mlbridge::phase {
+
+namespace {
+
+/// Longest error text a failed step reports (verifier output can be huge).
+constexpr size_t MaxMessageBytes = 2048;
+/// Baselines remembered (by the loaded bytes) before the cache starts over.
+constexpr size_t MaxCachedBaselines = 4096;
+
+std::string truncated(std::string Text) {
+  while (!Text.empty() && (Text.back() == '\n' || Text.back() == ' '))
+    Text.pop_back();
+  if (Text.size() > MaxMessageBytes) {
+    Text.resize(MaxMessageBytes);
+    Text += "...";
+  }
+  return Text;
+}
+
+/// Records the first error diagnostic and swallows every diagnostic, so
+/// LLVM neither prints nor exits (its default handler exits on errors).
+class CapturingHandler final : public llvm::DiagnosticHandler {
+public:
+  explicit CapturingHandler(std::string &FirstError) : FirstError(FirstError) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo &DI) override {
+    if (DI.getSeverity() == llvm::DS_Error && FirstError.empty()) {
+      llvm::raw_string_ostream OS(FirstError);
+      llvm::DiagnosticPrinterRawOStream DP(OS);
+      DI.print(DP);
+      if (FirstError.empty())
+        FirstError = "an error diagnostic";
+    }
+    return true;
+  }
+
+private:
+  std::string &FirstError;
+};
+
+/// Reads file \p Path, refusing one larger than \p Max bytes before
+/// reading it.
+Expected<std::string> readCapped(const std::string &Path, uint64_t Max) {
+  auto Fail = [&](ErrorCode Code, const std::string &Why) {
+    return makeError(Code, "cannot load module '", Path, "': ", Why);
+  };
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (Fd < 0)
+    return Fail(ErrorCode::IO, std::strerror(errno));
+  struct Closer {
+    int Fd;
+    ~Closer() { ::close(Fd); }
+  } Close{Fd};
+  struct stat St;
+  if (::fstat(Fd, &St) != 0)
+    return Fail(ErrorCode::IO, std::strerror(errno));
+  if (!S_ISREG(St.st_mode))
+    return Fail(ErrorCode::IO, "not a regular file");
+  if (static_cast<uint64_t>(St.st_size) > Max)
+    return Fail(ErrorCode::TooLarge, std::to_string(St.st_size) +
+                                         " bytes, more than the limit of " +
+                                         std::to_string(Max));
+  std::string Bytes(static_cast<size_t>(St.st_size) + 1, '\0');
+  size_t Got = 0;
+  while (Got < Bytes.size()) {
+    ssize_t N = ::read(Fd, Bytes.data() + Got, Bytes.size() - Got);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N < 0)
+      return Fail(ErrorCode::IO, std::strerror(errno));
+    if (N == 0)
+      break;
+    Got += static_cast<size_t>(N);
+  }
+  if (Got > static_cast<uint64_t>(St.st_size))
+    return Fail(ErrorCode::IO, "the file grew while it was read");
+  Bytes.resize(Got);
+  return Bytes;
+}
+
+/// The TargetMachine for \p M's triple, or null (no triple, or a target this
+/// LLVM lacks: passes then use target-independent defaults).
+std::unique_ptr<llvm::TargetMachine> targetFor(const llvm::Module &M) {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+  });
+  const std::string &Triple = M.getTargetTriple();
+  if (Triple.empty())
+    return nullptr;
+  std::string Ignored;
+  const llvm::Target *T = llvm::TargetRegistry::lookupTarget(Triple, Ignored);
+  if (!T)
+    return nullptr;
+  return std::unique_ptr<llvm::TargetMachine>(T->createTargetMachine(
+      Triple, "", "", llvm::TargetOptions(), std::nullopt));
+}
+
+/// Runs a module pipeline on \p M with fresh analysis managers. \p Build
+/// fills the pass manager (parsing a textual pipeline, or the Oz pipeline).
+Error runPipeline(
+    llvm::Module &M, llvm::TargetMachine *TM,
+    const std::function<Error(llvm::PassBuilder &, llvm::ModulePassManager &)>
+        &Build) {
+  // Declared in this order so that the module analyses go first (opt's).
+  llvm::LoopAnalysisManager LAM;
+  llvm::FunctionAnalysisManager FAM;
+  llvm::CGSCCAnalysisManager CGAM;
+  llvm::ModuleAnalysisManager MAM;
+  llvm::PassInstrumentationCallbacks PIC;
+  llvm::StandardInstrumentations SI(M.getContext(), /*DebugLogging=*/false);
+  SI.registerCallbacks(PIC, &MAM);
+  // clang -Oz's tuning (and opt-19's): no loop or SLP vectorization.
+  llvm::PipelineTuningOptions PTO;
+  PTO.LoopVectorization = false;
+  PTO.SLPVectorization = false;
+  llvm::PassBuilder PB(TM, PTO, std::nullopt, &PIC);
+  PB.registerModuleAnalyses(MAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerLoopAnalyses(LAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  llvm::ModulePassManager MPM;
+  if (Error E = Build(PB, MPM))
+    return E;
+  MPM.run(M, MAM);
+  return Error::success();
+}
+
+Error runTextual(llvm::Module &M, llvm::TargetMachine *TM,
+                 std::string_view Pipeline) {
+  return runPipeline(
+      M, TM, [&](llvm::PassBuilder &PB, llvm::ModulePassManager &MPM) {
+        llvm::StringRef Text(Pipeline.data(), Pipeline.size());
+        if (llvm::Error E = PB.parsePassPipeline(MPM, Text))
+          return makeError(ErrorCode::Unsupported, "pipeline '", Text.str(),
+                           "' does not parse: ", llvm::toString(std::move(E)));
+        return Error::success();
+      });
+}
+
+int64_t runOz(llvm::Module &M, llvm::TargetMachine *TM) {
+  Error E = runPipeline(
+      M, TM, [](llvm::PassBuilder &PB, llvm::ModulePassManager &MPM) {
+        MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
+        return Error::success();
+      });
+  (void)E; // building the default pipeline cannot fail
+  return autophase::instructionCount(M);
+}
+
+/// The verifier's complaint about \p M, or "" when it is valid.
+std::string verifierErrors(const llvm::Module &M) {
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  if (!llvm::verifyModule(M, &OS))
+    return "";
+  OS.flush();
+  return Text.empty() ? std::string("the verifier rejects it") : Text;
+}
+
+} // namespace
+
+struct Session::Impl {
+  /// A copy of the state, in a snapshot slot.
+  struct Snapshot {
+    std::unique_ptr<llvm::Module> M;
+    int64_t Steps = 0;
+  };
+
+  /// A loaded module with everything derived from it. Members are destroyed
+  /// in reverse order: the modules before their context.
+  struct Loaded {
+    std::unique_ptr<llvm::LLVMContext> Ctx;
+    std::string FirstError; ///< Filled by the context's diagnostic handler.
+    std::unique_ptr<llvm::TargetMachine> TM;
+    std::unique_ptr<llvm::Module> Pristine;
+    std::unique_ptr<llvm::Module> Current;
+    std::array<Snapshot, NumSnapshotSlots> Slots;
+    std::string Name;
+    int64_t Initial = 0;
+    int64_t Baseline = 0;
+    int64_t Steps = 0;
+  };
+
+  SessionOptions Options;
+  std::unique_ptr<Loaded> L;
+  autophase::FeatureVector Features{};
+  int64_t Count = 0;
+  std::map<std::pair<size_t, size_t>, int64_t> Baselines;
+
+  /// Runs \p Pipeline (called \p What in errors) on the current module;
+  /// verifies the result and rolls back when it is broken.
+  Error step(std::string_view Pipeline, const std::string &What) {
+    std::unique_ptr<llvm::Module> Before;
+    if (Options.OnFailure == Rollback::Previous)
+      Before = llvm::CloneModule(*L->Current);
+    L->FirstError.clear();
+    std::string Why;
+    if (Error E = runTextual(*L->Current, L->TM.get(), Pipeline))
+      Why = E.message();
+    else if (!L->FirstError.empty())
+      Why = L->FirstError;
+    else
+      Why = verifierErrors(*L->Current);
+    L->FirstError.clear();
+    if (Why.empty()) {
+      ++L->Steps;
+      refresh();
+      return Error::success();
+    }
+    const char *Where;
+    if (Before) {
+      L->Current = std::move(Before);
+      Where = "back to the state before it";
+    } else {
+      L->Current = llvm::CloneModule(*L->Pristine);
+      L->Steps = 0;
+      Where = "back to the module as loaded";
+    }
+    refresh();
+    return makeError(ErrorCode::Broken, What, " broke module '", L->Name, "' (",
+                     Where, "): ", truncated(Why));
+  }
+
+  /// Recomputes the observation of the current module.
+  void refresh() {
+    Features = autophase::computeFeatures(*L->Current);
+    Count = Features[autophase::index(autophase::Feature::TotalInsts)];
+  }
+  Error needModule() const {
+    if (!L)
+      return makeError(ErrorCode::InvalidArgument, "no module is loaded");
+    return Error::success();
+  }
+  static Error checkSlot(int64_t Slot) {
+    if (Slot < 0 || Slot >= static_cast<int64_t>(NumSnapshotSlots))
+      return makeError(ErrorCode::InvalidArgument, "no snapshot slot ",
+                       std::to_string(Slot), " (0..",
+                       std::to_string(NumSnapshotSlots - 1), ")");
+    return Error::success();
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> I) : P(std::move(I)) {}
+Session::~Session() = default;
+
+Expected<std::unique_ptr<Session>> Session::create(SessionOptions Options) {
+  if (Error E = checkActions())
+    return E;
+  auto I = std::make_unique<Impl>();
+  I->Options = Options;
+  return std::unique_ptr<Session>(new Session(std::move(I)));
+}
+
+Error Session::loadFile(const std::string &Path) {
+  Expected<std::string> Bytes = readCapped(Path, P->Options.MaxInputBytes);
+  if (!Bytes)
+    return Bytes.takeError();
+  return loadBytes(*Bytes, Path);
+}
+
+Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
+  if (Bytes.size() > P->Options.MaxInputBytes)
+    return makeError(ErrorCode::TooLarge, "cannot load module '", Name,
+                     "': ", std::to_string(Bytes.size()),
+                     " bytes, more than the limit of ",
+                     std::to_string(P->Options.MaxInputBytes));
+  auto L = std::make_unique<Impl::Loaded>();
+  L->Ctx = std::make_unique<llvm::LLVMContext>();
+  L->Ctx->setDiagnosticHandler(
+      std::make_unique<CapturingHandler>(L->FirstError));
+  llvm::SMDiagnostic Diag;
+  llvm::MemoryBufferRef Buffer(llvm::StringRef(Bytes.data(), Bytes.size()),
+                               Name);
+  L->Pristine = llvm::parseIR(Buffer, Diag, *L->Ctx);
+  if (!L->Pristine) {
+    std::string Where = Diag.getLineNo() > 0
+                            ? std::to_string(Diag.getLineNo()) + ":" +
+                                  std::to_string(Diag.getColumnNo() + 1) + ": "
+                            : "";
+    return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
+                     "': not valid LLVM bitcode or IR: ", Where,
+                     Diag.getMessage().str());
+  }
+  if (std::string Why = verifierErrors(*L->Pristine); !Why.empty())
+    return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
+                     "': invalid IR: ", truncated(Why));
+  if (!L->FirstError.empty())
+    return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
+                     "': ", truncated(L->FirstError));
+  if (P->Options.UseTarget)
+    L->TM = targetFor(*L->Pristine);
+  L->Name = Name;
+  L->Current = llvm::CloneModule(*L->Pristine);
+  L->Initial = autophase::instructionCount(*L->Pristine);
+
+  std::pair<size_t, size_t> Key{std::hash<std::string_view>()(Bytes),
+                                Bytes.size()};
+  auto Cached = P->Baselines.find(Key);
+  if (Cached != P->Baselines.end()) {
+    L->Baseline = Cached->second;
+  } else {
+    std::unique_ptr<llvm::Module> Copy = llvm::CloneModule(*L->Pristine);
+    L->Baseline = runOz(*Copy, L->TM.get());
+    if (P->Baselines.size() >= MaxCachedBaselines)
+      P->Baselines.clear();
+    P->Baselines.emplace(Key, L->Baseline);
+  }
+  L->FirstError.clear();
+  P->L = std::move(L);
+  P->refresh();
+  return Error::success();
+}
+
+bool Session::hasModule() const { return P->L != nullptr; }
+
+const std::string &Session::moduleName() const {
+  static const std::string None;
+  return P->L ? P->L->Name : None;
+}
+
+Error Session::apply(int64_t Index) {
+  if (Error E = P->needModule())
+    return E;
+  const std::vector<Action> &Table = actions();
+  if (Index < 0 || Index >= static_cast<int64_t>(Table.size()))
+    return makeError(ErrorCode::InvalidArgument, "no action #",
+                     std::to_string(Index), " (0..",
+                     std::to_string(Table.size() - 1), ")");
+  const Action &A = Table[static_cast<size_t>(Index)];
+  return P->step(A.Pipeline, "action #" + std::to_string(Index) + " '" +
+                                 std::string(A.Name) + "'");
+}
+
+Error Session::applyPipeline(std::string_view Pipeline) {
+  if (Error E = P->needModule())
+    return E;
+  llvm::PassBuilder PB(P->L->TM.get());
+  llvm::ModulePassManager MPM;
+  llvm::StringRef Text(Pipeline.data(), Pipeline.size());
+  if (llvm::Error E = PB.parsePassPipeline(MPM, Text))
+    return makeError(ErrorCode::InvalidArgument, "pipeline '", Text.str(),
+                     "' does not parse: ", llvm::toString(std::move(E)));
+  return P->step(Pipeline, "pipeline '" + Text.str() + "'");
+}
+
+Error Session::reset() {
+  if (Error E = P->needModule())
+    return E;
+  P->L->Current = llvm::CloneModule(*P->L->Pristine);
+  P->L->Steps = 0;
+  P->refresh();
+  return Error::success();
+}
+
+Error Session::snapshot(int64_t Slot) {
+  if (Error E = P->needModule())
+    return E;
+  if (Error E = Impl::checkSlot(Slot))
+    return E;
+  Impl::Snapshot &S = P->L->Slots[static_cast<size_t>(Slot)];
+  S.M = llvm::CloneModule(*P->L->Current);
+  S.Steps = P->L->Steps;
+  return Error::success();
+}
+
+Error Session::restore(int64_t Slot) {
+  if (Error E = P->needModule())
+    return E;
+  if (Error E = Impl::checkSlot(Slot))
+    return E;
+  const Impl::Snapshot &S = P->L->Slots[static_cast<size_t>(Slot)];
+  if (!S.M)
+    return makeError(ErrorCode::InvalidArgument, "snapshot slot ",
+                     std::to_string(Slot), " is empty");
+  P->L->Current = llvm::CloneModule(*S.M);
+  P->L->Steps = S.Steps;
+  P->refresh();
+  return Error::success();
+}
+
+Expected<std::string> Session::bitcode() const {
+  if (Error E = P->needModule())
+    return E;
+  std::string Bytes;
+  llvm::raw_string_ostream OS(Bytes);
+  llvm::WriteBitcodeToFile(*P->L->Current, OS);
+  OS.flush();
+  return Bytes;
+}
+
+Error Session::writeBitcode(const std::string &Path) const {
+  if (Error E = P->needModule())
+    return E;
+  std::error_code EC;
+  llvm::raw_fd_ostream OS(Path, EC, llvm::sys::fs::OF_None);
+  if (EC)
+    return makeError(ErrorCode::IO, "cannot write '", Path,
+                     "': ", EC.message());
+  llvm::WriteBitcodeToFile(*P->L->Current, OS);
+  OS.close();
+  if (OS.has_error()) {
+    std::string Why = OS.error().message();
+    OS.clear_error();
+    return makeError(ErrorCode::IO, "cannot write '", Path, "': ", Why);
+  }
+  return Error::success();
+}
+
+std::string Session::printIR() const {
+  std::string Text;
+  if (!P->L)
+    return Text;
+  llvm::raw_string_ostream OS(Text);
+  P->L->Current->print(OS, nullptr);
+  OS.flush();
+  return Text;
+}
+
+const llvm::Module *Session::module() const {
+  return P->L ? P->L->Current.get() : nullptr;
+}
+
+int64_t Session::instructionCount() const { return P->L ? P->Count : 0; }
+int64_t Session::initialInstructionCount() const {
+  return P->L ? P->L->Initial : 0;
+}
+int64_t Session::baselineInstructionCount() const {
+  return P->L ? P->L->Baseline : 0;
+}
+int64_t Session::steps() const { return P->L ? P->L->Steps : 0; }
+const autophase::FeatureVector &Session::features() const {
+  return P->Features;
+}
+
+} // namespace mlbridge::phase

@@ -1,0 +1,359 @@
+//===- llvm/PhaseProtocol.cpp - The phase-ordering service ----------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/llvm/PhaseProtocol.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace mlbridge::phase {
+
+std::vector<TensorSpec> observationSpecs() {
+  return {
+      TensorSpec::of<int64_t>(AutophaseInput,
+                              {static_cast<int64_t>(autophase::NumFeatures)}),
+      TensorSpec::of<int64_t>(InstCountInput),
+      TensorSpec::of<int64_t>(InitialInstCountInput),
+      TensorSpec::of<int64_t>(BaselineInstCountInput),
+      TensorSpec::of<int64_t>(StatusInput),
+      TensorSpec::of<int64_t>(ModuleInput),
+      TensorSpec::of<int64_t>(StepsInput),
+  };
+}
+
+std::vector<TensorSpec> commandSpecs() {
+  return {TensorSpec::of<int64_t>("command"),
+          TensorSpec::of<int64_t>("argument")};
+}
+
+std::vector<TensorSpec> actionSpecs() {
+  return {TensorSpec::of<int64_t>("action")};
+}
+
+namespace {
+
+/// The int64 input \p Name of \p R with \p Count elements.
+Expected<int64_t *> bindInput(ModelRunner &R, const char *Name, size_t Count) {
+  Expected<size_t> I = R.inputIndex(Name);
+  if (!I)
+    return I.takeError();
+  const TensorSpec &Spec = R.inputSpec(*I);
+  if (!Spec.isElementType<int64_t>() || Spec.elementCount() != Count)
+    return makeError(ErrorCode::TypeMismatch, "phase-ordering input '", Name,
+                     "' must be int64 with ", std::to_string(Count),
+                     " elements");
+  return R.input<int64_t>(*I);
+}
+
+} // namespace
+
+Expected<ObservationWriter> ObservationWriter::bind(ModelRunner &Runner) {
+  ObservationWriter W;
+  struct Slot {
+    const char *Name;
+    size_t Count;
+    int64_t **To;
+  } Slots[] = {{AutophaseInput, autophase::NumFeatures, &W.Features},
+               {InstCountInput, 1, &W.Count},
+               {InitialInstCountInput, 1, &W.Initial},
+               {BaselineInstCountInput, 1, &W.Baseline},
+               {StatusInput, 1, &W.StatusCode},
+               {ModuleInput, 1, &W.ModuleIndex},
+               {StepsInput, 1, &W.Steps}};
+  for (const Slot &S : Slots) {
+    Expected<int64_t *> P = bindInput(Runner, S.Name, S.Count);
+    if (!P)
+      return P.takeError();
+    *S.To = *P;
+  }
+  return W;
+}
+
+void ObservationWriter::write(const Session &S, Status St,
+                              int64_t Module) const {
+  const autophase::FeatureVector &F = S.features();
+  if (S.hasModule())
+    std::copy(F.begin(), F.end(), Features);
+  else
+    std::fill(Features, Features + autophase::NumFeatures, 0);
+  *Count = S.instructionCount();
+  *Initial = S.initialInstructionCount();
+  *Baseline = S.baselineInstructionCount();
+  *StatusCode = static_cast<int64_t>(St);
+  *ModuleIndex = S.hasModule() ? Module : -1;
+  *Steps = S.steps();
+}
+
+namespace {
+
+/// The training service's state between turns.
+class Trainer {
+public:
+  Trainer(Session &S, const TrainingOptions &O) : S(S), O(O) {}
+
+  /// Carries out \p C with \p Arg; returns true on END.
+  bool run(int64_t C, int64_t Arg);
+  Status status() const { return St; }
+  /// The context of the next observation.
+  const std::string &context() const {
+    return St == Status::Ok ? S.moduleName() : Why;
+  }
+  int64_t module() const { return Module; }
+
+private:
+  void fail(Status Code, Error E) {
+    St = Code;
+    Why = E.message();
+  }
+  void done() { St = Status::Ok; }
+  /// Ok, or the status of an error of a command that needs a module.
+  void check(Error E, Status OnFailure) {
+    if (!E)
+      return done();
+    Status Code = E.code() == ErrorCode::InvalidArgument
+                      ? Status::InvalidCommand
+                      : OnFailure;
+    fail(Code, std::move(E));
+  }
+
+  Session &S;
+  const TrainingOptions &O;
+  Status St = Status::Ok;
+  std::string Why;
+  int64_t Module = -1;
+};
+
+bool Trainer::run(int64_t C, int64_t Arg) {
+  auto Cmd = static_cast<Command>(C);
+  bool NeedsModule = Cmd == Command::Apply || Cmd == Command::Reset ||
+                     Cmd == Command::Snapshot || Cmd == Command::Restore ||
+                     Cmd == Command::Write;
+  if (NeedsModule && !S.hasModule()) {
+    fail(Status::NoModule,
+         makeError(ErrorCode::InvalidArgument, "command ", std::to_string(C),
+                   " needs a module: LOAD one first"));
+    return false;
+  }
+  switch (Cmd) {
+  case Command::Apply:
+    check(S.apply(Arg), Status::ActionFailed);
+    return false;
+  case Command::Load:
+    if (Arg < 0 || Arg >= static_cast<int64_t>(O.Modules.size())) {
+      fail(Status::InvalidCommand,
+           makeError(ErrorCode::InvalidArgument, "no module #",
+                     std::to_string(Arg), " (",
+                     std::to_string(O.Modules.size()), " modules)"));
+      return false;
+    }
+    if (Error E = S.loadFile(O.Modules[static_cast<size_t>(Arg)])) {
+      fail(Status::LoadFailed, std::move(E));
+      return false;
+    }
+    Module = Arg;
+    done();
+    return false;
+  case Command::Reset:
+    check(S.reset(), Status::InvalidCommand);
+    return false;
+  case Command::Snapshot:
+    check(S.snapshot(Arg), Status::InvalidCommand);
+    return false;
+  case Command::Restore:
+    check(S.restore(Arg), Status::InvalidCommand);
+    return false;
+  case Command::End:
+    return true;
+  case Command::Write:
+    if (O.Output.empty())
+      fail(Status::WriteFailed,
+           makeError(ErrorCode::InvalidArgument,
+                     "WRITE needs an output file (--output)"));
+    else if (Error E = S.writeBitcode(O.Output))
+      fail(Status::WriteFailed, std::move(E));
+    else
+      done();
+    return false;
+  }
+  fail(Status::InvalidCommand,
+       makeError(ErrorCode::InvalidArgument, "unknown command ",
+                 std::to_string(C), " (0..6)"));
+  return false;
+}
+
+} // namespace
+
+Error serveTraining(ModelRunner &Runner, Session &S, const TrainingOptions &O) {
+  Expected<ObservationWriter> W = ObservationWriter::bind(Runner);
+  if (!W)
+    return W.takeError();
+  Expected<size_t> CommandOut = Runner.outputIndex("command");
+  if (!CommandOut)
+    return CommandOut.takeError();
+  Expected<size_t> ArgumentOut = Runner.outputIndex("argument");
+  if (!ArgumentOut)
+    return ArgumentOut.takeError();
+  Trainer T(S, O);
+  std::string Context;
+  for (;;) {
+    W->write(S, T.status(), T.module());
+    if (T.context() != Context) {
+      Context = T.context();
+      if (Error E = Runner.switchContext(Context))
+        return E;
+    }
+    if (Error E = Runner.evaluate())
+      return E;
+    Expected<TensorView<int64_t>> C = Runner.output<int64_t>(*CommandOut);
+    if (!C)
+      return C.takeError();
+    Expected<TensorView<int64_t>> A = Runner.output<int64_t>(*ArgumentOut);
+    if (!A)
+      return A.takeError();
+    if (C->Size != 1 || A->Size != 1)
+      return makeError(ErrorCode::TypeMismatch,
+                       "'command' and 'argument' must have one element each");
+    if (T.run((*C)[0], (*A)[0]))
+      return Error::success();
+  }
+}
+
+DeploymentResult chooseSequence(ModelRunner *Runner, Session &S,
+                                int64_t MaxSteps) {
+  DeploymentResult R;
+  auto FallBack = [&](Error Why) {
+    R.RunnerError = std::move(Why);
+    if (Error E = S.apply(static_cast<int64_t>(defaultOzAction()))) {
+      ++R.FailedSteps;
+      R.LastFailure = std::move(E);
+    }
+    return R;
+  };
+  if (!Runner)
+    return FallBack(makeError(ErrorCode::InvalidArgument, "no runner"));
+  Expected<ObservationWriter> W = ObservationWriter::bind(*Runner);
+  if (!W)
+    return FallBack(W.takeError());
+  if (Error E = Runner->switchContext(S.moduleName()))
+    return FallBack(std::move(E));
+  const auto NumActions = static_cast<int64_t>(actions().size());
+  Status St = Status::Ok;
+  for (int64_t Step = 0; Step < MaxSteps; ++Step) {
+    W->write(S, St, 0);
+    Expected<int64_t> Chosen = Runner->evaluate<int64_t>();
+    if (!Chosen)
+      return FallBack(Chosen.takeError());
+    if (*Chosen < 0 || *Chosen >= NumActions)
+      break;
+    ++R.Steps;
+    St = Status::Ok;
+    if (Error E = S.apply(*Chosen)) {
+      St = Status::ActionFailed;
+      ++R.FailedSteps;
+      R.LastFailure = std::move(E);
+    }
+  }
+  return R;
+}
+
+namespace {
+
+void appendString(std::string &Out, std::string_view Text) {
+  Out += '"';
+  for (char C : Text) {
+    auto U = static_cast<unsigned char>(C);
+    if (C == '"' || C == '\\') {
+      Out += '\\';
+      Out += C;
+    } else if (U < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof(Buf), "\\u%04x", U);
+      Out += Buf;
+    } else {
+      Out += C;
+    }
+  }
+  Out += '"';
+}
+
+void appendSpecs(std::string &Out, const std::vector<TensorSpec> &Specs) {
+  Out += '[';
+  for (size_t I = 0; I < Specs.size(); ++I) {
+    if (I)
+      Out += ',';
+    Specs[I].appendJSON(Out);
+  }
+  Out += ']';
+}
+
+template <typename Enum>
+void appendCodes(std::string &Out,
+                 std::initializer_list<std::pair<const char *, Enum>> Codes) {
+  Out += '{';
+  bool First = true;
+  for (const auto &[Name, Code] : Codes) {
+    if (!First)
+      Out += ',';
+    First = false;
+    appendString(Out, Name);
+    Out += ':';
+    Out += std::to_string(static_cast<int64_t>(Code));
+  }
+  Out += '}';
+}
+
+} // namespace
+
+std::string describeService() {
+  std::string Out = "{\"protocol_version\":";
+  Out += std::to_string(ProtocolVersion);
+  Out += ",\n\"actions\":[";
+  const std::vector<Action> &Table = actions();
+  for (size_t I = 0; I < Table.size(); ++I) {
+    Out += I ? ",\n" : "\n";
+    Out += "{\"name\":";
+    appendString(Out, Table[I].Name);
+    Out += ",\"pipeline\":";
+    appendString(Out, Table[I].Pipeline);
+    Out += '}';
+  }
+  Out += "],\n\"default_action\":";
+  Out += std::to_string(defaultOzAction());
+  Out += ",\n\"features\":[";
+  for (size_t I = 0; I < autophase::NumFeatures; ++I) {
+    if (I)
+      Out += ',';
+    appendString(Out, autophase::FeatureNames[I]);
+  }
+  Out += "],\n\"commands\":";
+  appendCodes<Command>(Out, {{"apply", Command::Apply},
+                             {"load", Command::Load},
+                             {"reset", Command::Reset},
+                             {"snapshot", Command::Snapshot},
+                             {"restore", Command::Restore},
+                             {"end", Command::End},
+                             {"write", Command::Write}});
+  Out += ",\n\"statuses\":";
+  appendCodes<Status>(Out, {{"ok", Status::Ok},
+                            {"invalid_command", Status::InvalidCommand},
+                            {"action_failed", Status::ActionFailed},
+                            {"load_failed", Status::LoadFailed},
+                            {"no_module", Status::NoModule},
+                            {"write_failed", Status::WriteFailed}});
+  Out += ",\n\"snapshot_slots\":";
+  Out += std::to_string(NumSnapshotSlots);
+  Out += ",\n\"inputs\":";
+  appendSpecs(Out, observationSpecs());
+  Out += ",\n\"outputs\":";
+  appendSpecs(Out, commandSpecs());
+  Out += ",\n\"deploy_outputs\":";
+  appendSpecs(Out, actionSpecs());
+  Out += "}\n";
+  return Out;
+}
+
+} // namespace mlbridge::phase

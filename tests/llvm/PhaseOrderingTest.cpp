@@ -1,0 +1,343 @@
+//===- PhaseOrderingTest.cpp - The phase-ordering session -----------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// phase::Session: loading bitcode (from bytes and files, with size caps and
+// errors naming the file), actions shrinking the module, the default<Oz>
+// baseline, invalid arguments changing nothing, snapshots, reset, writing
+// bitcode back, and every action of the table running on a module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/llvm/PhaseOrdering.h"
+
+#include "PhaseTestSupport.h"
+
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+using namespace mlbridge;
+using namespace mlbridge::phase;
+
+namespace {
+
+std::unique_ptr<Session> newSession(SessionOptions Options = {}) {
+  Expected<std::unique_ptr<Session>> S = Session::create(Options);
+  EXPECT_TRUE(S) << S.error().toString();
+  return S ? std::move(*S) : nullptr;
+}
+
+/// A session with LoopModule loaded from its bitcode.
+std::unique_ptr<Session> loaded(SessionOptions Options = {}) {
+  std::unique_ptr<Session> S = newSession(Options);
+  std::string Bytes = phase_test::toBitcode(phase_test::LoopModule);
+  EXPECT_FALSE(Bytes.empty());
+  Error E = S->loadBytes(Bytes, "loop.bc");
+  EXPECT_FALSE(E) << E.toString();
+  return S;
+}
+
+int64_t actionIndex(const char *Name) {
+  Expected<size_t> I = findAction(Name);
+  EXPECT_TRUE(I) << I.error().toString();
+  return I ? static_cast<int64_t>(*I) : -1;
+}
+
+TEST(PhaseActions, TableIsUniqueAndParses) {
+  Error E = checkActions();
+  EXPECT_FALSE(E) << E.toString();
+  std::set<std::string_view> Names;
+  for (const Action &A : actions()) {
+    EXPECT_TRUE(Names.insert(A.Name).second) << "duplicate " << A.Name;
+    EXPECT_FALSE(A.Pipeline.empty()) << A.Name;
+    // A textual instcombine verifies its fixpoint and, when one iteration
+    // does not reach it, ends the process (LLVM 19): never in the table.
+    std::string_view P = A.Pipeline;
+    for (size_t At = P.find("instcombine"); At != std::string_view::npos;
+         At = P.find("instcombine", At + 1)) {
+      if (At == 0 || P[At - 1] != '-') {
+        EXPECT_EQ(P.substr(At, 31), "instcombine<no-verify-fixpoint>")
+            << A.Name;
+      }
+    }
+  }
+  EXPECT_GE(actions().size(), 40u);
+  EXPECT_EQ(actions()[defaultOzAction()].Name, "default<Oz>");
+  for (const char *Name : {"instcombine", "sroa", "licm", "inline", "gvn"})
+    EXPECT_TRUE(findAction(Name)) << Name;
+  EXPECT_EQ(findAction("no-such-pass").error().code(),
+            ErrorCode::InvalidArgument);
+}
+
+TEST(PhaseSession, LoadsBitcodeBytesAndComputesTheBaseline) {
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_TRUE(S->hasModule());
+  EXPECT_EQ(S->moduleName(), "loop.bc");
+  EXPECT_EQ(S->steps(), 0);
+  EXPECT_GT(S->initialInstructionCount(), 30);
+  EXPECT_EQ(S->instructionCount(), S->initialInstructionCount());
+  EXPECT_LT(S->baselineInstructionCount(), S->initialInstructionCount());
+  EXPECT_GT(S->baselineInstructionCount(), 0);
+  EXPECT_EQ(S->features()[autophase::index(autophase::Feature::TotalInsts)],
+            S->instructionCount());
+  EXPECT_EQ(S->features()[autophase::index(autophase::Feature::NumAllocaInst)],
+            5);
+}
+
+TEST(PhaseSession, SroaAndInstcombineShrinkTheModule) {
+  std::unique_ptr<Session> S = loaded();
+  int64_t Initial = S->instructionCount();
+  Error E = S->apply(actionIndex("sroa"));
+  ASSERT_FALSE(E) << E.toString();
+  int64_t AfterSroa = S->instructionCount();
+  EXPECT_LT(AfterSroa, Initial);
+  EXPECT_EQ(S->features()[autophase::index(autophase::Feature::NumAllocaInst)],
+            0);
+  E = S->apply(actionIndex("instcombine"));
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_LT(S->instructionCount(), AfterSroa); // the "add %r, 0" goes
+  EXPECT_EQ(S->steps(), 2);
+  EXPECT_EQ(S->initialInstructionCount(), Initial);
+}
+
+TEST(PhaseSession, TheOzActionReachesTheBaseline) {
+  std::unique_ptr<Session> S = loaded();
+  Error E = S->apply(static_cast<int64_t>(defaultOzAction()));
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_EQ(S->instructionCount(), S->baselineInstructionCount());
+}
+
+TEST(PhaseSession, InvalidArgumentsChangeNothing) {
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_FALSE(S->apply(actionIndex("sroa")));
+  std::string Before = S->printIR();
+  int64_t Count = S->instructionCount();
+  for (int64_t Bad : {int64_t(-1), static_cast<int64_t>(actions().size()),
+                      int64_t(1) << 40}) {
+    Error E = S->apply(Bad);
+    EXPECT_EQ(E.code(), ErrorCode::InvalidArgument) << Bad;
+    EXPECT_NE(E.message().find("no action #"), std::string::npos)
+        << E.message();
+  }
+  EXPECT_EQ(S->snapshot(-1).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->snapshot(NumSnapshotSlots).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->restore(0).code(), ErrorCode::InvalidArgument); // empty
+  EXPECT_EQ(S->printIR(), Before);
+  EXPECT_EQ(S->instructionCount(), Count);
+  EXPECT_EQ(S->steps(), 1);
+}
+
+TEST(PhaseSession, WithoutAModuleEverythingIsAnError) {
+  std::unique_ptr<Session> S = newSession();
+  EXPECT_FALSE(S->hasModule());
+  EXPECT_EQ(S->apply(0).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->reset().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->snapshot(0).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->restore(0).code(), ErrorCode::InvalidArgument);
+  EXPECT_FALSE(S->bitcode());
+  EXPECT_EQ(S->instructionCount(), 0);
+  EXPECT_EQ(S->printIR(), "");
+  for (int64_t F : S->features())
+    EXPECT_EQ(F, 0);
+}
+
+TEST(PhaseSession, SnapshotAndRestoreRoundTrip) {
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_FALSE(S->apply(actionIndex("mem2reg")));
+  ASSERT_FALSE(S->snapshot(3));
+  std::string Saved = S->printIR();
+  int64_t SavedCount = S->instructionCount();
+  autophase::FeatureVector SavedFeatures = S->features();
+  ASSERT_FALSE(S->apply(actionIndex("inline")));
+  ASSERT_FALSE(S->apply(actionIndex("instcombine")));
+  ASSERT_FALSE(S->apply(actionIndex("simplifycfg")));
+  EXPECT_NE(S->printIR(), Saved);
+  EXPECT_EQ(S->steps(), 4);
+
+  ASSERT_FALSE(S->restore(3));
+  EXPECT_EQ(S->printIR(), Saved);
+  EXPECT_EQ(S->instructionCount(), SavedCount);
+  EXPECT_EQ(S->steps(), 1);
+  // The slot keeps its copy: restoring twice gives the same state.
+  ASSERT_FALSE(S->apply(actionIndex("sroa")));
+  ASSERT_FALSE(S->restore(3));
+  EXPECT_EQ(S->printIR(), Saved);
+  EXPECT_EQ(S->features(), SavedFeatures);
+}
+
+TEST(PhaseSession, ResetGoesBackToTheModuleAsLoaded) {
+  std::unique_ptr<Session> S = loaded();
+  std::string Pristine = S->printIR();
+  autophase::FeatureVector Features = S->features();
+  ASSERT_FALSE(S->snapshot(0));
+  ASSERT_FALSE(S->apply(actionIndex("sroa")));
+  ASSERT_FALSE(S->apply(actionIndex("gvn")));
+  ASSERT_FALSE(S->reset());
+  EXPECT_EQ(S->printIR(), Pristine);
+  EXPECT_EQ(S->features(), Features);
+  EXPECT_EQ(S->steps(), 0);
+  EXPECT_FALSE(S->restore(0)); // snapshots survive a reset
+}
+
+TEST(PhaseSession, FilesBadOrTooLargeAreErrorsNamingThem) {
+  phase_test::TempDir Dir;
+  std::unique_ptr<Session> S = loaded();
+  std::string Before = S->printIR();
+
+  std::string Corrupt = Dir.write("corrupt.bc", std::string("BC\xC0\xDE", 4) +
+                                                    std::string(64, '\x7f'));
+  Error E = S->loadFile(Corrupt);
+  ASSERT_TRUE(E);
+  EXPECT_NE(E.message().find(Corrupt), std::string::npos) << E.message();
+  EXPECT_NE(E.message().find("not valid LLVM bitcode or IR"), std::string::npos)
+      << E.message();
+
+  std::string Missing = Dir.path("missing.bc");
+  E = S->loadFile(Missing);
+  EXPECT_EQ(E.code(), ErrorCode::IO);
+  EXPECT_NE(E.message().find(Missing), std::string::npos) << E.message();
+
+  E = S->loadFile(Dir.path(""));
+  EXPECT_EQ(E.code(), ErrorCode::IO) << E.toString(); // a directory
+
+  std::string Invalid = Dir.write("invalid.ll", "define i32 @f() {\n"
+                                                "  ret i64 0\n}\n");
+  E = S->loadFile(Invalid);
+  ASSERT_TRUE(E);
+  EXPECT_NE(E.message().find(Invalid), std::string::npos) << E.message();
+
+  // A failed load keeps the module loaded before.
+  EXPECT_EQ(S->moduleName(), "loop.bc");
+  EXPECT_EQ(S->printIR(), Before);
+
+  SessionOptions Small;
+  Small.MaxInputBytes = 64;
+  std::unique_ptr<Session> Capped = newSession(Small);
+  std::string Big =
+      Dir.write("big.bc", phase_test::toBitcode(phase_test::LoopModule));
+  E = Capped->loadFile(Big);
+  EXPECT_EQ(E.code(), ErrorCode::TooLarge);
+  EXPECT_NE(E.message().find(Big), std::string::npos) << E.message();
+  EXPECT_FALSE(Capped->hasModule());
+}
+
+TEST(PhaseSession, WritesBitcodeThatLoadsBack) {
+  phase_test::TempDir Dir;
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_FALSE(S->apply(actionIndex("sroa")));
+  std::string Out = Dir.path("out.bc");
+  Error E = S->writeBitcode(Out);
+  ASSERT_FALSE(E) << E.toString();
+  std::unique_ptr<Session> Again = newSession();
+  E = Again->loadFile(Out);
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_EQ(Again->instructionCount(), S->instructionCount());
+  EXPECT_EQ(Again->features(), S->features());
+  Expected<std::string> Bytes = S->bitcode();
+  ASSERT_TRUE(Bytes);
+  EXPECT_EQ(Bytes->substr(0, 4), std::string("BC\xC0\xDE", 4));
+  EXPECT_EQ(S->writeBitcode(Dir.path("no/such/dir.bc")).code(), ErrorCode::IO);
+}
+
+TEST(PhaseSession, TextualIRLoadsToo) {
+  phase_test::TempDir Dir;
+  std::unique_ptr<Session> S = newSession();
+  Error E = S->loadFile(Dir.write("loop.ll", phase_test::LoopModule));
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_EQ(S->instructionCount(), loaded()->instructionCount());
+}
+
+TEST(PhaseSession, EveryActionRunsWithoutBreakingTheModule) {
+  for (Rollback R : {Rollback::Previous, Rollback::Pristine}) {
+    SessionOptions O;
+    O.OnFailure = R;
+    std::unique_ptr<Session> S = loaded(O);
+    for (size_t I = 0; I < actions().size(); ++I) {
+      ASSERT_FALSE(S->reset());
+      Error E = S->apply(static_cast<int64_t>(I));
+      EXPECT_FALSE(E) << actions()[I].Name << ": " << E.toString();
+      ASSERT_NE(S->module(), nullptr);
+      EXPECT_FALSE(llvm::verifyModule(*S->module(), &llvm::errs()))
+          << actions()[I].Name;
+      EXPECT_EQ(S->steps(), 1);
+    }
+  }
+}
+
+TEST(PhaseSession, ActionsChainOnTheSameModule) {
+  // A whole episode: every action once, in table order, on one module.
+  std::unique_ptr<Session> S = loaded();
+  for (size_t I = 0; I < actions().size(); ++I) {
+    Error E = S->apply(static_cast<int64_t>(I));
+    EXPECT_FALSE(E) << actions()[I].Name << ": " << E.toString();
+  }
+  EXPECT_EQ(S->steps(), static_cast<int64_t>(actions().size()));
+  EXPECT_LT(S->instructionCount(), S->initialInstructionCount());
+}
+
+TEST(PhaseSession, AFailingStepIsUndoneAndTheSessionGoesOn) {
+  // pgo-instr-use without a profile file reports an error diagnostic: the
+  // step fails, and LLVM neither prints it nor exits (its default handler
+  // would).
+  for (Rollback R : {Rollback::Previous, Rollback::Pristine}) {
+    SessionOptions O;
+    O.OnFailure = R;
+    std::unique_ptr<Session> S = loaded(O);
+    std::string Pristine = S->printIR();
+    ASSERT_FALSE(S->apply(actionIndex("sroa")));
+    std::string Before = S->printIR();
+    Error E = S->applyPipeline("pgo-instr-use");
+    EXPECT_EQ(E.code(), ErrorCode::Broken) << E.toString();
+    EXPECT_NE(E.message().find("pipeline 'pgo-instr-use' broke module "
+                               "'loop.bc'"),
+              std::string::npos)
+        << E.message();
+    if (R == Rollback::Previous) {
+      EXPECT_EQ(S->printIR(), Before);
+      EXPECT_EQ(S->steps(), 1);
+    } else {
+      EXPECT_EQ(S->printIR(), Pristine);
+      EXPECT_EQ(S->steps(), 0);
+    }
+    EXPECT_EQ(S->instructionCount(),
+              S->features()[autophase::index(autophase::Feature::TotalInsts)]);
+    Error Next = S->apply(actionIndex("instcombine"));
+    EXPECT_FALSE(Next) << Next.toString();
+  }
+}
+
+TEST(PhaseSession, PipelinesOutsideTheTable) {
+  std::unique_ptr<Session> S = loaded();
+  int64_t Initial = S->instructionCount();
+  Error E = S->applyPipeline("function(sroa,instcombine<no-verify-fixpoint>)");
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_LT(S->instructionCount(), Initial);
+  EXPECT_EQ(S->steps(), 1);
+  std::string Before = S->printIR();
+  E = S->applyPipeline("no-such-pass");
+  EXPECT_EQ(E.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(E.message().find("does not parse"), std::string::npos);
+  EXPECT_EQ(S->printIR(), Before);
+  EXPECT_EQ(S->steps(), 1);
+}
+
+TEST(PhaseSession, LoadingAgainStartsOver) {
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_FALSE(S->apply(actionIndex("sroa")));
+  ASSERT_FALSE(S->snapshot(1));
+  std::string Bytes = phase_test::toBitcode(phase_test::LoopModule);
+  ASSERT_FALSE(S->loadBytes(Bytes, "again.bc"));
+  EXPECT_EQ(S->moduleName(), "again.bc");
+  EXPECT_EQ(S->steps(), 0);
+  EXPECT_EQ(S->instructionCount(), S->initialInstructionCount());
+  EXPECT_EQ(S->restore(1).code(), ErrorCode::InvalidArgument); // dropped
+}
+
+} // namespace

@@ -1,0 +1,300 @@
+//===- phase_service/PhaseService.cpp - mlbridge-phase-service ------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// mlbridge-phase-service: a long-lived LLVM 19 phase-ordering compiler that
+// asks an mlbridge runner which pass to run next (docs/phase-ordering.md).
+//
+//   mlbridge-phase-service --list-actions
+//   mlbridge-phase-service --runner CONFIG --modules LIST [--output FILE]
+//   mlbridge-phase-service --runner CONFIG --module IN -o OUT [--max-steps N]
+//
+// Exit status: 0 done, 1 runtime error (a file, the runner, the peer gone),
+// 2 usage. Messages go to stderr; only --list-actions writes to stdout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/RunnerConfig.h"
+#include "mlbridge/llvm/PhaseOrdering.h"
+#include "mlbridge/llvm/PhaseProtocol.h"
+#ifdef MLBRIDGE_HAVE_GRPC
+#include "mlbridge/GrpcModelRunner.h"
+#endif
+#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
+#include "mlbridge/OnnxModelRunner.h"
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace mlbridge;
+
+namespace {
+
+constexpr const char *Tool = "mlbridge-phase-service";
+constexpr int ExitOk = 0, ExitFailure = 1, ExitUsage = 2;
+/// Largest module list accepted.
+constexpr uint64_t MaxListBytes = uint64_t(64) << 20;
+constexpr int64_t DefaultMaxSteps = 32;
+
+constexpr const char *Usage =
+    "usage: mlbridge-phase-service --list-actions\n"
+    "       mlbridge-phase-service --runner CONFIG --modules LIST "
+    "[--output FILE]\n"
+    "       mlbridge-phase-service --runner CONFIG --module IN -o OUT "
+    "[--max-steps N]\n"
+    "\n"
+    "  --list-actions      print actions, features and protocol as JSON\n"
+    "  --runner CONFIG     the runner (docs/runner-config.md), e.g.\n"
+    "                      pipe:/tmp/d/ch,protocol=extended or onnx:p.onnx\n"
+    "  --modules LIST      training: a file of module paths, one a line\n"
+    "                      (relative paths are relative to LIST)\n"
+    "  --module IN         deployment: the module to optimise\n"
+    "  -o, --output FILE   where WRITE (training) or the result goes\n"
+    "  --max-steps N       deployment: at most N actions (default 32)\n"
+    "  --rollback previous|pristine\n"
+    "                      where a step that breaks the module goes back to\n"
+    "                      (default previous)\n"
+    "  --version, --help\n";
+
+struct Options {
+  bool ListActions = false;
+  std::string Runner, Modules, Module, Output;
+  std::optional<int64_t> MaxSteps;
+  phase::Rollback OnFailure = phase::Rollback::Previous;
+};
+
+int usage(const std::string &Why) {
+  std::fprintf(stderr, "%s: error: %s (see %s --help)\n", Tool, Why.c_str(),
+               Tool);
+  return ExitUsage;
+}
+
+int fail(const std::string &Why) {
+  std::fprintf(stderr, "%s: error: %s\n", Tool, Why.c_str());
+  return ExitFailure;
+}
+
+std::optional<int64_t> parseCount(std::string_view Text) {
+  if (Text.empty() || Text.size() > 12)
+    return std::nullopt;
+  int64_t Value = 0;
+  for (char C : Text) {
+    if (C < '0' || C > '9')
+      return std::nullopt;
+    Value = Value * 10 + (C - '0');
+  }
+  return Value;
+}
+
+/// Parses argv into \p O; returns an error message, or "" when valid.
+std::string parseArgs(int Argc, char **Argv, Options &O) {
+  for (int I = 1; I < Argc; ++I) {
+    std::string_view Arg = Argv[I];
+    std::string_view Value;
+    bool Inline = false;
+    if (size_t Eq = Arg.find('=');
+        Arg.substr(0, 2) == "--" && Eq != std::string_view::npos) {
+      Value = Arg.substr(Eq + 1);
+      Arg = Arg.substr(0, Eq);
+      Inline = true;
+    }
+    auto Takes = [&](std::string &To) -> std::string {
+      if (!Inline) {
+        if (I + 1 >= Argc)
+          return std::string(Arg) + " needs a value";
+        Value = Argv[++I];
+      }
+      To = std::string(Value);
+      return "";
+    };
+    std::string Why, Text;
+    if (Arg == "--list-actions" && !Inline)
+      O.ListActions = true;
+    else if (Arg == "--runner")
+      Why = Takes(O.Runner);
+    else if (Arg == "--modules")
+      Why = Takes(O.Modules);
+    else if (Arg == "--module")
+      Why = Takes(O.Module);
+    else if (Arg == "-o" || Arg == "--output")
+      Why = Takes(O.Output);
+    else if (Arg == "--max-steps") {
+      if ((Why = Takes(Text)).empty() && !(O.MaxSteps = parseCount(Text)))
+        Why = "--max-steps needs a whole number, got '" + Text + "'";
+    } else if (Arg == "--rollback") {
+      if ((Why = Takes(Text)).empty()) {
+        if (Text == "previous")
+          O.OnFailure = phase::Rollback::Previous;
+        else if (Text == "pristine")
+          O.OnFailure = phase::Rollback::Pristine;
+        else
+          Why = "--rollback is previous or pristine, not '" + Text + "'";
+      }
+    } else
+      Why = "unknown argument '" + std::string(Argv[I]) + "'";
+    if (!Why.empty())
+      return Why;
+  }
+  if (O.ListActions) {
+    if (!O.Runner.empty() || !O.Modules.empty() || !O.Module.empty())
+      return "--list-actions takes no other option";
+    return "";
+  }
+  if (O.Runner.empty())
+    return "give --runner CONFIG (or --list-actions)";
+  if (O.Modules.empty() == O.Module.empty())
+    return "give either --modules LIST (training) or --module IN "
+           "(deployment)";
+  if (!O.Module.empty() && O.Output.empty())
+    return "deployment (--module) needs -o OUT";
+  if (!O.Modules.empty() && O.MaxSteps)
+    return "--max-steps is for deployment (--module)";
+  return "";
+}
+
+/// The module paths listed in file \p List: one a line; blank lines and
+/// lines starting with '#' are skipped; relative paths are relative to the
+/// list's directory.
+Expected<std::vector<std::string>> readModuleList(const std::string &List) {
+  std::ifstream In(List, std::ios::binary);
+  if (!In)
+    return makeError(ErrorCode::IO, "cannot read the module list '", List, "'");
+  std::string Text;
+  char Buffer[1 << 16];
+  while (Text.size() <= MaxListBytes &&
+         In.read(Buffer, sizeof(Buffer)).gcount() > 0)
+    Text.append(Buffer, static_cast<size_t>(In.gcount()));
+  if (In.bad())
+    return makeError(ErrorCode::IO, "cannot read the module list '", List, "'");
+  if (Text.size() > MaxListBytes)
+    return makeError(ErrorCode::TooLarge, "the module list '", List,
+                     "' is larger than ", std::to_string(MaxListBytes),
+                     " bytes");
+  size_t Slash = List.rfind('/');
+  std::string Dir = Slash == std::string::npos ? "" : List.substr(0, Slash + 1);
+  std::vector<std::string> Paths;
+  size_t Start = 0;
+  while (Start < Text.size()) {
+    size_t End = Text.find('\n', Start);
+    if (End == std::string::npos)
+      End = Text.size();
+    std::string Line = Text.substr(Start, End - Start);
+    Start = End + 1;
+    while (!Line.empty() &&
+           (Line.back() == '\r' || Line.back() == ' ' || Line.back() == '\t'))
+      Line.pop_back();
+    if (Line.empty() || Line[0] == '#')
+      continue;
+    Paths.push_back(Line[0] == '/' ? Line : Dir + Line);
+  }
+  if (Paths.empty())
+    return makeError(ErrorCode::InvalidArgument, "the module list '", List,
+                     "' names no module");
+  return Paths;
+}
+
+RunnerFactories factories() {
+  RunnerFactories F = RunnerFactories::core();
+#ifdef MLBRIDGE_HAVE_GRPC
+  addGrpcRunners(F);
+#endif
+#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
+  addOnnxRunners(F);
+#endif
+  return F;
+}
+
+int listActions() {
+  if (Error E = phase::checkActions())
+    return fail(E.message());
+  std::string Text = phase::describeService();
+  if (std::fwrite(Text.data(), 1, Text.size(), stdout) != Text.size() ||
+      std::fflush(stdout) != 0)
+    return fail("cannot write to stdout");
+  return ExitOk;
+}
+
+int train(const Options &O, const RunnerConfig &Config, phase::Session &S) {
+  Expected<std::vector<std::string>> Modules = readModuleList(O.Modules);
+  if (!Modules)
+    return fail(Modules.error().message());
+  auto Runner = createRunner(Config, phase::observationSpecs(),
+                             phase::commandSpecs(), factories());
+  if (!Runner)
+    return fail("runner " + Config.str() + ": " + Runner.error().message());
+  phase::TrainingOptions T{std::move(*Modules), O.Output};
+  if (Error E = phase::serveTraining(**Runner, S, T))
+    return fail("runner " + Config.str() + ": " + E.toString());
+  return ExitOk;
+}
+
+int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
+  if (Error E = S.loadFile(O.Module))
+    return fail(E.message());
+  auto Runner = createRunner(Config, phase::observationSpecs(),
+                             phase::actionSpecs(), factories());
+  std::unique_ptr<ModelRunner> Model;
+  Error CreateError;
+  if (Runner)
+    Model = std::move(*Runner);
+  else
+    CreateError = Runner.takeError();
+  phase::DeploymentResult R = phase::chooseSequence(
+      Model.get(), S, O.MaxSteps.value_or(DefaultMaxSteps));
+  if (R.RunnerError) {
+    const Error &Why = CreateError ? CreateError : R.RunnerError;
+    std::fprintf(stderr,
+                 "%s: runner %s: %s; falling back to default<Oz> after %lld "
+                 "chosen actions\n",
+                 Tool, Config.str().c_str(), Why.toString().c_str(),
+                 static_cast<long long>(R.Steps));
+  }
+  if (R.FailedSteps)
+    std::fprintf(stderr,
+                 "%s: %lld actions broke the module and were undone "
+                 "(last: %s)\n",
+                 Tool, static_cast<long long>(R.FailedSteps),
+                 R.LastFailure.message().c_str());
+  if (Error E = S.writeBitcode(O.Output))
+    return fail(E.message());
+  return ExitOk;
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  for (int I = 1; I < Argc; ++I) {
+    std::string_view Arg = Argv[I];
+    if (Arg == "--help" || Arg == "-h") {
+      std::fputs(Usage, stdout);
+      return ExitOk;
+    }
+    if (Arg == "--version") {
+      std::printf("%s %s\n", Tool, MLBRIDGE_VERSION_STRING);
+      return ExitOk;
+    }
+  }
+  Options O;
+  if (std::string Why = parseArgs(Argc, Argv, O); !Why.empty())
+    return usage(Why);
+  if (O.ListActions)
+    return listActions();
+  Expected<RunnerConfig> Config = RunnerConfig::parse(O.Runner);
+  if (!Config)
+    return usage(Config.error().message());
+  phase::SessionOptions SO;
+  SO.OnFailure = O.OnFailure;
+  Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
+  if (!S)
+    return fail(S.error().message());
+  return O.Module.empty() ? train(O, *Config, **S) : deploy(O, *Config, **S);
+}
