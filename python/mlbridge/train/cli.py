@@ -70,28 +70,36 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         action="store_true",
         help="only deploy and measure the policy already in --out",
     )
-    train.add_argument("--plugin", help="mlbridge-inline-advisor.so (default: mlbridge config)")
+    train.add_argument(
+        "--tool",
+        help="the native half the deployment uses: the plugin for inlining, "
+        "mlbridge-phase-service for phase ordering (default: mlbridge config)",
+    )
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     from mlbridge.gym.modules import default_cache_dir, prepare_modules
     from mlbridge.loop.corpus import default_corpus, load_corpus
-    from mlbridge.native import NativeError, plugin_path
-    from mlbridge.train.deploy_inlining import evaluate_inlining
+    from mlbridge.native import NativeError
+    from mlbridge.train.tasks import get_task
 
+    task = get_task(args.task)
     policy = out / "policy.onnx"
     if not policy.is_file():
         fail(f"{policy} does not exist: train first", ENVIRONMENT)
+    if task.evaluate is None:
+        fail(f"the task {task.name} has no deployment to measure", USAGE)
     corpus = Path(args.corpus) if args.corpus else default_corpus()
     programs = [p for p in load_corpus(corpus, not args.full) if p.split == "held-out"]
     modules = prepare_modules(programs, default_cache_dir())
     if not modules:
         fail("the corpus has no held-out module to evaluate on", ENVIRONMENT)
     try:
-        plugin = Path(args.plugin) if args.plugin else plugin_path()
+        return task.evaluate(
+            policy, modules, out / "deploy", Path(args.tool) if args.tool else None
+        )
     except NativeError as err:
-        raise CommandError(f"{err} (give --plugin)", ENVIRONMENT) from None
-    return evaluate_inlining(policy, modules, plugin, out / "deploy")
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report = _evaluate(args, out)
     (out / "deploy.json").write_text(json.dumps(report, indent=2) + "\n")
-    for name, ratio in report["text_vs_oz"].items():
-        print(f"{name:5s} .text {report['totals'][name]['text']:>9d} bytes  {ratio:.4f}x -Oz")
+    for line in report["summary"]:
+        print(line)
     print(f"details: {out}/deploy.json")
     return 0

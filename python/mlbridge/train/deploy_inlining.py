@@ -76,4 +76,9 @@ def evaluate_inlining(
             for name in CONFIGS
         },
         "aot_equals_onnx": all(r["aot"]["text"] == r["onnx"]["text"] for r in rows),
+        "summary": [
+            f"{name:5s} .text {totals[name]['text']:>9d} bytes  "
+            f"{totals[name]['text'] / oz:.4f}x -Oz, compile CPU {totals[name]['cpu_seconds']} s"
+            for name in CONFIGS
+        ],
     }

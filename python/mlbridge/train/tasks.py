@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.export import export_policy
 from mlbridge.train.features import SignedLogFeatures, kept_features
+
+if TYPE_CHECKING:
+    from mlbridge.gym.modules import Module
 
 #: Inliner features a policy does not see: LLVM 19 overwrites
 #: callee_basic_block_count with its own decision in training (pitfall #1,
@@ -40,6 +43,12 @@ class Task:
     description: str = ""
     #: A feature the actor imitates before PPO (None: no warm start).
     warm_start_feature: Optional[str] = None
+    #: Deploys the exported policy on held-out modules and measures it:
+    #: (policy.onnx, modules, work directory, native tool or None) -> report
+    #: with a "summary" (lines to print).
+    evaluate: Optional[
+        Callable[[Path, Sequence["Module"], Path, Optional[Path]], Dict[str, Any]]
+    ] = None
     #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -66,6 +75,39 @@ class Task:
         export_policy(policy, path, inputs, self.output, keep)
 
 
+def _evaluate_inlining(
+    policy: Path, modules: Sequence["Module"], work: Path, plugin: Optional[Path]
+) -> Dict[str, Any]:
+    from mlbridge.native import plugin_path
+    from mlbridge.train.deploy_inlining import evaluate_inlining
+
+    return evaluate_inlining(policy, modules, plugin or plugin_path(), work, repeats=3)
+
+
+def _evaluate_phase_ordering(
+    policy: Path, modules: Sequence["Module"], work: Path, service: Optional[Path]
+) -> Dict[str, Any]:
+    from mlbridge.native import phase_service_path
+    from mlbridge.train.deploy_phase_ordering import evaluate_phase_ordering
+
+    return evaluate_phase_ordering(policy, modules, service or phase_service_path(), work)
+
+
+def _phase_inputs(
+    names: Sequence[str], kept: List[int]
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+    # The service feeds a deployed model the same tensors as in training,
+    # whose concatenation is the environment's observation.
+    from mlbridge.gym.phase_ordering import describe_service
+    from mlbridge.native import phase_service_path
+
+    specs = describe_service(phase_service_path())["inputs"]
+    inputs = [TensorSpec(s["name"], s["type"], tuple(s["shape"])) for s in specs]
+    if sum(s.element_count for s in inputs) != len(names):
+        raise ValueError("the service's inputs do not match the observation")
+    return inputs, kept
+
+
 def _inlining_inputs(
     names: Sequence[str], kept: List[int]
 ) -> Tuple[List[TensorSpec], Optional[List[int]]]:
@@ -82,8 +124,19 @@ TASKS: Dict[str, Task] = {
         _inlining_inputs,
         "inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
         warm_start_feature="inlining_default",
+        evaluate=_evaluate_inlining,
         gamma=1.0,
         gae_lambda=1.0,
+    ),
+    "phase-ordering": Task(
+        "phase-ordering",
+        "mlbridge/PhaseOrdering-v0",
+        ("status", "module"),
+        "action",
+        _phase_inputs,
+        "one pass (or sub-sequence) per step of mlbridge-phase-service, "
+        "reward: IR instructions vs -Oz",
+        evaluate=_evaluate_phase_ordering,
     ),
 }
 

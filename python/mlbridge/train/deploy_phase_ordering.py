@@ -1,0 +1,112 @@
+"""The trained phase-ordering policy deployed as a pass-sequence chooser.
+
+Each held-out module goes through ``mlbridge-phase-service --runner
+onnx:policy.onnx --module IN -o OUT --max-steps N``: the service computes the
+features, ONNX Runtime in the service picks each pass, no search. The
+instruction counts (the module as loaded, after ``default<Oz>``, after the
+policy's sequence) are read back through the environment, which loads the
+written module in the same service.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.gym.modules import Module
+
+#: Longest a deployment compilation may take.
+DEPLOY_TIMEOUT = 600.0
+
+
+def _counts(service: Path, modules: Sequence[Module]) -> Dict[str, Dict[str, int]]:
+    """Module name -> its initial and -Oz instruction counts, read by loading
+    each module in the phase-ordering environment."""
+    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+
+    env = PhaseOrderingEnv(modules=list(modules), service=service)
+    try:
+        out = {}
+        for module in modules:
+            _, info = env.reset(options={"module": module.name})
+            out[module.name] = {
+                "initial": int(info["initial_instcount"]),
+                "oz": int(info["baseline_instcount"]),
+            }
+        return out
+    finally:
+        env.close()
+
+
+def evaluate_phase_ordering(
+    policy: Path,
+    modules: Sequence[Module],
+    service: Path,
+    work: Path,
+    max_steps: int = 32,
+) -> Dict[str, Any]:
+    """Per module: instructions as loaded, after ``-Oz``, after the policy;
+    the geometric mean of ``-Oz``/policy (> 1: the policy's code is smaller)."""
+    work.mkdir(parents=True, exist_ok=True)
+    deployed: List[Module] = []
+    seconds: Dict[str, float] = {}
+    for i, module in enumerate(modules):
+        out = work / f"{i}.bc"
+        command = [
+            str(service),
+            "--runner",
+            f"onnx:{policy}",
+            "--module",
+            str(module.bitcode),
+            "-o",
+            str(out),
+            "--max-steps",
+            str(max_steps),
+        ]
+        start = time.monotonic()
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=DEPLOY_TIMEOUT,
+        )
+        seconds[module.name] = time.monotonic() - start
+        if done.returncode != 0:
+            raise MlbridgeError(
+                f"{module.name}: {' '.join(command)} failed ({done.returncode}): "
+                f"{done.stderr[-1500:]}"
+            )
+        if "falling back to default<Oz>" in done.stderr:
+            raise MlbridgeError(f"{module.name}: the policy did not run: {done.stderr[-1500:]}")
+        deployed.append(Module(f"deployed-{i}", out, module.program, module.split))
+    before = _counts(service, modules)
+    after = _counts(service, deployed)
+    rows: List[Dict[str, Any]] = []
+    ratios: List[float] = []
+    for module, result in zip(modules, deployed):
+        final = after[result.name]["initial"]
+        row = {
+            "module": module.name,
+            "initial": before[module.name]["initial"],
+            "oz": before[module.name]["oz"],
+            "policy": final,
+            "oz_over_policy": before[module.name]["oz"] / max(1, final),
+            "seconds": round(seconds[module.name], 3),
+        }
+        rows.append(row)
+        ratios.append(before[module.name]["oz"] / max(1, final))
+    geomean = math.exp(sum(math.log(r) for r in ratios) / max(1, len(ratios)))
+    return {
+        "modules": rows,
+        "max_steps": max_steps,
+        "geomean_oz_over_policy": geomean,
+        "summary": [
+            f"{len(rows)} held-out modules: instructions -Oz/policy geometric mean "
+            f"{geomean:.4f}x (> 1: smaller than -Oz)"
+        ],
+    }
