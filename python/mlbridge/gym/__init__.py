@@ -7,6 +7,9 @@ environments themselves, and what they import, load on first use
 
 - ``mlbridge/Inlining-v0``: :class:`mlbridge.gym.inlining.InliningEnv`,
   inlining for size on clang-19, one call site per step.
+- ``mlbridge/PhaseOrdering-v0``: :class:`mlbridge.gym.phase_ordering.PhaseOrderingEnv`,
+  pass ordering for IR size on LLVM 19's ``mlbridge-phase-service``, one
+  pass (or sub-sequence of ``-Oz``) per step.
 
 .. code-block:: python
 
@@ -23,15 +26,19 @@ from typing import TYPE_CHECKING, Any, Dict
 
 if TYPE_CHECKING:
     from mlbridge.gym.inlining import InliningEnv
+    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
 
-__all__ = ["ENVIRONMENTS", "INLINING_ID", "InliningEnv"]
+__all__ = ["ENVIRONMENTS", "INLINING_ID", "PHASE_ORDERING_ID", "InliningEnv", "PhaseOrderingEnv"]
 
 #: The id of the inlining environment.
 INLINING_ID = "mlbridge/Inlining-v0"
+#: The id of the phase-ordering environment.
+PHASE_ORDERING_ID = "mlbridge/PhaseOrdering-v0"
 
 #: Every environment: gymnasium id -> entry point ("module:class").
 ENVIRONMENTS: Dict[str, str] = {
     INLINING_ID: "mlbridge.gym.inlining:InliningEnv",
+    PHASE_ORDERING_ID: "mlbridge.gym.phase_ordering:PhaseOrderingEnv",
 }
 
 

@@ -16,7 +16,6 @@ stopped; nothing waits without a deadline.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -31,9 +30,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge.errors import MlbridgeError
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
-from mlbridge.gym.modules import CLANG, Module, default_cache_dir, prepare_modules
+from mlbridge.gym.corpus_modules import EnvError, environment_modules, start_drawn
+from mlbridge.gym.corpus_modules import SkipModule as _Skip
+from mlbridge.gym.modules import CLANG, Module
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
@@ -41,14 +41,10 @@ from mlbridge.policy import Session
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
-_LOG = logging.getLogger("mlbridge.gym")
-
 #: The feature carrying LLVM's own decision (``include_default=True``).
 DEFAULT_FEATURE = "inlining_default"
 #: The size tool measuring ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`).
 SIZE_TOOL = "llvm-size-19"
-#: Splits of the corpus an environment can take its modules from.
-SPLITS = ("train", "held-out", "all")
 #: How the compiler's questions reach the environment.
 TRANSPORTS = ("pipe", "grpc")
 #: The plugin's line when it falls back to LLVM's advice (a runner error).
@@ -64,15 +60,6 @@ _STDERR_TAIL = 1500
 _IDLE_MARGIN = 5.0
 #: The observation space's bound: every int64 feature is a finite float32.
 _FLOAT_MAX = float(np.finfo(np.float32).max)
-
-
-class EnvError(MlbridgeError):
-    """The environment cannot run an episode (no module, unknown module,
-    the compiler's features changed, the environment is closed)."""
-
-
-class _Skip(Exception):
-    """A module gives no episode: the reason is the message."""
 
 
 class _Served:
@@ -145,13 +132,6 @@ class _Episode:
             self.compiler.kill()
         if self.bridge is not None:
             self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
-
-
-def _as_module(item: Union[Module, str, os.PathLike]) -> Module:
-    if isinstance(item, Module):
-        return item
-    path = Path(item)
-    return Module(path.stem, path, path.stem, "train")
 
 
 def _codegen_flags(flags: Sequence[str]) -> List[str]:
@@ -319,8 +299,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"InliningEnv renders nothing (render_mode={render_mode!r})")
         if step_timeout <= 0 or episode_timeout <= 0:
             raise ValueError("step_timeout and episode_timeout must be positive")
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
@@ -341,18 +319,8 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         self.episode_timeout = float(episode_timeout)
         self.size_increase_threshold = size_increase_threshold
         self.clang, self.size_tool = clang, size_tool
-        if modules is None:
-            modules = self._corpus_modules(corpus, split, quick, cache_dir)
-            if not modules:
-                raise EnvError(f"the corpus has no module in the split {split!r}")
-        self.modules: List[Module] = [_as_module(m) for m in modules]
-        if not self.modules:
-            raise EnvError("no module given")
-        self._by_name: Dict[str, Module] = {}
-        for module in self.modules:
-            if module.name in self._by_name:
-                raise EnvError(f"two modules are named {module.name!r}")
-            self._by_name[module.name] = module
+        self.modules: List[Module]
+        self.modules, self._by_name = environment_modules(modules, corpus, split, quick, cache_dir)
         #: Modules that give no episode (asked nothing, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
         self._oz_sizes: Dict[str, int] = {}
@@ -371,22 +339,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             -_FLOAT_MAX, _FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
         )
         self.action_space = spaces.Discrete(2)
-
-    @staticmethod
-    def _corpus_modules(
-        corpus: Optional[Union[str, os.PathLike]],
-        split: str,
-        quick: bool,
-        cache_dir: Optional[Union[str, os.PathLike]],
-    ) -> List[Module]:
-        from mlbridge.loop.corpus import default_corpus, load_corpus
-
-        path = Path(corpus) if corpus is not None else default_corpus()
-        programs = load_corpus(path, quick)
-        if split != "all":
-            programs = [p for p in programs if p.split == split]
-        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        return prepare_modules(programs, cache)
 
     # -- the episode's compiler ---------------------------------------------
 
@@ -562,37 +514,14 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         self._end_episode()
         self._workdir()
-        name = (options or {}).get("module")
-        if name is not None:
-            module = self._by_name.get(str(name))
-            if module is None:
-                known = ", ".join(sorted(self._by_name)[:20])
-                raise EnvError(f"no module named {name!r} (modules: {known}...)")
-            if module.name in self.skipped:
-                raise EnvError(
-                    f"module {module.name} gives no episode: {self.skipped[module.name]}"
-                )
-            try:
-                return self._start(module)
-            except _Skip as skip:
-                self._record_skip(module, str(skip))
-                raise EnvError(f"module {module.name} gives no episode: {skip}") from None
-        # One permutation per reset whatever is known about the modules: the
-        # first module giving an episode, in the same order for the same seed.
-        for index in self.np_random.permutation(len(self.modules)):
-            module = self.modules[int(index)]
-            if module.name in self.skipped:
-                continue
-            try:
-                return self._start(module)
-            except _Skip as skip:
-                self._record_skip(module, str(skip))
-        reasons = "; ".join(f"{n}: {r}" for n, r in list(self.skipped.items())[:5])
-        raise EnvError(f"no module gives an episode ({len(self.skipped)} skipped: {reasons})")
-
-    def _record_skip(self, module: Module, reason: str) -> None:
-        self.skipped[module.name] = reason
-        _LOG.warning("mlbridge.gym: module %s skipped: %s", module.name, reason)
+        return start_drawn(
+            self.modules,
+            self._by_name,
+            self.skipped,
+            (options or {}).get("module"),
+            self.np_random,
+            self._start,
+        )
 
     def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         """Answers the current call site (0: do not inline, 1: inline)."""

@@ -29,6 +29,7 @@ SUMMARY_KEYS = (
     "instcount",
     "baseline_instcount",
     "initial_instcount",
+    "oz_ratio",
     "decisions",
 )
 

@@ -1,0 +1,636 @@
+"""mlbridge/PhaseOrdering-v0 (mlbridge.gym.phase_ordering, docs/gym.md) on
+mlbridge-phase-service, LLVM 19.
+
+The spaces come from the service's --list-actions; default<Oz> as the only
+action reaches the -Oz baseline (return (initial - Oz) / Oz); every action runs on a real
+module; seeded runs repeat; snapshot/restore gives back the same module;
+every fault (invalid action, an action the service refuses, a killed or
+stopped service, a corrupt module) ends the episode with info["error"] or a
+clear reset error and leaves no process, thread or file descriptor behind;
+gymnasium's checker and a worker pool run it. The bundled demo modules keep
+it quick.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+gym = pytest.importorskip("gymnasium")
+
+import mlbridge.gym  # noqa: E402, F401  (registers the ids)
+from mlbridge.gym.modules import prepare_modules  # noqa: E402
+from mlbridge.gym.phase_ordering import (  # noqa: E402
+    EnvError,
+    PhaseOrderingEnv,
+    describe_service,
+)
+from mlbridge.loop.corpus import bundled_programs  # noqa: E402
+
+ENV_ID = "mlbridge/PhaseOrdering-v0"
+SMALL = "demo-hashtable"  # the smallest bundled module (789 instructions)
+
+#: A loop and a call through memory, as clang emits them before -O passes.
+SUM_LL = """
+define internal i32 @square(i32 %v) {
+entry:
+  %v.addr = alloca i32
+  store i32 %v, ptr %v.addr
+  %0 = load i32, ptr %v.addr
+  %mul = mul nsw i32 %0, %0
+  ret i32 %mul
+}
+
+define i32 @sum(ptr %a, i32 %n) {
+entry:
+  %s = alloca i32
+  %i = alloca i32
+  store i32 0, ptr %s
+  store i32 0, ptr %i
+  br label %cond
+cond:
+  %0 = load i32, ptr %i
+  %cmp = icmp slt i32 %0, %n
+  br i1 %cmp, label %body, label %end
+body:
+  %idx = sext i32 %0 to i64
+  %p = getelementptr inbounds i32, ptr %a, i64 %idx
+  %1 = load i32, ptr %p
+  %sq = call i32 @square(i32 %1)
+  %2 = load i32, ptr %s
+  %add = add nsw i32 %2, %sq
+  store i32 %add, ptr %s
+  %inc = add nsw i32 %0, 1
+  store i32 %inc, ptr %i
+  br label %cond
+end:
+  %r = load i32, ptr %s
+  ret i32 %r
+}
+"""
+
+
+def _service_or_skip():
+    from mlbridge.native import NativeError, phase_service_path
+
+    try:
+        return str(phase_service_path())
+    except NativeError as err:
+        pytest.skip(f"no mlbridge-phase-service: {err}")
+
+
+@pytest.fixture(scope="module")
+def service():
+    return _service_or_skip()
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory, service):
+    """The bundled demo programs as modules (demo-expr, demo-hashtable, demo-kernels)."""
+    return prepare_modules(bundled_programs(), tmp_path_factory.mktemp("modules"))
+
+
+@pytest.fixture(scope="module")
+def odd_modules(tmp_path_factory):
+    """A corrupt bitcode file and a small textual IR module."""
+    out = tmp_path_factory.mktemp("odd")
+    corrupt = out / "corrupt.bc"
+    corrupt.write_bytes(b"BC\xc0\xde" + bytes(range(256)) * 4)
+    text = out / "sum.ll"
+    text.write_text(SUM_LL)
+    return corrupt, text
+
+
+def _children():
+    """Pids of this process's child processes (but multiprocessing's
+    resource tracker, which a process pool leaves for the session)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:
+            continue
+        if int(fields[1]) == me and b"multiprocessing" not in command:
+            found.append(int(entry))
+    return found
+
+
+def _wait_for(condition, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _actions(env, *names):
+    """The indices of the actions named ``names``."""
+    index = {name: i for i, (name, _) in enumerate(env.unwrapped.actions)}
+    return [index[n] for n in names]
+
+
+def _run_episode(env, actions, **reset):
+    """One episode of ``actions`` (a list, or a callable obs -> action)."""
+    obs, info = env.reset(**reset)
+    observations, rewards, step = [obs], [], 0
+    while True:
+        action = actions(obs) if callable(actions) else actions[step]
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        step += 1
+        assert not terminated
+        if truncated:
+            return observations, rewards, info
+        observations.append(obs)
+
+
+# -- registration, spaces ------------------------------------------------------------
+
+
+def test_importing_registers_the_id_without_loading_the_env():
+    code = (
+        "import sys, gymnasium, mlbridge.gym\n"
+        f"assert {ENV_ID!r} in gymnasium.registry\n"
+        "assert 'mlbridge.gym.phase_ordering' not in sys.modules\n"
+        "assert 'mlbridge.pipe_host' not in sys.modules\n"
+        "from mlbridge.gym import PhaseOrderingEnv\n"
+        "assert PhaseOrderingEnv.__module__ == 'mlbridge.gym.phase_ordering'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert gym.spec(ENV_ID).entry_point == "mlbridge.gym.phase_ordering:PhaseOrderingEnv"
+
+
+def test_spaces_and_names_come_from_the_service(bundled, service):
+    described = describe_service(service)
+    env = PhaseOrderingEnv(bundled)
+    try:
+        assert env.service == os.path.abspath(service)
+        names = env.feature_names
+        assert list(names[:56]) == described["features"] and names[0] == "BBNumArgsHi"
+        assert names[56:] == (
+            "instcount",
+            "initial_instcount",
+            "baseline_instcount",
+            "status",
+            "module",
+            "steps",
+        )
+        assert env.observation_space.shape == (62,)
+        assert env.observation_space.dtype == np.float32
+        assert env.actions == [(a["name"], a["pipeline"]) for a in described["actions"]]
+        assert env.action_space == gym.spaces.Discrete(len(env.actions))
+        assert env.actions[env.default_action] == ("default<Oz>", "default<Oz>")
+        assert env.service_pid is None  # started at the first reset
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        assert set(info) == {
+            "module",
+            "instcount",
+            "initial_instcount",
+            "baseline_instcount",
+            "steps",
+        }
+        assert info["instcount"] == info["initial_instcount"] > info["baseline_instcount"] > 0
+        assert obs[names.index("TotalInsts")] == obs[names.index("instcount")] == info["instcount"]
+        assert obs[names.index("module")] == [m.name for m in bundled].index(info["module"])
+        assert obs[names.index("status")] == 0 and obs[names.index("steps")] == 0
+        assert env.service_pid is not None and not _gone(env.service_pid)
+    finally:
+        env.close()
+
+
+def test_check_env_is_clean(bundled):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(ENV_ID, modules=bundled, max_steps=4)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)  # with its spec: also makes and closes one
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
+
+
+def test_constructor_errors(bundled, tmp_path):
+    with pytest.raises(ValueError, match="split"):
+        PhaseOrderingEnv(bundled, split="test")
+    with pytest.raises(ValueError, match="rollback"):
+        PhaseOrderingEnv(bundled, rollback="never")
+    with pytest.raises(ValueError, match="format"):
+        PhaseOrderingEnv(bundled, format="xml")
+    with pytest.raises(ValueError, match="max_steps"):
+        PhaseOrderingEnv(bundled, max_steps=0)
+    with pytest.raises(ValueError, match="positive"):
+        PhaseOrderingEnv(bundled, step_timeout=0)
+    with pytest.raises(ValueError, match="renders nothing"):
+        PhaseOrderingEnv(bundled, render_mode="human")
+    with pytest.raises(EnvError, match="does not exist"):
+        PhaseOrderingEnv(bundled, service=tmp_path / "no-such-service")
+    with pytest.raises(EnvError, match="does not exist"):
+        PhaseOrderingEnv(bundled, service="no-such-program-on-the-path")
+    impostor = tmp_path / "impostor"
+    impostor.write_text("#!/bin/sh\necho '{\"actions\": []}'\n")
+    impostor.chmod(0o755)
+    with pytest.raises(EnvError, match="no usable description: no default_action"):
+        PhaseOrderingEnv(bundled, service=impostor)
+    with pytest.raises(EnvError, match="no module"):
+        PhaseOrderingEnv([])
+
+
+# -- actions and the reward ------------------------------------------------------------
+
+
+def test_default_oz_alone_reaches_the_baseline(bundled):
+    env = gym.make(ENV_ID, modules=bundled, max_steps=1)
+    oz = env.unwrapped.default_action
+    try:
+        for module in bundled:
+            _, rewards, info = _run_episode(env, [oz], options={"module": module.name})
+            assert "error" not in info, info
+            assert info["instcount"] == info["baseline_instcount"] < info["initial_instcount"]
+            assert info["action"] == "default<Oz>" and info["steps"] == 1
+            assert info["oz_ratio"] == 1.0
+            expected = (info["initial_instcount"] - info["baseline_instcount"]) / info[
+                "baseline_instcount"
+            ]
+            assert sum(rewards) == pytest.approx(expected)
+    finally:
+        env.close()
+
+
+def test_every_action_runs_on_a_real_module(bundled):
+    env = PhaseOrderingEnv(bundled, max_steps=1)
+    try:
+        changed = 0
+        for index, (name, _) in enumerate(env.actions):
+            _, _, info = _run_episode(env, [index], options={"module": SMALL})
+            assert "error" not in info, (name, info)
+            assert info["action"] == name and info["steps"] == 1
+            changed += info["instcount"] != info["initial_instcount"]
+        assert changed > len(env.actions) // 3
+        # and all of them in a row, on the module each one leaves
+        env.max_steps = len(env.actions)
+        observations, rewards, info = _run_episode(
+            env, list(range(len(env.actions))), options={"module": SMALL}
+        )
+        assert "error" not in info and info["steps"] == len(env.actions)
+        status = env.feature_names.index("status")
+        assert all(obs[status] == 0 for obs in observations)
+    finally:
+        env.close()
+
+
+def test_the_return_is_the_reduction_against_oz(bundled, odd_modules):
+    _, text = odd_modules
+    env = PhaseOrderingEnv([*bundled, text], max_steps=12)
+    try:
+        rng = np.random.default_rng(3)
+        for module in ("demo-expr", "sum"):
+            actions = [int(a) for a in rng.integers(len(env.actions), size=12)]
+            _, rewards, info = _run_episode(env, actions, options={"module": module})
+            assert "error" not in info, info
+            expected = (info["initial_instcount"] - info["instcount"]) / max(
+                1, info["baseline_instcount"]
+            )
+            assert sum(rewards) == pytest.approx(expected, rel=1e-9)
+            assert info["oz_ratio"] == info["baseline_instcount"] / info["instcount"]
+    finally:
+        env.close()
+
+
+def test_formats_and_rollback_give_the_same_observations(bundled):
+    names = ("instcombine", "sroa", "simplifycfg", "gvn", "seq-loop-mssa", "default<Oz>")
+    runs = []
+    for kwargs in ({}, {"format": "json"}, {"format": "protobuf"}, {"rollback": "pristine"}):
+        env = PhaseOrderingEnv(bundled, max_steps=len(names), **kwargs)
+        actions = _actions(env, *names)
+        try:
+            observations, rewards, info = _run_episode(env, actions, options={"module": SMALL})
+            assert "error" not in info, (kwargs, info)
+            runs.append((np.array(observations), rewards))
+        finally:
+            env.close()
+    for observations, rewards in runs[1:]:
+        assert np.array_equal(observations, runs[0][0]) and rewards == runs[0][1]
+
+
+# -- reproducibility ---------------------------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_modules_and_observations(bundled):
+    def run(seed):
+        env = PhaseOrderingEnv(bundled, max_steps=6)
+        env.action_space.seed(seed)
+        try:
+            env.reset(seed=seed)
+            out = []
+            for _ in range(4):
+                observations, rewards, info = _run_episode(
+                    env, lambda obs: env.action_space.sample()
+                )
+                out.append((info["module"], np.array(observations), rewards))
+            return out
+        finally:
+            env.close()
+
+    first, second = run(7), run(7)
+    for (m1, o1, r1), (m2, o2, r2) in zip(first, second):
+        assert m1 == m2 and r1 == r2
+        assert np.array_equal(o1, o2)
+    assert len({m for m, _, _ in first}) > 1
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def test_snapshot_and_restore(bundled):
+    env = gym.make(ENV_ID, modules=bundled, max_steps=5)
+    po = env.unwrapped
+    try:
+        sroa, instcombine, simplifycfg, gvn = _actions(
+            env, "sroa", "instcombine", "simplifycfg", "gvn"
+        )
+        env.reset(options={"module": "demo-kernels"})
+        env.step(sroa)
+        obs, *_ = env.step(instcombine)
+        po.snapshot(0)
+        after = [env.step(a) for a in (simplifycfg, gvn)]
+        assert not np.array_equal(after[-1][0], obs)
+        restored = po.restore(0)
+        assert np.array_equal(restored, obs)
+        again = [env.step(a) for a in (simplifycfg, gvn)]  # the same steps, the same module
+        for (o1, r1, *_, i1), (o2, r2, *_, i2) in zip(after, again):
+            assert np.array_equal(o1, o2) and r1 == r2 and i1 == i2
+        # the episode ends at max_steps; a restore goes on from the slot
+        _, _, _, truncated, info = env.step(instcombine)
+        assert truncated and info["steps"] == 5
+        assert np.array_equal(po.restore(0), obs)
+        assert env.step(simplifycfg)[3] is False
+        with pytest.raises(EnvError, match=r"restore\(1\) failed: status 1"):
+            po.restore(1)  # empty
+        with pytest.raises(ValueError, match="slots are 0 to 7"):
+            po.snapshot(8)
+        assert env.step(gvn)[3] is False  # a failed restore changes nothing
+        env.reset(options={"module": "demo-kernels"})
+        with pytest.raises(EnvError, match="empty"):
+            po.restore(0)  # a reset drops the slots
+    finally:
+        env.close()
+    with pytest.raises(EnvError, match="closed"):
+        po.snapshot(0)
+
+
+# -- faults ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["past the end", -1, 0.5, "1", None, np.array([1])])
+def test_an_invalid_action_ends_the_episode(bundled, action):
+    env = PhaseOrderingEnv(bundled)
+    count = len(env.actions)
+    if isinstance(action, str) and action == "past the end":
+        action = count
+    try:
+        obs, _ = env.reset(seed=1)
+        pid = env.service_pid
+        obs2, reward, terminated, truncated, info = env.step(action)
+        assert truncated and not terminated and reward == 0.0
+        assert "invalid action" in info["error"] and f"Discrete({count})" in info["error"]
+        assert np.array_equal(obs, obs2) and "oz_ratio" in info
+        with pytest.raises(EnvError, match="reset"):
+            env.step(0)
+        env.reset()  # the environment goes on, with the same service
+        assert env.step(0)[3] is False
+        assert env.service_pid == pid
+    finally:
+        env.close()
+
+
+def test_an_action_the_service_refuses_ends_the_episode(bundled):
+    env = PhaseOrderingEnv(bundled)
+    try:
+        env.reset(seed=2)
+        pid = env.service_pid
+        # an action the environment lets through but the service does not have
+        env.actions = [*env.actions, ("bogus", "bogus")]
+        env.action_space = gym.spaces.Discrete(len(env.actions))
+        obs, reward, terminated, truncated, info = env.step(len(env.actions) - 1)
+        assert truncated and not terminated and reward == 0.0
+        assert info["error"].startswith("bogus failed: status 1 (invalid_command): no action #")
+        assert obs[env.feature_names.index("status")] == 1
+        assert env.service_pid == pid  # the service is fine
+        env.reset()
+        assert env.step(0)[3] is False
+    finally:
+        env.close()
+
+
+def test_a_killed_service_ends_the_episode_and_is_replaced(bundled):
+    env = PhaseOrderingEnv(bundled)
+    try:
+        env.reset(options={"module": "demo-expr"})
+        for _ in range(3):
+            env.step(0)
+        pid = env.service_pid
+        os.kill(pid, signal.SIGKILL)
+        _, reward, terminated, truncated, info = env.step(0)
+        assert truncated and not terminated and reward == 0.0
+        assert "instcombine: the compiler service was killed by SIGKILL" in info["error"]
+        assert info["steps"] == 3 and info["module"] == "demo-expr"
+        assert _gone(pid) and env.service_pid is None
+        with pytest.raises(EnvError, match="gone"):
+            env.unwrapped.snapshot(0)
+        env.reset(options={"module": "demo-expr"})  # a fresh service
+        assert env.service_pid not in (None, pid)
+        # killed between episodes: the next reset replaces it, no module skipped
+        os.kill(env.service_pid, signal.SIGKILL)
+        env.reset(seed=0)
+        assert env.step(0)[3] is False and env.skipped == {}
+    finally:
+        env.close()
+    assert _children() == []
+
+
+def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
+    threads = threading.active_count()
+    env = PhaseOrderingEnv(bundled, step_timeout=2.0)
+    try:
+        env.reset(options={"module": "demo-kernels"})
+        env.step(0)
+        pid = env.service_pid
+        os.kill(pid, signal.SIGSTOP)
+        start = time.monotonic()
+        _, _, terminated, truncated, info = env.step(0)
+        assert time.monotonic() - start < 30
+        assert truncated and not terminated
+        assert "answered nothing within step_timeout (2 s): killed" in info["error"]
+        assert _gone(pid) and env.service_pid is None
+        env.reset(options={"module": "demo-kernels"})
+        assert env.step(0)[3] is False
+    finally:
+        env.close()
+    assert _wait_for(lambda: threading.active_count() <= threads)
+    assert _children() == []
+
+
+def test_a_service_left_waiting_exits_and_is_replaced(bundled, monkeypatch):
+    from mlbridge.gym import phase_ordering
+
+    monkeypatch.setattr(phase_ordering, "IDLE_TIMEOUT", 1.0)
+    env = PhaseOrderingEnv(bundled)
+    try:
+        env.reset(seed=0)
+        pid = env.service_pid
+        # no command for a second: it exits (service_pid reaps it)
+        assert _wait_for(lambda: env.service_pid is None) and _gone(pid)
+        _, _, _, truncated, info = env.step(0)
+        assert truncated and "failed (exit status 1)" in info["error"]
+        assert "stderr: mlbridge-phase-service: error: runner pipe:" in info["error"]
+        assert "timed out waiting for a reply" in info["error"]
+        env.reset(seed=0)
+        assert env.service_pid not in (None, pid)
+    finally:
+        env.close()
+
+
+def test_a_service_that_cannot_start_is_an_env_error(bundled, service, tmp_path):
+    broken = tmp_path / "broken-service"
+    broken.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --list-actions ]; then exec "{service}" --list-actions; fi\n'
+        "echo 'broken on purpose' >&2\n"
+        "exit 3\n"
+    )
+    broken.chmod(0o755)
+    env = PhaseOrderingEnv(bundled, service=broken)
+    try:
+        with pytest.raises(EnvError, match=r"did not start: .*exit status 3.*broken on purpose"):
+            env.reset(seed=0)
+        assert env.skipped == {}
+    finally:
+        env.close()
+    assert _children() == []
+
+
+def test_a_corrupt_module_is_skipped_and_recorded(bundled, odd_modules):
+    corrupt, text = odd_modules
+    env = PhaseOrderingEnv([corrupt, text])
+    try:
+        with pytest.raises(EnvError, match="corrupt gives no episode: the compiler service cannot"):
+            env.reset(options={"module": "corrupt"})
+        assert "status 3 (load_failed)" in env.skipped["corrupt"]
+        assert "corrupt.bc" in env.skipped["corrupt"]
+        for seed in range(3):
+            _, info = env.reset(seed=seed)
+            assert info["module"] == "sum"
+        assert set(env.skipped) == {"corrupt"}
+        with pytest.raises(EnvError, match="no module named 'nope'"):
+            env.reset(options={"module": "nope"})
+    finally:
+        env.close()
+    env = PhaseOrderingEnv([corrupt])
+    try:
+        with pytest.raises(EnvError, match="no module gives an episode"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+    assert _children() == []
+
+
+# -- resources -------------------------------------------------------------------------
+
+
+def test_many_episodes_leak_nothing(bundled):
+    env = PhaseOrderingEnv(bundled, max_steps=4)
+    env.reset(seed=0)  # warm up: the service, the baselines
+    for module in bundled:
+        env.reset(options={"module": module.name})
+    threads, fds = threading.active_count(), _fds()
+    pid = env.service_pid
+    for i in range(20):
+        if i % 4 == 3:  # some episodes are abandoned half-way
+            env.reset()
+            env.step(1)
+            continue
+        _, _, info = _run_episode(env, lambda obs: env.action_space.sample())
+        assert "error" not in info, info
+    assert env.service_pid == pid  # one service for every episode
+    assert threading.active_count() <= threads and _fds() <= fds
+    env.close()
+    env.close()  # twice is fine
+    assert _gone(pid)
+    with pytest.raises(EnvError, match="closed"):
+        env.reset()
+    assert _wait_for(lambda: threading.active_count() < threads)
+    assert _wait_for(lambda: _fds() < fds)
+    assert _children() == []
+
+
+def test_close_ends_the_service(bundled):
+    env = gym.make(ENV_ID, modules=bundled)
+    env.reset(seed=3)
+    pid = env.unwrapped.service_pid
+    env.close()
+    assert _gone(pid)  # it exited on END (close waited for it)
+
+
+# -- pools, Stable-Baselines3 ------------------------------------------------------------
+
+
+def test_runs_in_a_worker_pool(bundled):
+    from mlbridge.gym.pool import make_pool
+
+    kwargs = {"modules": bundled, "max_steps": 8}
+    with make_pool(ENV_ID, 2, kwargs, backend="process", seed=5) as pool:
+        rollouts = pool.rollout(None, 20)
+        assert [r.steps for r in rollouts] == [20, 20]
+        assert rollouts[0].observations.shape == (20, 62)
+        assert [len(r.episodes) for r in rollouts] == [2, 2]
+        assert not np.array_equal(rollouts[0].actions, rollouts[1].actions)
+        oz = pool.call("attribute", [("default_action",)] * 2)[0]
+        results = pool.evaluate(lambda obs: oz, [m.name for m in bundled])
+    assert [r["module"] for r in results] == [m.name for m in bundled]
+    for r in results:
+        assert "error" not in r and r["length"] == 8
+        # -Oz, then 7 more -Oz: about what -Oz achieves
+        oz_return = (r["initial_instcount"] - r["baseline_instcount"]) / r["baseline_instcount"]
+        assert r["return"] == pytest.approx(oz_return, abs=0.05)
+        assert r["oz_ratio"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_stable_baselines3_ppo_learns_a_few_steps(bundled):
+    pytest.importorskip("torch")
+    sb3 = pytest.importorskip("stable_baselines3")
+    env = gym.make(ENV_ID, modules=bundled, max_steps=8)
+    try:
+        model = sb3.PPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+        model.learn(32)
+        obs, _ = env.reset(seed=0)
+        action, _ = model.predict(obs, deterministic=True)
+        assert env.action_space.contains(int(action))
+    finally:
+        env.close()
