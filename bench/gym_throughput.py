@@ -7,8 +7,9 @@
 
 A step is one decision (a call site; a pass). Each configuration runs a
 warm-up rollout, then ``--steps`` steps per worker, timed on the wall clock
-of the caller (the pool's own overhead included); the ratio to one worker is
-printed next to each figure. The policy answers LLVM's own decision for
+of the caller (the pool's own overhead included); the configurations
+alternate for ``--repeats`` rounds and the median of each is printed with
+its ratio to the first. The policy answers LLVM's own decision for
 inlining (``--policy default``, what a warm-started policy does) or
 uniformly random actions (``--policy random``).
 """
@@ -75,11 +76,24 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=200, help="untimed steps per worker")
     parser.add_argument("--policy", choices=("default", "random"), default="default")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="rounds; the configurations alternate within a round (this VM's speed drifts), "
+        "the median of each is reported",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if args.env != "inlining" and args.policy == "default":
         args.policy = "random"
-    results = [measure(args, w) for w in args.workers]
+    rounds = [[measure(args, w) for w in args.workers] for _ in range(args.repeats)]
+    results = []
+    for i in range(len(args.workers)):
+        runs = sorted((r[i] for r in rounds), key=lambda r: r["steps_per_second"])
+        median = dict(runs[len(runs) // 2])
+        median["all_steps_per_second"] = [r["steps_per_second"] for r in runs]
+        results.append(median)
     base = results[0]["steps_per_second"]
     report = {
         "date": datetime.date.today().isoformat(),
