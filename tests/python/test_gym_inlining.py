@@ -15,12 +15,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from process_checks import children, gone, open_fds, wait_for
 
 gym = pytest.importorskip("gymnasium")
 
@@ -54,40 +54,6 @@ def odd_modules(tmp_path_factory):
         check=True,
     )
     return corrupt, silent
-
-
-def _children():
-    """Pids of this process's child processes (but multiprocessing's
-    resource tracker, which a process pool leaves for the session)."""
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read()
-        except OSError:
-            continue
-        if int(fields[1]) == me and b"multiprocessing" not in command:
-            found.append(int(entry))
-    return found
-
-
-def _wait_for(condition, seconds=30.0):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return condition()
-
-
-def _gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def _default_action(obs):
@@ -261,12 +227,12 @@ def test_an_invalid_action_ends_the_episode(bundled, action):
     try:
         obs, _ = env.reset(seed=1)
         pid = env.compiler_pid
-        assert pid is not None and not _gone(pid)
+        assert pid is not None and not gone(pid)
         obs2, reward, terminated, truncated, info = env.step(action)
         assert truncated and not terminated and reward == 0.0
         assert "invalid action" in info["error"] and "Discrete(2)" in info["error"]
         assert np.array_equal(obs, obs2)
-        assert env.compiler_pid is None and _wait_for(lambda: _gone(pid))
+        assert env.compiler_pid is None and wait_for(lambda: gone(pid))
         with pytest.raises(EnvError, match="reset"):
             env.step(0)
         env.reset()  # the environment goes on
@@ -287,7 +253,7 @@ def test_a_killed_compiler_ends_the_episode(bundled):
         assert truncated and not terminated
         assert "killed by SIGKILL" in info["error"]
         assert info["decisions"] == 4 and info["module"] == "demo-expr"
-        assert _gone(pid) and env.compiler_pid is None
+        assert gone(pid) and env.compiler_pid is None
     finally:
         env.close()
 
@@ -303,11 +269,11 @@ def test_a_stopped_compiler_hits_step_timeout_and_is_killed(bundled):
         _, _, terminated, truncated, info = env.step(0)
         assert truncated and not terminated
         assert "step_timeout (2 s)" in info["error"]
-        assert _wait_for(lambda: _gone(pid))
+        assert wait_for(lambda: gone(pid))
     finally:
         env.close()
-    assert _wait_for(lambda: threading.active_count() <= threads)
-    assert _children() == []
+    assert wait_for(lambda: threading.active_count() <= threads)
+    assert children() == []
 
 
 def test_episode_timeout_includes_the_agents_time(bundled):
@@ -315,7 +281,7 @@ def test_episode_timeout_includes_the_agents_time(bundled):
     try:
         env.reset(options={"module": "demo-kernels"})
         pid = env.compiler_pid
-        assert _wait_for(lambda: _gone(pid))  # the deadline kills it while we think
+        assert wait_for(lambda: gone(pid))  # the deadline kills it while we think
         _, _, terminated, truncated, info = env.step(0)
         assert truncated and not terminated
         assert "ran longer than episode_timeout (2 s)" in info["error"]
@@ -346,7 +312,7 @@ def test_a_bad_module_is_skipped_and_recorded(bundled, odd_modules):
             env.reset(seed=0)
     finally:
         env.close()
-    assert _children() == []
+    assert children() == []
 
 
 def test_the_same_seed_skips_the_same_way_whatever_is_known(bundled, odd_modules):
@@ -369,14 +335,10 @@ def test_the_same_seed_skips_the_same_way_whatever_is_known(bundled, odd_modules
 # -- resources -------------------------------------------------------------------------
 
 
-def _fds():
-    return len(os.listdir("/proc/self/fd"))
-
-
 def test_many_episodes_leak_nothing(bundled):
     env = InliningEnv(bundled)
     env.reset(seed=0)  # warm up (the -Oz reference sizes are measured once)
-    threads, fds = threading.active_count(), _fds()
+    threads, fds = threading.active_count(), open_fds()
     rng = np.random.default_rng(0)
     lengths = []
     for i in range(20):
@@ -389,14 +351,14 @@ def test_many_episodes_leak_nothing(bundled):
         )
         assert terminated, info
         lengths.append(info["decisions"])
-    assert _wait_for(lambda: threading.active_count() <= threads + 2)  # + this episode's
+    assert wait_for(lambda: threading.active_count() <= threads + 2)  # + this episode's
     env.close()
     env.close()  # twice is fine
     with pytest.raises(EnvError, match="closed"):
         env.reset()
-    assert _wait_for(lambda: threading.active_count() <= threads)
-    assert _wait_for(lambda: _fds() <= fds)
-    assert _children() == []
+    assert wait_for(lambda: threading.active_count() <= threads)
+    assert wait_for(lambda: open_fds() <= fds)
+    assert children() == []
     assert min(lengths) > 10
 
 
@@ -405,7 +367,7 @@ def test_close_stops_the_compiler(bundled):
     env.reset(seed=3)
     pid = env.unwrapped.compiler_pid
     env.close()
-    assert _wait_for(lambda: _gone(pid))
+    assert wait_for(lambda: gone(pid))
 
 
 # -- the corpus, pools, gRPC, Stable-Baselines3 ---------------------------------------
@@ -491,11 +453,11 @@ def test_grpc_transport_matches_the_pipes(bundled):
         pid = grpc.compiler_pid
         _, _, _, truncated, info = grpc.step(2)
         assert truncated and "invalid action" in info["error"]
-        assert _wait_for(lambda: _gone(pid))
+        assert wait_for(lambda: gone(pid))
     finally:
         pipe.close()
         grpc.close()
-    assert _children() == []
+    assert children() == []
 
 
 def test_stable_baselines3_ppo_learns_a_few_steps(bundled):

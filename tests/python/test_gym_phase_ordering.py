@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 import pytest
+from process_checks import children, gone, open_fds, wait_for
 
 gym = pytest.importorskip("gymnasium")
 
@@ -109,44 +110,6 @@ def odd_modules(tmp_path_factory):
     return corrupt, text
 
 
-def _children():
-    """Pids of this process's child processes (but multiprocessing's
-    resource tracker, which a process pool leaves for the session)."""
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read()
-        except OSError:
-            continue
-        if int(fields[1]) == me and b"multiprocessing" not in command:
-            found.append(int(entry))
-    return found
-
-
-def _wait_for(condition, seconds=30.0):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return condition()
-
-
-def _gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _fds():
-    return len(os.listdir("/proc/self/fd"))
-
-
 def _actions(env, *names):
     """The indices of the actions named ``names``."""
     index = {name: i for i, (name, _) in enumerate(env.unwrapped.actions)}
@@ -218,7 +181,7 @@ def test_spaces_and_names_come_from_the_service(bundled, service):
         assert obs[names.index("TotalInsts")] == obs[names.index("instcount")] == info["instcount"]
         assert obs[names.index("module")] == [m.name for m in bundled].index(info["module"])
         assert obs[names.index("status")] == 0 and obs[names.index("steps")] == 0
-        assert env.service_pid is not None and not _gone(env.service_pid)
+        assert env.service_pid is not None and not gone(env.service_pid)
     finally:
         env.close()
 
@@ -461,7 +424,7 @@ def test_a_killed_service_ends_the_episode_and_is_replaced(bundled):
         assert truncated and not terminated and reward == 0.0
         assert "instcombine: the compiler service was killed by SIGKILL" in info["error"]
         assert info["steps"] == 3 and info["module"] == "demo-expr"
-        assert _gone(pid) and env.service_pid is None
+        assert gone(pid) and env.service_pid is None
         with pytest.raises(EnvError, match="gone"):
             env.unwrapped.snapshot(0)
         env.reset(options={"module": "demo-expr"})  # a fresh service
@@ -472,7 +435,7 @@ def test_a_killed_service_ends_the_episode_and_is_replaced(bundled):
         assert env.step(0)[3] is False and env.skipped == {}
     finally:
         env.close()
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
@@ -488,13 +451,13 @@ def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
         assert time.monotonic() - start < 30
         assert truncated and not terminated
         assert "answered nothing within step_timeout (2 s): killed" in info["error"]
-        assert _gone(pid) and env.service_pid is None
+        assert gone(pid) and env.service_pid is None
         env.reset(options={"module": "demo-kernels"})
         assert env.step(0)[3] is False
     finally:
         env.close()
-    assert _wait_for(lambda: threading.active_count() <= threads)
-    assert _children() == []
+    assert wait_for(lambda: threading.active_count() <= threads)
+    assert children() == []
 
 
 def test_a_service_left_waiting_exits_and_is_replaced(bundled, monkeypatch):
@@ -506,7 +469,7 @@ def test_a_service_left_waiting_exits_and_is_replaced(bundled, monkeypatch):
         env.reset(seed=0)
         pid = env.service_pid
         # no command for a second: it exits (service_pid reaps it)
-        assert _wait_for(lambda: env.service_pid is None) and _gone(pid)
+        assert wait_for(lambda: env.service_pid is None) and gone(pid)
         _, _, _, truncated, info = env.step(0)
         assert truncated and "failed (exit status 1)" in info["error"]
         assert "stderr: mlbridge-phase-service: error: runner pipe:" in info["error"]
@@ -533,7 +496,7 @@ def test_a_service_that_cannot_start_is_an_env_error(bundled, service, tmp_path)
         assert env.skipped == {}
     finally:
         env.close()
-    assert _children() == []
+    assert children() == []
 
 
 def test_a_corrupt_module_is_skipped_and_recorded(bundled, odd_modules):
@@ -558,7 +521,7 @@ def test_a_corrupt_module_is_skipped_and_recorded(bundled, odd_modules):
             env.reset(seed=0)
     finally:
         env.close()
-    assert _children() == []
+    assert children() == []
 
 
 # -- resources -------------------------------------------------------------------------
@@ -569,7 +532,7 @@ def test_many_episodes_leak_nothing(bundled):
     env.reset(seed=0)  # warm up: the service, the baselines
     for module in bundled:
         env.reset(options={"module": module.name})
-    threads, fds = threading.active_count(), _fds()
+    threads, fds = threading.active_count(), open_fds()
     pid = env.service_pid
     for i in range(20):
         if i % 4 == 3:  # some episodes are abandoned half-way
@@ -579,15 +542,15 @@ def test_many_episodes_leak_nothing(bundled):
         _, _, info = _run_episode(env, lambda obs: env.action_space.sample())
         assert "error" not in info, info
     assert env.service_pid == pid  # one service for every episode
-    assert threading.active_count() <= threads and _fds() <= fds
+    assert threading.active_count() <= threads and open_fds() <= fds
     env.close()
     env.close()  # twice is fine
-    assert _gone(pid)
+    assert gone(pid)
     with pytest.raises(EnvError, match="closed"):
         env.reset()
-    assert _wait_for(lambda: threading.active_count() < threads)
-    assert _wait_for(lambda: _fds() < fds)
-    assert _children() == []
+    assert wait_for(lambda: threading.active_count() < threads)
+    assert wait_for(lambda: open_fds() < fds)
+    assert children() == []
 
 
 def test_close_ends_the_service(bundled):
@@ -595,7 +558,7 @@ def test_close_ends_the_service(bundled):
     env.reset(seed=3)
     pid = env.unwrapped.service_pid
     env.close()
-    assert _gone(pid)  # it exited on END (close waited for it)
+    assert gone(pid)  # it exited on END (close waited for it)
 
 
 # -- pools, Stable-Baselines3 ------------------------------------------------------------
