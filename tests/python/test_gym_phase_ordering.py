@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,43 +41,7 @@ ENV_ID = "mlbridge/PhaseOrdering-v0"
 SMALL = "demo-hashtable"  # the smallest bundled module (789 instructions)
 
 #: A loop and a call through memory, as clang emits them before -O passes.
-SUM_LL = """
-define internal i32 @square(i32 %v) {
-entry:
-  %v.addr = alloca i32
-  store i32 %v, ptr %v.addr
-  %0 = load i32, ptr %v.addr
-  %mul = mul nsw i32 %0, %0
-  ret i32 %mul
-}
-
-define i32 @sum(ptr %a, i32 %n) {
-entry:
-  %s = alloca i32
-  %i = alloca i32
-  store i32 0, ptr %s
-  store i32 0, ptr %i
-  br label %cond
-cond:
-  %0 = load i32, ptr %i
-  %cmp = icmp slt i32 %0, %n
-  br i1 %cmp, label %body, label %end
-body:
-  %idx = sext i32 %0 to i64
-  %p = getelementptr inbounds i32, ptr %a, i64 %idx
-  %1 = load i32, ptr %p
-  %sq = call i32 @square(i32 %1)
-  %2 = load i32, ptr %s
-  %add = add nsw i32 %2, %sq
-  store i32 %add, ptr %s
-  %inc = add nsw i32 %0, 1
-  store i32 %inc, ptr %i
-  br label %cond
-end:
-  %r = load i32, ptr %s
-  ret i32 %r
-}
-"""
+SUM_LL = Path(__file__).resolve().parents[1] / "data" / "phase_sum.ll"
 
 
 def _service_or_skip():
@@ -106,7 +71,7 @@ def odd_modules(tmp_path_factory):
     corrupt = out / "corrupt.bc"
     corrupt.write_bytes(b"BC\xc0\xde" + bytes(range(256)) * 4)
     text = out / "sum.ll"
-    text.write_text(SUM_LL)
+    text.write_text(SUM_LL.read_text())
     return corrupt, text
 
 
