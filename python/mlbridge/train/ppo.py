@@ -107,6 +107,8 @@ def train(config: TrainConfig) -> Dict[str, Any]:
     )
     venv = PoolVecEnv(pool)
     try:
+        #: the environment's raw feature names (the wrapper keeps some)
+        names = venv.get_attr("feature_names")[0]
         resume_from = latest_checkpoint(checkpoints) if config.resume else None
         if resume_from is not None:
             model = PPO.load(str(resume_from), env=venv, device="cpu")
@@ -127,7 +129,6 @@ def train(config: TrainConfig) -> Dict[str, Any]:
             )
         warm = None
         if resume_from is None and config.warm_start and task.warm_start_feature:
-            names = venv.get_attr("feature_names")[0]
             kept = task.wrapper.names(names)
             warm = warm_start(
                 model.policy,
@@ -150,7 +151,6 @@ def train(config: TrainConfig) -> Dict[str, Any]:
         )
         model.save(str(config.out / "final.zip"))
         model.save(str(checkpoints / f"ppo_{model.num_timesteps}_steps.zip"))
-        names = venv.get_attr("feature_names")[0]
         task.export(model.policy, config.out / "policy.onnx", names)
     finally:
         venv.close()
