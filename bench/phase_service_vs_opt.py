@@ -15,10 +15,16 @@ lz4's files and xxHash), the same seeded random action sequences are applied
 - (b) by one ``opt-19 -passes=PIPELINE cur.bc -o next.bc`` process per step,
   the action's own pipeline: the pass applied and the bitcode written, no
   features and no verifier beyond opt's own: a lower bound of the cost of
-  that approach (CompilerGym-style environments that shell out per step).
+  that approach (CompilerGym-style environments that shell out per step);
+- (c) by one ``opt-19 -passes=verify cur.bc -o /dev/null``: what such a
+  process costs besides the pass (start-up, reading and writing bitcode).
 
-Per-step milliseconds of both (mean and median), the ratio, and the
-environment's steps per second are printed with the date, the Python
+The three run back to back for every action, so that the machine's drift
+(1.5-2x between runs on a shared VM) hits them alike. Per module and in
+all: per-step milliseconds, the ratio opt/env, the pass's own time (b - c),
+the service's overhead beyond the pass (a - pass: copies, verifier,
+features, pipes) and the ceiling opt/pass: the ratio a service costing
+nothing beyond the pass would reach. Printed with the date, the Python
 version and the CPU count; and, as a check that both made the same thing,
 how many of opt's final modules have the instruction count the service
 reached (loaded into a second environment to be counted).
@@ -50,62 +56,60 @@ def _sequences(args: argparse.Namespace, modules: List[str], actions: int) -> Di
     }
 
 
-def through_env(env: Any, sequences: Dict[str, List[List[int]]]) -> Dict[str, Any]:
-    """(a): every sequence as one episode of the environment."""
-    per_module: Dict[str, List[float]] = {}
+def _run_opt(opt: str, pipeline: str, current: str, following: str) -> "tuple[float, str]":
+    """One opt process: its wall time and, when it failed, its stderr's tail."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [opt, f"-passes={pipeline}", current, "-o", following],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    took = time.perf_counter() - start
+    tail = "" if done.returncode == 0 else done.stderr.decode("utf-8", "replace").strip()[-200:]
+    return took, tail
+
+
+def paired(
+    opt: str, env: Any, sequences: Dict[str, List[List[int]]], workdir: str
+) -> Dict[str, Any]:
+    """Every action of every sequence, three ways in a row (so that the
+    machine's drift hits all three alike): (a) ``env.step``; (b) one opt
+    process running the action; (c) one opt process running ``verify``
+    on the same module, what a process per step costs besides the pass."""
+    by_name = {m.name: m for m in env.modules}
+    times: Dict[str, Dict[str, List[float]]] = {}
     resets: List[float] = []
-    errors: List[str] = []
-    finals: List[int] = []  # the instruction count after each sequence
+    errors: Dict[str, List[str]] = {"env": [], "opt": []}
+    finals: Dict[str, List[Any]] = {"env": [], "opt": []}
+    current = os.path.join(workdir, "cur.bc")
+    following = os.path.join(workdir, "next.bc")
     for name, runs in sequences.items():
-        times = per_module.setdefault(name, [])
+        t = times.setdefault(name, {"env": [], "opt": [], "fixed": []})
         for actions in runs:
             start = time.perf_counter()
             env.reset(options={"module": name})
             resets.append(time.perf_counter() - start)
+            shutil.copyfile(by_name[name].bitcode, current)
             for action in actions:
                 start = time.perf_counter()
                 _, _, _, truncated, info = env.step(action)
-                times.append(time.perf_counter() - start)
+                t["env"].append(time.perf_counter() - start)
                 if "error" in info:
-                    errors.append(f"{name}: {info['error']}")
+                    errors["env"].append(f"{name}: {info['error']}")
+                took, failed = _run_opt(opt, env.actions[action][1], current, following)
+                t["opt"].append(took)
+                t["fixed"].append(_run_opt(opt, "verify", current, os.devnull)[0])
+                if failed:
+                    errors["opt"].append(f"{name}: {env.actions[action][0]}: {failed}")
+                else:
+                    os.replace(following, current)
                 if truncated:
                     break
-            finals.append(info["instcount"])
-    return {"per_module": per_module, "resets": resets, "errors": errors, "finals": finals}
-
-
-def through_opt(
-    opt: str, env: Any, sequences: Dict[str, List[List[int]]], workdir: str
-) -> Dict[str, Any]:
-    """(b): every action of every sequence as one opt process."""
-    by_name = {m.name: m for m in env.modules}
-    per_module: Dict[str, List[float]] = {}
-    errors: List[str] = []
-    finals: List[str] = []  # the module after each sequence
-    for name, runs in sequences.items():
-        times = per_module.setdefault(name, [])
-        for actions in runs:
-            current = os.path.join(workdir, "cur.bc")
-            shutil.copyfile(by_name[name].bitcode, current)
-            for action in actions:
-                pipeline = env.actions[action][1]
-                following = os.path.join(workdir, "next.bc")
-                start = time.perf_counter()
-                done = subprocess.run(
-                    [opt, f"-passes={pipeline}", current, "-o", following],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                )
-                times.append(time.perf_counter() - start)
-                if done.returncode != 0:
-                    tail = done.stderr.decode("utf-8", "replace").strip()[-200:]
-                    errors.append(f"{name}: {env.actions[action][0]}: {tail}")
-                    continue
-                os.replace(following, current)
-            finals.append(os.path.join(workdir, f"final-{len(finals)}.bc"))
-            os.replace(current, finals[-1])
-    return {"per_module": per_module, "errors": errors, "finals": finals}
+            finals["env"].append(info["instcount"])
+            finals["opt"].append(os.path.join(workdir, f"final-{len(finals['opt'])}.bc"))
+            os.replace(current, finals["opt"][-1])
+    return {"times": times, "resets": resets, "errors": errors, "finals": finals}
 
 
 def same_results(service: List[int], opt: List[str], step_timeout: float) -> int:
@@ -153,22 +157,31 @@ def main() -> int:
         sequences = _sequences(args, [m.name for m in env.modules], len(env.actions))
         for name in sequences:  # warm up: the service, each module's -Oz baseline
             env.reset(options={"module": name})
-        served = through_env(env, sequences)
-        opt = through_opt(args.opt, env, sequences, workdir)
+        run = paired(args.opt, env, sequences, workdir)
         env.close()
-        same = same_results(served["finals"], opt["finals"], env.step_timeout)
+        same = same_results(run["finals"]["env"], run["finals"]["opt"], env.step_timeout)
     finally:
         env.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    modules = []
-    for name in sequences:
-        a, b = _ms(served["per_module"][name]), _ms(opt["per_module"][name])
-        ratio = b["mean_ms"] / a["mean_ms"] if a["mean_ms"] else 0.0
-        modules.append({"module": name, "env": a, "opt": b, "ratio": round(ratio, 2)})
-    env_all = _ms([t for ts in served["per_module"].values() for t in ts])
-    opt_all = _ms([t for ts in opt["per_module"].values() for t in ts])
-    env_seconds = sum(sum(ts) for ts in served["per_module"].values())
+    def summary(t: Dict[str, List[float]]) -> Dict[str, Any]:
+        out = {k: _ms(v) for k, v in t.items()}
+        e, o, f = (out[k]["mean_ms"] for k in ("env", "opt", "fixed"))
+        out["ratio"] = round(o / e, 2) if e else 0.0
+        # The pass's own time (opt's, less a process that does no pass) and
+        # what the ratio would be if a step cost the service nothing else.
+        out["pass_ms"] = round(max(o - f, 0.0), 3)
+        out["overhead_ms"] = round(e - out["pass_ms"], 3)
+        out["ceiling"] = round(o / out["pass_ms"], 2) if out["pass_ms"] > 0 else None
+        return out
+
+    modules = [{"module": n, **summary(t)} for n, t in run["times"].items()]
+    every: Dict[str, List[float]] = {"env": [], "opt": [], "fixed": []}
+    for t in run["times"].values():
+        for k in every:
+            every[k] += t[k]
+    total = summary(every)
+    env_seconds = sum(every["env"])
     report = {
         "date": datetime.date.today().isoformat(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -179,16 +192,13 @@ def main() -> int:
         "seed": args.seed,
         "sequences_per_module": args.sequences,
         "steps_per_sequence": args.steps,
-        "env": {
-            **env_all,
-            "steps_per_second": round(env_all["steps"] / env_seconds, 1) if env_seconds else 0.0,
-            "reset_mean_ms": round(1000 * statistics.fmean(served["resets"]), 3),
-            "errors": served["errors"],
-        },
-        "opt_per_step": {**opt_all, "errors": opt["errors"]},
-        "ratio": round(opt_all["mean_ms"] / env_all["mean_ms"], 2) if env_all["mean_ms"] else 0.0,
+        "all": total,
+        "steps_per_second": round(len(every["env"]) / env_seconds, 1) if env_seconds else 0.0,
+        "reset_mean_ms": round(1000 * statistics.fmean(run["resets"]), 3),
+        "errors": run["errors"],
+        "ratio": total["ratio"],
         "same_instcount": same,
-        "sequences": len(served["finals"]),
+        "sequences": len(run["finals"]["env"]),
         "modules": modules,
     }
     print(
@@ -196,26 +206,31 @@ def main() -> int:
         f"{report['python']}, {report['cpus']} CPUs; {args.sequences} random sequences "
         f"of {args.steps} actions per module, seed {args.seed}, rollback={args.rollback}"
     )
-    print(f"  {'module':<16} {'steps':>5} {'env ms/step':>12} {'opt ms/step':>12} {'opt/env':>8}")
-    for m in modules:
+    print(
+        "  per step, means in ms: env = env.step; opt = an opt process running the action; "
+        "pass = opt less an opt running only 'verify';\n  overhead = env - pass (the service "
+        "and the pipes); ceiling = opt/pass, the ratio with no overhead at all"
+    )
+    header = ("module", "steps", "env", "opt", "pass", "overhead", "opt/env", "ceiling")
+    print("  {:<16} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}".format(*header))
+    for m in modules + [{"module": "all", **total}]:
+        ceiling = f"{m['ceiling']:.1f}x" if m["ceiling"] else "-"
         print(
-            f"  {m['module']:<16} {m['env']['steps']:>5} {m['env']['mean_ms']:>12.2f} "
-            f"{m['opt']['mean_ms']:>12.2f} {m['ratio']:>7.1f}x"
+            f"  {m['module']:<16} {m['env']['steps']:>5} {m['env']['mean_ms']:>8.2f} "
+            f"{m['opt']['mean_ms']:>8.2f} {m['pass_ms']:>8.2f} {m['overhead_ms']:>8.2f} "
+            f"{m['ratio']:>7.1f}x {ceiling:>8}"
         )
     print(
-        f"  {'all':<16} {env_all['steps']:>5} {env_all['mean_ms']:>12.2f} "
-        f"{opt_all['mean_ms']:>12.2f} {report['ratio']:>7.1f}x"
+        f"  env: {report['steps_per_second']} steps/s (median "
+        f"{total['env']['median_ms']:.2f} ms/step; reset {report['reset_mean_ms']:.1f} ms); "
+        f"opt: median {total['opt']['median_ms']:.2f} ms/step; median opt/env "
+        f"{total['opt']['median_ms'] / total['env']['median_ms']:.1f}x"
     )
     print(
-        f"  env: {report['env']['steps_per_second']} steps/s (median "
-        f"{env_all['median_ms']:.2f} ms/step; reset {report['env']['reset_mean_ms']:.1f} ms); "
-        f"opt: median {opt_all['median_ms']:.2f} ms/step"
-    )
-    print(
-        f"  the same final instruction count after {same} of {len(served['finals'])} "
+        f"  the same final instruction count after {same} of {report['sequences']} "
         f"sequences (opt's modules counted by the service)"
     )
-    for what, errors in (("env", served["errors"]), ("opt", opt["errors"])):
+    for what, errors in run["errors"].items():
         if errors:
             print(f"  {what}: {len(errors)} failed steps, e.g. {errors[0]}")
     if args.json:

@@ -11,6 +11,14 @@
 // types). Each step runs on fresh analysis managers, so no cached analysis
 // outlives a module it was computed for.
 //
+// Rolling a failed step back does not need a copy per step (a third of an
+// instcombine step on a large module): LLVM's passes are deterministic, so
+// the state before the step is the newest copy held (the base: the module as
+// loaded, a snapshot, a restored slot or a checkpoint) with the journal of
+// pipelines applied since replayed on it. Failed steps are rare; the replay
+// is bounded by taking a checkpoint once the journal's pass time passes
+// SessionOptions::MaxReplayMillis.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mlbridge/llvm/PhaseOrdering.h"
@@ -36,11 +44,13 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -211,9 +221,11 @@ std::string verifierErrors(const llvm::Module &M) {
 } // namespace
 
 struct Session::Impl {
-  /// A copy of the state, in a snapshot slot.
+  /// A copy of the state that is never modified (in a snapshot slot, or a
+  /// rollback's base); shared, so that a slot overwritten by a later
+  /// snapshot stays alive as long as it is the base.
   struct Snapshot {
-    std::unique_ptr<llvm::Module> M;
+    std::shared_ptr<const llvm::Module> M;
     int64_t Steps = 0;
   };
 
@@ -223,13 +235,27 @@ struct Session::Impl {
     std::unique_ptr<llvm::LLVMContext> Ctx;
     std::string FirstError; ///< Filled by the context's diagnostic handler.
     std::unique_ptr<llvm::TargetMachine> TM;
-    std::unique_ptr<llvm::Module> Pristine;
+    std::shared_ptr<const llvm::Module> Pristine;
     std::unique_ptr<llvm::Module> Current;
     std::array<Snapshot, NumSnapshotSlots> Slots;
+    /// What Rollback::Previous replays the journal on.
+    Snapshot Base;
+    /// Pipelines applied to Base's copy since, in order, all successful.
+    std::vector<std::string> Journal;
+    /// Pass time the journal took, in milliseconds.
+    double JournalMillis = 0;
     std::string Name;
     int64_t Initial = 0;
     int64_t Baseline = 0;
     int64_t Steps = 0;
+
+    /// Makes \p From (a copy of which is current, at \p FromSteps) the base
+    /// of the next rollback, with an empty journal.
+    void rebase(std::shared_ptr<const llvm::Module> From, int64_t FromSteps) {
+      Base = {std::move(From), FromSteps};
+      Journal.clear();
+      JournalMillis = 0;
+    }
   };
 
   SessionOptions Options;
@@ -241,9 +267,33 @@ struct Session::Impl {
   /// Runs \p Pipeline (called \p What in errors) on the current module;
   /// verifies the result and rolls back when it is broken.
   Error step(std::string_view Pipeline, const std::string &What) {
-    std::unique_ptr<llvm::Module> Before;
-    if (Options.OnFailure == Rollback::Previous)
-      Before = llvm::CloneModule(*L->Current);
+    auto Start = std::chrono::steady_clock::now();
+    std::string Why = run(Pipeline);
+    if (Why.empty()) {
+      ++L->Steps;
+      if (Options.OnFailure == Rollback::Previous)
+        journal(Pipeline, std::chrono::steady_clock::now() - Start);
+      refresh();
+      return Error::success();
+    }
+    const char *Where = "back to the state before it";
+    if (Options.OnFailure == Rollback::Pristine) {
+      L->Current = llvm::CloneModule(*L->Pristine);
+      L->Steps = 0;
+      L->rebase(L->Pristine, 0);
+      Where = "back to the module as loaded";
+    } else if (std::string Replay = replay(); !Replay.empty()) {
+      Where = "back to its last copy: replaying the steps since failed";
+      Why += "; replay: " + Replay;
+    }
+    refresh();
+    return makeError(ErrorCode::Broken, What, " broke module '", L->Name, "' (",
+                     Where, "): ", truncated(Why));
+  }
+
+  /// Runs \p Pipeline on the current module: "" when it succeeded and left
+  /// a valid module, else why not (the module is then in any state).
+  std::string run(std::string_view Pipeline) {
     L->FirstError.clear();
     std::string Why;
     if (Error E = runTextual(*L->Current, L->TM.get(), Pipeline))
@@ -253,23 +303,34 @@ struct Session::Impl {
     else
       Why = verifierErrors(*L->Current);
     L->FirstError.clear();
-    if (Why.empty()) {
-      ++L->Steps;
-      refresh();
-      return Error::success();
+    return Why;
+  }
+
+  /// Records a successful step of \p Took; takes a checkpoint when the
+  /// journal would take longer than allowed to replay.
+  void journal(std::string_view Pipeline,
+               std::chrono::steady_clock::duration Took) {
+    L->Journal.emplace_back(Pipeline);
+    L->JournalMillis += std::chrono::duration<double, std::milli>(Took).count();
+    if (L->JournalMillis > Options.MaxReplayMillis)
+      L->rebase(llvm::CloneModule(*L->Current), L->Steps);
+  }
+
+  /// Rebuilds the state before the failed step: a copy of the base with the
+  /// journal replayed. "" on success; else why the replay failed, and the
+  /// module is the base's copy at its step count.
+  std::string replay() {
+    L->Current = llvm::CloneModule(*L->Base.M);
+    for (const std::string &Pipeline : L->Journal) {
+      if (std::string Why = run(Pipeline); !Why.empty()) {
+        L->Current = llvm::CloneModule(*L->Base.M);
+        L->Steps = L->Base.Steps;
+        L->Journal.clear();
+        L->JournalMillis = 0;
+        return Why;
+      }
     }
-    const char *Where;
-    if (Before) {
-      L->Current = std::move(Before);
-      Where = "back to the state before it";
-    } else {
-      L->Current = llvm::CloneModule(*L->Pristine);
-      L->Steps = 0;
-      Where = "back to the module as loaded";
-    }
-    refresh();
-    return makeError(ErrorCode::Broken, What, " broke module '", L->Name, "' (",
-                     Where, "): ", truncated(Why));
+    return "";
   }
 
   /// Recomputes the observation of the current module.
@@ -342,6 +403,7 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
     L->TM = targetFor(*L->Pristine);
   L->Name = Name;
   L->Current = llvm::CloneModule(*L->Pristine);
+  L->rebase(L->Pristine, 0);
   L->Initial = autophase::instructionCount(*L->Pristine);
 
   std::pair<size_t, size_t> Key{std::hash<std::string_view>()(Bytes),
@@ -399,6 +461,7 @@ Error Session::reset() {
     return E;
   P->L->Current = llvm::CloneModule(*P->L->Pristine);
   P->L->Steps = 0;
+  P->L->rebase(P->L->Pristine, 0);
   P->refresh();
   return Error::success();
 }
@@ -411,6 +474,7 @@ Error Session::snapshot(int64_t Slot) {
   Impl::Snapshot &S = P->L->Slots[static_cast<size_t>(Slot)];
   S.M = llvm::CloneModule(*P->L->Current);
   S.Steps = P->L->Steps;
+  P->L->rebase(S.M, S.Steps); // the copy is the state: nothing to replay
   return Error::success();
 }
 
@@ -425,6 +489,7 @@ Error Session::restore(int64_t Slot) {
                      std::to_string(Slot), " is empty");
   P->L->Current = llvm::CloneModule(*S.M);
   P->L->Steps = S.Steps;
+  P->L->rebase(S.M, S.Steps);
   P->refresh();
   return Error::success();
 }

@@ -17,6 +17,8 @@
 
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <gtest/gtest.h>
 
@@ -42,6 +44,27 @@ std::unique_ptr<Session> loaded(SessionOptions Options = {}) {
   Error E = S->loadBytes(Bytes, "loop.bc");
   EXPECT_FALSE(E) << E.toString();
   return S;
+}
+
+/// The current module's IR with its local values unnamed (numbered). A
+/// copy of a module starts its functions' name counters over, so the same
+/// pass on a copy may number the names it makes differently (`%s.05` for
+/// `%s.02`): the states are the same up to those names.
+std::string anonymousIR(const Session &S) {
+  std::unique_ptr<llvm::Module> M = llvm::CloneModule(*S.module());
+  for (llvm::Function &F : *M) {
+    for (llvm::Argument &A : F.args())
+      A.setName("");
+    for (llvm::BasicBlock &B : F) {
+      B.setName("");
+      for (llvm::Instruction &I : B)
+        I.setName("");
+    }
+  }
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  M->print(OS, nullptr);
+  return OS.str();
 }
 
 int64_t actionIndex(const char *Name) {
@@ -310,6 +333,53 @@ TEST(PhaseSession, AFailingStepIsUndoneAndTheSessionGoesOn) {
               S->features()[autophase::index(autophase::Feature::TotalInsts)]);
     Error Next = S->apply(actionIndex("instcombine"));
     EXPECT_FALSE(Next) << Next.toString();
+  }
+}
+
+TEST(PhaseSession, ARollbackReplaysEveryStepSinceTheLastCopy) {
+  // The state before a failed step is rebuilt from the newest copy the
+  // session holds (as loaded, a snapshot, a restored slot or a checkpoint)
+  // and the steps since: whether it checkpoints after every step (0 ms) or
+  // never, the module comes back as it was (up to the numbering of local
+  // names, as after a restore), however it got there.
+  for (unsigned Budget : {0u, 1000000u}) {
+    SessionOptions O;
+    O.MaxReplayMillis = Budget;
+    std::unique_ptr<Session> S = loaded(O);
+    for (const char *Name : {"sroa", "instcombine", "simplifycfg"})
+      ASSERT_FALSE(S->apply(actionIndex(Name))) << Name;
+    std::string Before = anonymousIR(*S);
+    EXPECT_EQ(S->applyPipeline("pgo-instr-use").code(), ErrorCode::Broken);
+    EXPECT_EQ(anonymousIR(*S), Before) << "budget " << Budget;
+    EXPECT_EQ(S->steps(), 3);
+
+    // From a snapshot, then from that snapshot restored: the steps taken
+    // after it are replayed, not those before.
+    ASSERT_FALSE(S->snapshot(2));
+    ASSERT_FALSE(S->apply(actionIndex("licm")));
+    ASSERT_FALSE(S->apply(actionIndex("loop-rotate")));
+    Before = anonymousIR(*S);
+    EXPECT_EQ(S->applyPipeline("pgo-instr-use").code(), ErrorCode::Broken);
+    EXPECT_EQ(anonymousIR(*S), Before);
+    EXPECT_EQ(S->steps(), 5);
+    ASSERT_FALSE(S->apply(actionIndex("default<Oz>")));
+    ASSERT_FALSE(S->restore(2));
+    ASSERT_FALSE(S->snapshot(2)); // the slot replaced by its own copy
+    ASSERT_FALSE(S->apply(actionIndex("gvn")));
+    Before = anonymousIR(*S);
+    EXPECT_EQ(S->applyPipeline("pgo-instr-use").code(), ErrorCode::Broken);
+    EXPECT_EQ(anonymousIR(*S), Before);
+    EXPECT_EQ(S->steps(), 4);
+
+    // After a reset, from the module as loaded again.
+    ASSERT_FALSE(S->reset());
+    ASSERT_FALSE(S->apply(actionIndex("mem2reg")));
+    Before = anonymousIR(*S);
+    EXPECT_EQ(S->applyPipeline("pgo-instr-use").code(), ErrorCode::Broken);
+    EXPECT_EQ(anonymousIR(*S), Before);
+    EXPECT_EQ(S->steps(), 1);
+    EXPECT_EQ(S->instructionCount(),
+              S->features()[autophase::index(autophase::Feature::TotalInsts)]);
   }
 }
 

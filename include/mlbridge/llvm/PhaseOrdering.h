@@ -90,8 +90,12 @@ inline constexpr uint64_t DefaultMaxInputBytes = uint64_t(256) << 20;
 
 /// Where a failed step leaves the module.
 enum class Rollback {
-  /// Back to the state before the step (the session copies the module
-  /// before each step: the default).
+  /// Back to the state before the step (the default). The session does
+  /// not copy the module before every step: it keeps the pipelines applied
+  /// since the newest copy it holds (the module as loaded, a snapshot, a
+  /// restored slot or a checkpoint) and, when a step fails, replays them on
+  /// a fresh copy of it. A checkpoint copy is taken once replaying would
+  /// cost more than SessionOptions::MaxReplayMillis.
   Previous,
   /// Back to the module as loaded, steps = 0 (no copy per step: faster).
   Pristine,
@@ -103,6 +107,10 @@ struct SessionOptions {
   uint64_t MaxInputBytes = DefaultMaxInputBytes;
   /// Where a failed step leaves the module.
   Rollback OnFailure = Rollback::Previous;
+  /// With Rollback::Previous: the most pass time (milliseconds, as the steps
+  /// took it) a rollback may replay; past it the session copies the current
+  /// module as a checkpoint. 0 copies after every step.
+  unsigned MaxReplayMillis = 200;
   /// Optimise with the TargetMachine of the module's triple when LLVM has
   /// that target; otherwise with LLVM's target-independent defaults.
   bool UseTarget = true;

@@ -329,7 +329,7 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
     - ``service``: the ``mlbridge-phase-service`` program (None:
       ``mlbridge config --phase-service``).
     - ``rollback``: ``"step"`` (a step that breaks the module is undone) or
-      ``"pristine"`` (back to the module as loaded; saves a copy per step).
+      ``"pristine"`` (back to the module as loaded, ``steps`` 0).
     - ``format``: the serialisation on the channel (``"bitstream"``,
       ``"json"``, ``"protobuf"``).
     """
