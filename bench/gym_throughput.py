@@ -9,9 +9,16 @@ A step is one decision (a call site; a pass). Each configuration runs a
 warm-up rollout, then ``--steps`` steps per worker, timed on the wall clock
 of the caller (the pool's own overhead included); the configurations
 alternate for ``--repeats`` rounds and the median of each is printed with
-its ratio to the first. The policy answers LLVM's own decision for
+its ratio to the first configuration (each round's ratio, paired; the
+median and the range over rounds). The policy answers LLVM's own decision for
 inlining (``--policy default``, what a warm-started policy does) or
-uniformly random actions (``--policy random``).
+uniformly random actions (``--policy random``). Worker i is seeded with
+``--seed`` + i, so N workers do different episodes than one worker does;
+with ``--same-work`` every worker is reseeded with ``--seed`` and repeats
+the single worker's episodes, so that the ratio measures the pool and the
+machine only (a phase-ordering step costs 2 to 700 ms depending on the
+module and the pass: different random streams differ in cost by 2x over a
+few thousand steps). How long each worker was busy is printed too.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ def measure(args: argparse.Namespace, workers: int) -> Dict[str, Any]:
     ) as pool:
         names = list(pool.call("attribute", [("feature_names",)] * workers)[0])
         policy = _policy(args.env, args.policy, names)
+        if args.same_work:
+            pool.call("reseed", [(args.seed,)] * workers)
         pool.rollout(policy, args.warmup)
         start = time.monotonic()
         rollouts = pool.rollout(policy, args.steps)
@@ -62,6 +71,7 @@ def measure(args: argparse.Namespace, workers: int) -> Dict[str, Any]:
         "steps": steps,
         "episodes": episodes,
         "seconds": round(wall, 3),
+        "worker_seconds": [round(r.seconds, 3) for r in rollouts],
         "steps_per_second": round(steps / wall, 1),
     }
 
@@ -83,6 +93,13 @@ def main() -> int:
         help="rounds; the configurations alternate within a round (this VM's speed drifts), "
         "the median of each is reported",
     )
+    parser.add_argument(
+        "--same-work",
+        action="store_true",
+        help="every worker reseeded with --seed: the same episodes and actions on each, so "
+        "that N workers do N times the work of one (by default worker i has seed + i, and "
+        "workers of a costly environment such as phase ordering finish far apart)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if args.env != "inlining" and args.policy == "default":
@@ -93,8 +110,11 @@ def main() -> int:
         runs = sorted((r[i] for r in rounds), key=lambda r: r["steps_per_second"])
         median = dict(runs[len(runs) // 2])
         median["all_steps_per_second"] = [r["steps_per_second"] for r in runs]
+        # Paired within each round (the configurations ran back to back).
+        ratios = sorted(r[i]["steps_per_second"] / r[0]["steps_per_second"] for r in rounds)
+        median["ratio"] = round(ratios[len(ratios) // 2], 3)
+        median["ratio_range"] = [round(ratios[0], 3), round(ratios[-1], 3)]
         results.append(median)
-    base = results[0]["steps_per_second"]
     report = {
         "date": datetime.date.today().isoformat(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -103,17 +123,20 @@ def main() -> int:
         "env": ENVS[args.env],
         "backend": args.backend,
         "policy": args.policy,
+        "same_work": args.same_work,
         "results": results,
     }
     print(
-        f"{report['env']} on {args.backend}, policy {args.policy}, {report['date']}, "
+        f"{report['env']} on {args.backend}, policy {args.policy}"
+        f"{', the same work on every worker' if args.same_work else ''}, {report['date']}, "
         f"{report['python']}, {report['cpus']} CPUs"
     )
     for r in results:
         print(
             f"  {r['workers']} worker(s): {r['steps_per_second']:9.1f} steps/s "
-            f"({r['steps']} steps, {r['episodes']} episodes, {r['seconds']} s) "
-            f"x{r['steps_per_second'] / base:.2f}"
+            f"({r['steps']} steps, {r['episodes']} episodes, {r['seconds']} s; workers "
+            f"busy {', '.join(f'{t:.1f}' for t in r['worker_seconds'])} s) "
+            f"x{r['ratio']:.2f} (rounds: {r['ratio_range'][0]:.2f}-{r['ratio_range'][1]:.2f})"
         )
     if args.json:
         with open(args.json, "w") as f:

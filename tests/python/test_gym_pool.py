@@ -68,6 +68,18 @@ def test_seeded_pools_reproduce_each_other():
         assert np.array_equal(a.observations, b.observations)
 
 
+def test_reseeded_workers_make_the_same_rollouts(backend):
+    # What a benchmark of the same work on every worker relies on.
+    with make_pool(ENV, 2, backend=backend, seed=7) as pool:
+        first = pool.rollout(None, 30)
+        assert not np.array_equal(first[0].actions, first[1].actions)
+        pool.call("reseed", [(11,), (11,)])
+        again = pool.rollout(None, 30)
+        assert np.array_equal(again[0].actions, again[1].actions)
+        assert np.array_equal(again[0].observations, again[1].observations)
+        assert not np.array_equal(again[0].observations[:5], first[0].observations[:5])
+
+
 def test_policies_travel_to_the_workers(backend):
     with make_pool(ENV, 2, backend=backend) as pool:
         always_left = lambda obs: 0  # noqa: E731 (a lambda: pickled by value)

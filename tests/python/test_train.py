@@ -73,9 +73,11 @@ def test_the_wrapper_keeps_and_transforms():
 
 def test_exported_policy_decides_as_sb3(tmp_path):
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     env = SignedLogFeatures(drop=["b"])(_Counts())
     model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no SB3-* directory in /tmp
     model.learn(128)
     path = tmp_path / "p.onnx"
     specs = [TensorSpec(n, "int64_t", (1,)) for n in "abcd"]

@@ -91,6 +91,16 @@ class RolloutWorker:
         self._return, self._length = 0.0, 0
         self._next_seed: Optional[int] = seed
 
+    def reseed(self, seed: int) -> None:
+        """Starts over from ``seed``: the action space is seeded with it and
+        the next rollout begins with ``reset(seed=seed)`` (so workers given
+        the same seed make the same episodes with the same random actions)."""
+        self.seed = seed
+        self.env.action_space.seed(seed)
+        self._next_seed = seed
+        self._obs = None
+        self._return, self._length = 0.0, 0
+
     def where(self) -> Dict[str, Any]:
         """Host, process and (under Ray) node of this worker."""
         node = None
