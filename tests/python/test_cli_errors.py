@@ -46,7 +46,14 @@ static int add(int a, int b) { return sq(a) + sq(b); }
 int f(int a, int b) { return add(a, b) + add(b, a); }
 """
 RAISING_POLICY = "def decide(features):\n    raise RuntimeError('boom from the policy')\n"
-SLOW_POLICY = "import time\n\ndef decide(features):\n    time.sleep(60)\n    return 0\n"
+#: A policy that takes a minute to decide; it first creates the file named by
+#: $DECIDING, if set, to say it is deciding.
+SLOW_POLICY = (
+    "import os, time\n\ndef decide(features):\n"
+    "    if os.environ.get('DECIDING'):\n"
+    "        open(os.environ['DECIDING'], 'w').close()\n"
+    "    time.sleep(60)\n    return 0\n"
+)
 #: A ``grpc`` package that is not there (as when grpcio is not installed).
 HIDDEN_GRPC = "raise ModuleNotFoundError(\"No module named 'grpc'\", name='grpc')\n"
 
@@ -628,13 +635,19 @@ def test_compiler_failure_is_passed_through(tmp_path: Path) -> None:
 
 
 @needs_clang
+@pytest.mark.parametrize("when", ["deciding", "starting"])
 @pytest.mark.parametrize(
     "signum, code", [(signal.SIGINT, INTERRUPTED), (signal.SIGTERM, TERMINATED)]
 )
-def test_interrupted_compilation_is_stopped_cleanly(tmp_path: Path, signum: int, code: int) -> None:
-    """Ctrl-C (or SIGTERM) while the policy decides: the compiler is stopped,
-    its temporary output removed, no line at all, exit 130 (143)."""
+def test_interrupted_compilation_is_stopped_cleanly(
+    tmp_path: Path, signum: int, code: int, when: str
+) -> None:
+    """Ctrl-C (or SIGTERM) while the policy decides, or as soon as the
+    compiler runs (its output file exists: mlbridge may still be starting its
+    serving threads): the compiler is stopped, its temporary output removed,
+    no line at all, exit 130 (143)."""
     _prepare(tmp_path, {"slow.py": SLOW_POLICY})
+    deciding = tmp_path.parent / f"{tmp_path.name}.deciding"
     proc = subprocess.Popen(
         command("mlbridge")
         + [
@@ -652,17 +665,28 @@ def test_interrupted_compilation_is_stopped_cleanly(tmp_path: Path, signum: int,
         cwd=tmp_path,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "DECIDING": str(deciding)},
     )
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob("f-*.o.tmp")) and time.monotonic() < deadline:
-        time.sleep(0.05)  # clang is waiting for the first decision
-    assert list(tmp_path.glob("f-*.o.tmp"))
-    start = time.monotonic()
-    proc.send_signal(signum)
-    _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - start < 10  # not waiting for the sleeping policy
-    assert proc.returncode == code and err == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "f.c", "slow.py"]
+    try:
+        deadline = time.monotonic() + 60
+        ready = (
+            (lambda: deciding.exists())
+            if when == "deciding"
+            else (lambda: bool(list(tmp_path.glob("f-*.o.tmp"))))
+        )
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.01 if when == "starting" else 0.05)
+        assert ready()
+        start = time.monotonic()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - start < 10  # not waiting for the sleeping policy
+        assert proc.returncode == code and err == ""
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "f.c", "slow.py"]
+    finally:
+        if proc.poll() is None:  # a failure must not leave the command behind
+            proc.kill()
+            proc.wait()
 
 
 # -- mlbridge serve --pipe: a policy that raises ----------------------------------------

@@ -314,40 +314,41 @@ def _run(
     on_start: Optional[Callable[[CompilerProcess], None]] = None,
 ) -> RunResult:
     start = time.monotonic()
-    compiler = CompilerProcess(command, stdout, env)
-    if on_start is not None:
-        try:
-            on_start(compiler)
-        except BaseException:
-            compiler.kill()
-            compiler.proc.wait()
-            compiler.exited.set()
-            assert compiler.proc.stderr is not None
-            compiler.proc.stderr.close()
-            raise
     err_lines: List[str] = []
-    threads = [
-        threading.Thread(
-            target=_collect, daemon=True, args=(_text(compiler.proc.stderr), err_lines, echo_stderr)
-        )
-    ]
     runs = {name: AdvisorRun(name) for name in policies}
-    for name, policy in policies.items():
-        host = PipeHost(policy, io_timeout=io_timeout, log=logs.get(name), patch=patches[name])
-        threads.append(
-            threading.Thread(
-                target=_serve_one,
-                daemon=True,
-                name=f"serve-{name}",
-                args=(compiler, channels[name], host, runs[name], open_timeout),
-            )
-        )
-    for thread in threads:
-        thread.start()
+    started: List[threading.Thread] = []
     timed_out = False
     join_deadline: Optional[float] = None
+    compiler = CompilerProcess(command, stdout, env)
+    # Everything after the compiler started is inside the try: an interrupt
+    # (Ctrl-C, SIGTERM) at any moment, even while the serving threads start,
+    # stops the compiler.
     try:
         try:
+            if on_start is not None:
+                on_start(compiler)
+            threads = [
+                threading.Thread(
+                    target=_collect,
+                    daemon=True,
+                    args=(_text(compiler.proc.stderr), err_lines, echo_stderr),
+                )
+            ]
+            for name, policy in policies.items():
+                host = PipeHost(
+                    policy, io_timeout=io_timeout, log=logs.get(name), patch=patches[name]
+                )
+                threads.append(
+                    threading.Thread(
+                        target=_serve_one,
+                        daemon=True,
+                        name=f"serve-{name}",
+                        args=(compiler, channels[name], host, runs[name], open_timeout),
+                    )
+                )
+            for thread in threads:
+                thread.start()
+                started.append(thread)
             compiler.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -356,13 +357,16 @@ def _run(
     except BaseException:  # e.g. KeyboardInterrupt: never leave the compiler behind
         compiler.kill()
         compiler.proc.wait()
+        if not started:  # nobody reads its stderr
+            assert compiler.proc.stderr is not None
+            compiler.proc.stderr.close()
         # Do not wait for a policy still deciding (the threads are daemons):
         # an interrupted run must end at once.
         join_deadline = time.monotonic() + KILL_GRACE_SECONDS
         raise
     finally:
         compiler.exited.set()
-        for thread in threads:
+        for thread in started:
             thread.join(
                 None if join_deadline is None else max(0.0, join_deadline - time.monotonic())
             )
