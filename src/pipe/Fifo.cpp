@@ -11,8 +11,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -30,39 +28,6 @@ Error sysError(const char *What, const std::string &Detail) {
 Error timeoutError(const char *What) {
   return makeError(ErrorCode::Timeout, "timed out ", What);
 }
-
-/// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
-/// raised meanwhile, so writing to a closed FIFO yields EPIPE, not death.
-/// If the thread already blocked SIGPIPE itself, nothing is changed or
-/// consumed (a SIGPIPE can only be pending if it was blocked before).
-class SigpipeGuard {
-public:
-  SigpipeGuard() {
-    sigemptyset(&Set);
-    sigaddset(&Set, SIGPIPE);
-    Blocked = pthread_sigmask(SIG_BLOCK, &Set, &Old) == 0 &&
-              sigismember(&Old, SIGPIPE) != 1;
-  }
-  ~SigpipeGuard() {
-    if (!Blocked)
-      return;
-    if (GotEpipe) {
-      struct timespec Zero = {0, 0};
-      while (sigtimedwait(&Set, nullptr, &Zero) < 0 && errno == EINTR) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &Old, nullptr);
-  }
-  SigpipeGuard(const SigpipeGuard &) = delete;
-  SigpipeGuard &operator=(const SigpipeGuard &) = delete;
-
-  /// Records that a write failed with EPIPE.
-  void sawEpipe() { GotEpipe = true; }
-
-private:
-  sigset_t Set, Old;
-  bool Blocked = false, GotEpipe = false;
-};
 
 Error checkIsFifo(int FD, const std::string &Path) {
   struct stat St;
@@ -108,15 +73,18 @@ Expected<FileDescriptor> openForRead(const std::string &Path) {
   return Owned;
 }
 
-Expected<FileDescriptor> openForWrite(const std::string &Path, Deadline Until) {
+Expected<WriteEnd> openForWrite(const std::string &Path, int PeerOut,
+                                Deadline Until) {
   auto Sleep = std::chrono::microseconds(200);
-  while (true) {
+  WriteEnd End;
+  End.PeerOut = PeerOut;
+  while (!End.Write.valid()) {
     int FD = ::open(Path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (FD >= 0) {
-      FileDescriptor Owned(FD);
+      End.Write = FileDescriptor(FD);
       if (Error E = checkIsFifo(FD, Path))
         return E;
-      return Owned;
+      break;
     }
     if (errno != ENXIO && errno != EINTR)
       return sysError("cannot open FIFO for writing", Path);
@@ -126,32 +94,36 @@ Expected<FileDescriptor> openForWrite(const std::string &Path, Deadline Until) {
     std::this_thread::sleep_for(Sleep);
     Sleep = std::min(Sleep * 2, std::chrono::microseconds(20000));
   }
+  auto Keepalive = openForRead(Path);
+  if (!Keepalive)
+    return Keepalive.takeError();
+  End.Keepalive = std::move(*Keepalive);
+  return End;
 }
 
-Error writeAll(int FD, struct iovec *Parts, int NumParts, Deadline Until,
-               const char *What) {
-  SigpipeGuard Guard;
+Error writeAll(const WriteEnd &End, struct iovec *Parts, int NumParts,
+               Deadline Until, const char *What) {
   while (NumParts > 0) {
-    ssize_t N = ::writev(FD, Parts, NumParts);
+    ssize_t N = ::writev(End.Write.get(), Parts, NumParts);
     if (N < 0) {
       if (errno == EINTR)
         continue;
-      if (errno == EPIPE) {
-        Guard.sawEpipe();
-        return makeError(ErrorCode::PeerClosed,
-                         "the model side closed its end while ", What);
-      }
       if (errno != EAGAIN)
         return sysError("write failed while", What);
-      struct pollfd P = {FD, POLLOUT, 0};
+      // No room: wait for some, or for the peer to go away (no writer left
+      // on its FIFO: POLLHUP, which poll reports whatever was asked).
+      struct pollfd P[2] = {{End.Write.get(), POLLOUT, 0}, {End.PeerOut, 0, 0}};
       int Ms = millisecondsLeft(Until);
       if (Ms == 0)
         return timeoutError(What);
-      int R = ::poll(&P, 1, Ms);
+      int R = ::poll(P, End.PeerOut >= 0 ? 2 : 1, Ms);
       if (R == 0)
         return timeoutError(What);
       if (R < 0 && errno != EINTR)
         return sysError("poll failed while", What);
+      if (R > 0 && !(P[0].revents & POLLOUT) && (P[1].revents & POLLHUP))
+        return makeError(ErrorCode::PeerClosed,
+                         "the model side closed its end while ", What);
       continue;
     }
     size_t Left = size_t(N);
@@ -168,10 +140,10 @@ Error writeAll(int FD, struct iovec *Parts, int NumParts, Deadline Until,
   return Error::success();
 }
 
-Error writeAll(int FD, std::string_view Bytes, Deadline Until,
+Error writeAll(const WriteEnd &End, std::string_view Bytes, Deadline Until,
                const char *What) {
   struct iovec Part = {const_cast<char *>(Bytes.data()), Bytes.size()};
-  return writeAll(FD, &Part, 1, Until, What);
+  return writeAll(End, &Part, 1, Until, What);
 }
 
 Reader::Reader(int FD, size_t MaxBuffer) : FD(FD), MaxBuffer(MaxBuffer) {
@@ -195,7 +167,26 @@ Error Reader::fill(Deadline Until, const char *What, size_t Wanted) {
                      " while ", What);
   if (Begin + Wanted > Buffer.size())
     compact(Wanted);
+  // The read first: the reply is often there already (one syscall). A read
+  // of 0 bytes is EOF only after poll() said so: before, it may also mean
+  // that the peer has not opened its end yet (poll waits for that one).
+  bool Polled = false;
   while (End - Begin < Wanted) {
+    ssize_t N = ::read(FD, &Buffer[End], Buffer.size() - End);
+    if (N > 0) {
+      End += size_t(N);
+      Polled = false;
+      continue;
+    }
+    if (N == 0 && Polled)
+      return makeError(ErrorCode::PeerClosed,
+                       "the model side closed its end (EOF) while ", What,
+                       " (got ", std::to_string(End - Begin), " of ",
+                       std::to_string(Wanted), " bytes)");
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N < 0 && errno != EAGAIN)
+      return sysError("read failed while", What);
     struct pollfd P = {FD, POLLIN, 0};
     int Ms = millisecondsLeft(Until);
     int R = Ms == 0 ? 0 : ::poll(&P, 1, Ms);
@@ -203,23 +194,9 @@ Error Reader::fill(Deadline Until, const char *What, size_t Wanted) {
       return makeError(ErrorCode::Timeout, "timed out ", What, " (got ",
                        std::to_string(End - Begin), " of ",
                        std::to_string(Wanted), " bytes)");
-    if (R < 0) {
-      if (errno == EINTR)
-        continue;
+    if (R < 0 && errno != EINTR)
       return sysError("poll failed while", What);
-    }
-    ssize_t N = ::read(FD, &Buffer[End], Buffer.size() - End);
-    if (N > 0) {
-      End += size_t(N);
-      continue;
-    }
-    if (N == 0)
-      return makeError(ErrorCode::PeerClosed,
-                       "the model side closed its end (EOF) while ", What,
-                       " (got ", std::to_string(End - Begin), " of ",
-                       std::to_string(Wanted), " bytes)");
-    if (errno != EAGAIN && errno != EINTR)
-      return sysError("read failed while", What);
+    Polled = R > 0;
   }
   return Error::success();
 }

@@ -6,8 +6,12 @@
 ///
 /// \file
 /// Internal: non-blocking FIFO endpoints with deadlines. Every blocking wait
-/// is a poll() bounded by a deadline; EOF and EPIPE are errors; SIGPIPE is
-/// blocked around writes so a dead reader never kills the compiler.
+/// is a poll() bounded by a deadline, made only when the data or the room is
+/// not there yet (the read or write is tried first); EOF is an error. A
+/// write end is held together with a read end of the same FIFO (never
+/// read), so writing to a peer that died can neither raise SIGPIPE, which
+/// would kill the compiler, nor needs a signal mask changed around every
+/// write: the peer's death shows on the FIFO it writes to instead.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -61,16 +65,33 @@ private:
 /// Opens the FIFO \p Path for reading, non-blocking (succeeds at once).
 Expected<FileDescriptor> openForRead(const std::string &Path);
 
+/// The write end of a FIFO to a peer, with a read end of the same FIFO held
+/// open and never read. While this process holds a reader, a write can
+/// neither raise SIGPIPE nor fail with EPIPE; a peer that is gone shows on
+/// the FIFO it writes to (PeerOut): POLLHUP while a write waits for room,
+/// EOF at the next read.
+struct WriteEnd {
+  /// The FIFO's write end.
+  FileDescriptor Write;
+  /// A read end of the same FIFO, never read.
+  FileDescriptor Keepalive;
+  /// Our read end of the FIFO the peer writes to (not owned), or -1.
+  int PeerOut = -1;
+};
+
 /// Opens the FIFO \p Path for writing, waiting until a reader has opened it
-/// or \p Until passes.
-Expected<FileDescriptor> openForWrite(const std::string &Path, Deadline Until);
+/// or \p Until passes, then opens the keepalive reader; \p PeerOut is our
+/// read end of the peer's FIFO (WriteEnd::PeerOut).
+Expected<WriteEnd> openForWrite(const std::string &Path, int PeerOut,
+                                Deadline Until);
 
-/// Writes all of \p Parts (gathered) to \p FD before \p Until.
-Error writeAll(int FD, struct iovec *Parts, int NumParts, Deadline Until,
-               const char *What);
+/// Writes all of \p Parts (gathered) to \p End before \p Until; PeerClosed
+/// when the peer is gone while the write waits for room.
+Error writeAll(const WriteEnd &End, struct iovec *Parts, int NumParts,
+               Deadline Until, const char *What);
 
-/// Writes all of \p Bytes to \p FD before \p Until.
-Error writeAll(int FD, std::string_view Bytes, Deadline Until,
+/// Writes all of \p Bytes to \p End before \p Until.
+Error writeAll(const WriteEnd &End, std::string_view Bytes, Deadline Until,
                const char *What);
 
 /// A buffered reader over a non-blocking FIFO. Reads greedily, so bytes the

@@ -16,9 +16,10 @@
 namespace mlbridge {
 
 struct PipeModelRunner::Connection {
-  fifo::FileDescriptor In, Out;
+  fifo::FileDescriptor In;
+  fifo::WriteEnd Out;
   fifo::Reader Reader;
-  Connection(fifo::FileDescriptor In, fifo::FileDescriptor Out, size_t Max)
+  Connection(fifo::FileDescriptor In, fifo::WriteEnd Out, size_t Max)
       : In(std::move(In)), Out(std::move(Out)),
         Reader(this->In.get(), Max + FrameHeader::Size) {}
 };
@@ -69,7 +70,7 @@ Error PipeModelRunner::connect() {
   auto In = fifo::openForRead(Options.ChannelBase + ".in");
   if (!In)
     return fail(In.takeError());
-  auto Out = fifo::openForWrite(Options.ChannelBase + ".out", Until);
+  auto Out = fifo::openForWrite(Options.ChannelBase + ".out", In->get(), Until);
   if (!Out)
     return fail(Out.takeError());
   Conn = std::make_unique<Connection>(std::move(*In), std::move(*Out),
@@ -100,8 +101,7 @@ Error PipeModelRunner::connect() {
     Header.push_back(']');
   }
   Header.append("}\n");
-  if (Error E =
-          fifo::writeAll(Conn->Out.get(), Header, Until, "sending the header"))
+  if (Error E = fifo::writeAll(Conn->Out, Header, Until, "sending the header"))
     return fail(E);
   if (Options.Protocol == PipeProtocol::Extended) {
     if (Error E = handshake())
@@ -128,8 +128,8 @@ Error PipeModelRunner::switchContext(std::string_view Name) {
     Message.assign("{\"context\":");
     json::appendString(Message, Name);
     Message.append("}\n");
-    if (Error E = fifo::writeAll(Conn->Out.get(), Message, Until,
-                                 "sending a context"))
+    if (Error E =
+            fifo::writeAll(Conn->Out, Message, Until, "sending a context"))
       return fail(E);
     return Error::success();
   }
@@ -139,8 +139,7 @@ Error PipeModelRunner::switchContext(std::string_view Name) {
   FrameHeader::write(Header, uint32_t(Name.size()), FrameKind::Context);
   struct iovec Parts[2] = {{Header, sizeof(Header)},
                            {const_cast<char *>(Name.data()), Name.size()}};
-  if (Error E =
-          fifo::writeAll(Conn->Out.get(), Parts, 2, Until, "sending a context"))
+  if (Error E = fifo::writeAll(Conn->Out, Parts, 2, Until, "sending a context"))
     return fail(E);
   return Error::success();
 }
@@ -164,8 +163,8 @@ Error PipeModelRunner::evaluateMlgo() {
     Message.append(static_cast<const char *>(Inputs.data(I)),
                    Inputs.spec(I).byteSize());
   Message.push_back('\n');
-  if (Error E = fifo::writeAll(Conn->Out.get(), Message, Until,
-                               "sending an observation"))
+  if (Error E =
+          fifo::writeAll(Conn->Out, Message, Until, "sending an observation"))
     return fail(E);
   size_t N = Outputs.spec(0).byteSize();
   auto Reply = Conn->Reader.readExact(N, Until, "waiting for the advice");
@@ -193,8 +192,8 @@ Error PipeModelRunner::evaluateExtended() {
   FrameHeader::write(Header, uint32_t(Message.size()), FrameKind::Observation);
   struct iovec Parts[2] = {{Header, sizeof(Header)},
                            {&Message[0], Message.size()}};
-  if (Error E = fifo::writeAll(Conn->Out.get(), Parts, 2, Until,
-                               "sending an observation"))
+  if (Error E =
+          fifo::writeAll(Conn->Out, Parts, 2, Until, "sending an observation"))
     return fail(E);
   auto Reply = readReplyFrame(Conn->Reader, Options.MaxMessageBytes, Until);
   if (!Reply)

@@ -112,6 +112,38 @@ TEST(PipeFault, PeerClosesBeforeReadingIsEpipeNotSigpipe) {
   EXPECT_TRUE(F.E.code() == ErrorCode::PeerClosed) << F.E.toString();
 }
 
+TEST(PipeFault, PeerDiesWhileAnObservationWaitsForRoom) {
+  // 512 KiB does not fit in the FIFO: the write waits for room, and must
+  // notice that the peer is gone (no Timeout, no SIGPIPE: the runner keeps
+  // a reader of its own on the FIFO, so the write never sees EPIPE).
+  for (PipeProtocol P : {PipeProtocol::Mlgo, PipeProtocol::Extended}) {
+    PipeOptions O;
+    O.Protocol = P;
+    O.OpenTimeout = 5s;
+    O.IoTimeout = 60s;
+    O.MaxMessageBytes = 1 << 21;
+    ASSERT_EXPECTED(
+        R, PipeModelRunner::create({TensorSpec::of<int64_t>("a", {1 << 16})},
+                                   {TensorSpec::of<int64_t>("advice")}, O));
+    std::string Base = (*R)->channelBase();
+    std::thread Host([&] {
+      RawHost H;
+      std::string Line;
+      if (!H.open(Base) || !H.readLine(Line))
+        return;
+      if (P == PipeProtocol::Extended)
+        H.write("{\"mlbridge\":1}\n");
+      H.close(); // dies without reading the observation
+    });
+    Error E = (*R)->evaluate();
+    Host.join();
+    ASSERT_TRUE(bool(E));
+    EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
+    EXPECT_NE(E.message().find("sending an observation"), std::string::npos)
+        << E.toString();
+  }
+}
+
 TEST(PipeFault, TruncatedReplyThenDeath) {
   auto F = runAgainst(PipeProtocol::Mlgo, [](RawHost &H) {
     readHeaderAndObservation(H, PipeProtocol::Mlgo);
