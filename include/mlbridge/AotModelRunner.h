@@ -71,6 +71,8 @@ public:
 
   /// The model's name (its C++ class name).
   const char *modelName() const { return Model->name; }
+  /// Whether the model has an argument called like input \p I.
+  bool readsInput(size_t I) const override;
 
   /// Implementation state (the loaded module, if any); opaque to users.
   struct Module;

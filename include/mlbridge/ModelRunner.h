@@ -59,6 +59,11 @@ public:
   void *inputData(size_t I) { return Inputs.data(I); }
   /// Index of the input called \p Name, or an InvalidArgument error.
   Expected<size_t> inputIndex(std::string_view Name) const;
+  /// Whether evaluate() reads input \p I. A compiler may skip computing a
+  /// feature that no evaluation reads (a model that does not declare it,
+  /// a runner without a model); runners that send every input to a model
+  /// elsewhere (pipes, gRPC) read them all, the default.
+  virtual bool readsInput(size_t I) const { return I < Inputs.size(); }
 
   /// Typed buffer of input \p I; nullptr if \p I is out of range or T is not
   /// the input's element type (LLVM's getTensor<T>, but checked).

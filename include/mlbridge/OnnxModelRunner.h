@@ -53,6 +53,9 @@ public:
 
   ~OnnxModelRunner() override;
 
+  /// Whether the model has an input called like input \p I.
+  bool readsInput(size_t I) const override;
+
   /// Implementation state (ONNX Runtime objects); opaque to users.
   struct Impl;
 

@@ -193,6 +193,15 @@ Error AotInterfaceRunner::bind() {
   return Error::success();
 }
 
+bool AotInterfaceRunner::readsInput(size_t I) const {
+  if (I >= numInputs())
+    return false;
+  for (int A = 0; A < Model->num_args; ++A)
+    if (inputSpec(I).name() == Model->args[A].name)
+      return true;
+  return false;
+}
+
 Error AotInterfaceRunner::evaluateImpl() {
   if (const char *Failure = Model->run(Object))
     return makeError(ErrorCode::ModelFailure, Failure);

@@ -33,6 +33,11 @@ public:
   /// The input copied to output 0, when echoing.
   const void *Source = nullptr;
 
+  /// Only an echoed input is read.
+  bool readsInput(size_t I) const override {
+    return Source && I < numInputs() && Source == Inputs.data(I);
+  }
+
 private:
   BaselineRunner() = default;
   Error evaluateImpl() override {

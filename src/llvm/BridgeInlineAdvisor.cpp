@@ -142,7 +142,9 @@ BridgeInlineAdvisor::BridgeInlineAdvisor(
       Default(std::move(DefaultAdvisor)), Options(O),
       ModuleName(M.getModuleIdentifier()), DefaultIndex(FeatureMap.size()) {
   MLModelRunnerAdapter &A = adapter();
-  SendDefault = bool(A.runner().inputIndex(DefaultDecisionFeature));
+  // LLVM's own decision is computed only for a model that reads it.
+  auto Index = A.runner().inputIndex(DefaultDecisionFeature);
+  SendDefault = Index && A.runner().readsInput(*Index);
   if (!O.LogPath.empty()) {
     std::vector<TensorSpec> Logged;
     for (const llvm::TensorSpec &S : llvmInputs())

@@ -96,6 +96,7 @@ struct OnnxModelRunner::Impl {
   std::unique_ptr<Ort::Session> Session;
   std::unique_ptr<Ort::IoBinding> Binding;
   std::vector<Ort::Value> Values; // tensors over the runner's buffers
+  std::vector<bool> Read;         // per runner input: the model has it
   Ort::RunOptions Run;
 };
 
@@ -170,13 +171,16 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
       R->P->Values.push_back(Ort::Value::CreateTensor(
           Cpu, B.data(*I), Spec.byteSize(), Shape.data(), Shape.size(),
           onnxType(Spec.type())));
-      if (IsInput)
+      if (IsInput) {
+        R->P->Read[*I] = true;
         R->P->Binding->BindInput(Name.c_str(), R->P->Values.back());
-      else
+      } else {
         R->P->Binding->BindOutput(Name.c_str(), R->P->Values.back());
+      }
       return Error::success();
     };
     R->P->Values.reserve(S.GetInputCount() + S.GetOutputCount());
+    R->P->Read.assign(R->numInputs(), false);
     for (size_t I = 0; I < S.GetInputCount(); ++I)
       if (Error E = Bind(true, I, S.GetInputNameAllocated(I, Alloc).get()))
         return E;
@@ -201,6 +205,10 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
                      ": ", E.what());
   }
   return R;
+}
+
+bool OnnxModelRunner::readsInput(size_t I) const {
+  return I < P->Read.size() && P->Read[I];
 }
 
 Error OnnxModelRunner::evaluateImpl() {

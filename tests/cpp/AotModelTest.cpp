@@ -137,6 +137,10 @@ TEST(AotModel, BindingErrorsNameTheTensor) {
   ASSERT_TRUE(Extra) << Extra.error().message();
   (*Extra)->input<int64_t>(0)[2] = 7;
   EXPECT_FALSE((*Extra)->evaluate());
+  // ... and a compiler may skip computing it.
+  EXPECT_FALSE((*Extra)->readsInput(0));
+  EXPECT_TRUE((*Extra)->readsInput(1));
+  EXPECT_FALSE((*Extra)->readsInput(2));
 }
 
 TEST(AotModel, IndexOutOfRangeFailsThatCallOnly) {

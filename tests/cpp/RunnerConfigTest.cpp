@@ -91,6 +91,7 @@ TEST(RunnerConfigTest, ConstantRunnerAnswersItsNumberInTheOutputType) {
   auto D = (*R)->evaluate<int32_t>();
   ASSERT_TRUE(bool(D));
   EXPECT_EQ(*D, -3);
+  EXPECT_FALSE((*R)->readsInput(0)); // no model reads anything
 }
 
 TEST(RunnerConfigTest, ConstantRunnerNeedsAScalarOutput) {
@@ -112,6 +113,8 @@ TEST(RunnerConfigTest, EchoRunnerCopiesItsInput) {
     ASSERT_TRUE(bool(D));
     EXPECT_EQ(*D, V);
   }
+  EXPECT_FALSE((*R)->readsInput(0));
+  EXPECT_TRUE((*R)->readsInput(1)); // only the echoed input
 }
 
 TEST(RunnerConfigTest, EchoRunnerChecksItsInput) {
