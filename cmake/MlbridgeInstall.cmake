@@ -3,7 +3,8 @@
 #   include/mlbridge/...                   headers
 #   lib/libmlbridge*.{a,so}                libraries
 #   bin/mlbridge-phase-service             the phase-ordering compiler service
-#   lib/mlbridge/                          the LLVM plugin, bundled ONNX Runtime
+#   lib/mlbridge/                          the LLVM plugin, its runner modules,
+#                                          bundled ONNX Runtime
 #   libexec/mlbridge/                      the demo's deployment replay program
 #   lib/cmake/mlbridge/                    the CMake package, one export set
 #                                          per component
@@ -94,6 +95,14 @@ if(MLBRIDGE_ENABLE_LLVM)
           EXPORT mlbridgeLlvmTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+  # The plugin opens its runner modules from its own directory.
+  foreach(module mlbridge-runners-grpc mlbridge-runners-onnx)
+    if(TARGET ${module})
+      set_target_properties(${module} PROPERTIES
+                            INSTALL_RPATH "${plugin_runpath}")
+      install(TARGETS ${module} LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+    endif()
+  endforeach()
   install(EXPORT mlbridgeLlvmTargets NAMESPACE mlbridge::
           DESTINATION ${MLBRIDGE_CMAKE_DIR})
   set(MLBRIDGE_MANIFEST_PLUGIN

@@ -6,13 +6,9 @@
 
 #include "InlineRunners.h"
 
+#include "RunnerModules.h"
+
 #include "mlbridge/RunnerConfig.h"
-#ifdef MLBRIDGE_HAVE_GRPC
-#include "mlbridge/GrpcModelRunner.h"
-#endif
-#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
-#include "mlbridge/OnnxModelRunner.h"
-#endif
 
 namespace mlbridge {
 
@@ -20,12 +16,18 @@ Expected<std::unique_ptr<ModelRunner>>
 makeInlineRunner(const PluginOptions &O, std::vector<TensorSpec> Inputs,
                  TensorSpec Decision) {
   RunnerFactories Factories = RunnerFactories::core();
-#ifdef MLBRIDGE_HAVE_GRPC
-  addGrpcRunners(Factories);
+#ifndef MLBRIDGE_HAVE_GRPC
+  if (O.Config.Kind == RunnerKind::Grpc)
+    return makeError(ErrorCode::Unsupported,
+                     "this plugin was built without gRPC");
 #endif
-#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
-  addOnnxRunners(Factories);
+#ifndef MLBRIDGE_HAVE_ONNXRUNTIME
+  if (O.Config.Kind == RunnerKind::Onnx)
+    return makeError(ErrorCode::Unsupported,
+                     "this plugin was built without ONNX Runtime");
 #endif
+  if (Error E = addModuleRunners(O.Config.Kind, pluginDirectory(), Factories))
+    return E;
   return createRunner(O.Config, std::move(Inputs), {std::move(Decision)},
                       Factories);
 }

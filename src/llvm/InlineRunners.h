@@ -10,7 +10,8 @@
 /// the plugin's options resolve to: pipe or grpc (training: a Python process
 /// decides), onnx or aot (deployment, in-process), and the baselines without
 /// a model: default (echo:inlining_default, LLVM's own decision) and
-/// constant.
+/// constant. The grpc and onnx kinds come from modules loaded on demand
+/// (RunnerModules.h).
 ///
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,63 @@
+//===- llvm/RunnerModules.cpp - Runner kinds loaded on demand -------------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunnerModules.h"
+
+#include <dlfcn.h>
+
+namespace mlbridge {
+
+const char *runnerModuleFile(RunnerKind Kind) {
+  switch (Kind) {
+  case RunnerKind::Grpc:
+    return "mlbridge-runners-grpc.so";
+  case RunnerKind::Onnx:
+    return "mlbridge-runners-onnx.so";
+  default:
+    return nullptr;
+  }
+}
+
+Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
+                       RunnerFactories &Factories) {
+  const char *File = runnerModuleFile(Kind);
+  if (!File || Factories.has(Kind))
+    return Error::success();
+  std::string Path = (Dir.empty() ? std::string(".") : Dir) + "/" + File;
+  auto Fail = [&](const std::string &Why) {
+    return makeError(ErrorCode::Unsupported, "the ", runnerKindName(Kind),
+                     " runner needs module '", Path, "': ", Why);
+  };
+  // Never closed: the runners made by its factories run its code. dlopen
+  // counts references, so opening it again later costs a lookup.
+  void *Handle = ::dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!Handle) {
+    const char *Why = ::dlerror();
+    return Fail(Why ? Why : "it cannot be loaded");
+  }
+  auto Entry = reinterpret_cast<RunnerModuleEntry>(
+      ::dlsym(Handle, RunnerModuleSymbol));
+  if (!Entry)
+    return Fail(std::string("it exports no ") + RunnerModuleSymbol);
+  const char *Version = Entry(MLBRIDGE_VERSION_STRING, &Factories);
+  if (!Factories.has(Kind))
+    return Fail(std::string("it is mlbridge ") + (Version ? Version : "?") +
+                ", the plugin " + MLBRIDGE_VERSION_STRING +
+                " (install both from one build)");
+  return Error::success();
+}
+
+std::string pluginDirectory() {
+  Dl_info Info;
+  if (!::dladdr(reinterpret_cast<void *>(&pluginDirectory), &Info) ||
+      !Info.dli_fname)
+    return "";
+  std::string Path = Info.dli_fname;
+  size_t Slash = Path.rfind('/');
+  return Slash == std::string::npos ? "." : Path.substr(0, Slash);
+}
+
+} // namespace mlbridge

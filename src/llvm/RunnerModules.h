@@ -1,0 +1,57 @@
+//===- llvm/RunnerModules.h - Runner kinds loaded on demand -----*- C++ -*-===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// The plugin's runner kinds that need large libraries live in loadable
+/// modules beside it: mlbridge-runners-grpc.so (gRPC, protobuf, abseil) and
+/// mlbridge-runners-onnx.so (ONNX Runtime). A module is opened only when a
+/// configuration asks for its kind, so that a compiler loading the plugin
+/// with the default, constant, echo, aot or pipe runner loads none of those
+/// libraries (their loading and relocation cost every compiler process tens
+/// of milliseconds). A module stays loaded until the process ends: the
+/// runners it makes run its code.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
+#define MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
+
+#include "mlbridge/Error.h"
+#include "mlbridge/RunnerConfig.h"
+
+#include <string>
+
+namespace mlbridge {
+
+/// What every runner module exports, with C linkage, under
+/// RunnerModuleSymbol: when \p Version is the module's own mlbridge version
+/// (plugin and module must come from the same build), adds the module's
+/// runner kinds to \p Factories; returns the module's version either way.
+using RunnerModuleEntry = const char *(*)(const char *Version,
+                                          RunnerFactories *Factories);
+
+/// The name of the entry point (version 1 of this interface).
+inline constexpr const char *RunnerModuleSymbol = "mlbridge_runner_module_v1";
+
+/// The file name of the module of \p Kind, or null when the kind needs no
+/// module.
+const char *runnerModuleFile(RunnerKind Kind);
+
+/// Makes \p Kind available in \p Factories by loading its module from
+/// directory \p Dir when it has one (grpc, onnx) and \p Factories lacks it;
+/// nothing to do for the other kinds. Errors (Unsupported) name the module:
+/// missing or not loadable (with the loader's reason), without the entry
+/// point, or of another mlbridge version.
+Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
+                       RunnerFactories &Factories);
+
+/// The directory of the shared object this code is in (the plugin), where
+/// its modules are; "" when the loader cannot tell.
+std::string pluginDirectory();
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
