@@ -37,7 +37,8 @@ namespace {
 
 /// Measures one model; returns false on a setup error.
 template <class Model>
-bool measure(const char *Label, const char *File, int Calls, int Reps) {
+bool measure(const char *Label, const char *File, int Calls, int Reps,
+             bench::JsonReport &Report) {
   const auto &In = Model::argInfo(0);
   const auto &Out = Model::resultInfo(0);
   const int64_t N = int64_t(In.ElementCount), M = int64_t(Out.ElementCount);
@@ -94,6 +95,14 @@ bool measure(const char *Label, const char *File, int Calls, int Reps) {
     BareUs.push_back(timeCalls(BareCall, Calls));
     Speedup.push_back(OrtUs.back() / AotUs.back());
   }
+  // In the report, ratios are to ONNX Runtime (the baseline): aot / ort.
+  std::vector<double> ToOrt;
+  for (size_t I = 0; I < AotUs.size(); ++I)
+    ToOrt.push_back(AotUs[I] / OrtUs[I]);
+  Report.add({std::string(Label) + ": OnnxModelRunner", OrtUs, {}, OrtAllocs});
+  Report.add(
+      {std::string(Label) + ": AotModelRunner", AotUs, ToOrt, AotAllocs});
+  Report.add({std::string(Label) + ": bare AOT class", BareUs, {}, -1});
   auto MM = std::minmax_element(Speedup.begin(), Speedup.end());
   std::printf("%-26s %9.3f %9.3f %9.3f %8.1fx [%.1f..%.1f] %8.2f/%-6.1f "
               "%9.1e  %s\n",
@@ -106,9 +115,10 @@ bool measure(const char *Label, const char *File, int Calls, int Reps) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int Calls = 20000, Reps = 7;
-  if (!bench::parseCallsAndReps(argc, argv, Calls, Reps))
+  bench::Options Opts{20000, 7, ""};
+  if (!bench::parseOptions(argc, argv, Opts))
     return 2;
+  const int Calls = Opts.Calls, Reps = Opts.Reps;
   bench::pinTo(0);
   std::printf("AOT-compiled model (AotModelRunner) vs ONNX Runtime "
               "(OnnxModelRunner, 1 thread), same run, %d reps x %d calls, "
@@ -117,9 +127,16 @@ int main(int argc, char **argv) {
   std::printf("%-26s %9s %9s %9s %22s %15s %9s  %s\n", "model", "ort us",
               "aot us", "bare us", "ort/aot [min..max]", "allocs aot/ort",
               "max diff", "isa");
+  bench::JsonReport Report("mlbridge-bench-aot");
+  Report.note("regime", "pinned to CPU 0");
+  Report.note("calls", Calls);
+  Report.note("reps", Reps);
+  Report.note("baseline", "OnnxModelRunner (ONNX Runtime, 1 thread)");
   bool Ok = measure<bench_models::BenchMlp>("MLP 64->64->1", "mlp.onnx", Calls,
-                                            Reps) &&
-            measure<bench_models::BenchPolicy>("policy 300->256->256->16",
-                                               "policy.onnx", Calls, Reps);
+                                            Reps, Report) &&
+            measure<bench_models::BenchPolicy>(
+                "policy 300->256->256->16", "policy.onnx", Calls, Reps, Report);
+  if (Ok && !Opts.JsonPath.empty())
+    Ok = Report.write(Opts.JsonPath);
   return Ok ? 0 : 1;
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <new>
 #include <sched.h>
 #include <signal.h>
@@ -92,19 +93,126 @@ double median(std::vector<double> V) {
   return V[V.size() / 2];
 }
 
-bool parseCallsAndReps(int Argc, char **Argv, int &Calls, int &Reps) {
+bool parseOptions(int Argc, char **Argv, Options &O, const ExtraOption &Extra,
+                  const std::string &Usage) {
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
-    if (A == "--calls" && I + 1 < Argc)
-      Calls = std::atoi(Argv[++I]);
-    else if (A == "--reps" && I + 1 < Argc)
-      Reps = std::atoi(Argv[++I]);
-    else {
-      std::fprintf(stderr, "usage: %s [--calls N] [--reps R]\n", Argv[0]);
+    const char *Next = I + 1 < Argc ? Argv[I + 1] : nullptr;
+    int Used = 0;
+    if ((A == "--calls" || A == "--reps") && Next && std::atoi(Next) > 0) {
+      (A == "--calls" ? O.Calls : O.Reps) = std::atoi(Next);
+      Used = 2;
+    } else if (A == "--json" && Next) {
+      O.JsonPath = Next;
+      Used = 2;
+    } else if (Extra) {
+      Used = Extra(A, Next);
+    }
+    if (Used <= 0) {
+      std::fprintf(stderr,
+                   "usage: %s [--calls N] [--reps R] [--json FILE]%s%s\n",
+                   Argv[0], Usage.empty() ? "" : " ", Usage.c_str());
       return false;
     }
+    I += Used - 1;
   }
   return true;
+}
+
+std::string interpreterVersion(const std::string &Python) {
+  std::string Command =
+      "'" + Python +
+      "' -c 'import platform; print(platform.python_implementation(), "
+      "platform.python_version())' 2>/dev/null";
+  std::string Out;
+  if (FILE *P = ::popen(Command.c_str(), "r")) {
+    char Buf[128];
+    while (std::fgets(Buf, sizeof(Buf), P))
+      Out += Buf;
+    ::pclose(P);
+  }
+  while (!Out.empty() && (Out.back() == '\n' || Out.back() == ' '))
+    Out.pop_back();
+  return (Out.empty() ? std::string("?") : Out) + " (" + Python + ")";
+}
+
+namespace {
+
+std::string jsonString(const std::string &S) {
+  std::string Out = "\"";
+  for (char C : S) {
+    if (C == '"' || C == '\\') {
+      Out += '\\';
+      Out += C;
+    } else if (static_cast<unsigned char>(C) < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof(Buf), "\\u%04x", C);
+      Out += Buf;
+    } else {
+      Out += C;
+    }
+  }
+  return Out + "\"";
+}
+
+std::string jsonNumber(double V) {
+  char Buf[32];
+  std::snprintf(Buf, sizeof(Buf), "%.6g", V);
+  return Buf;
+}
+
+/// "median_KEY": M, "min_KEY": A, "max_KEY": B of \p V.
+std::string spread(const std::string &Key, const std::vector<double> &V) {
+  auto MM = std::minmax_element(V.begin(), V.end());
+  return "\"median_" + Key + "\": " + jsonNumber(median(V)) + ", \"min_" + Key +
+         "\": " + jsonNumber(*MM.first) + ", \"max_" + Key +
+         "\": " + jsonNumber(*MM.second);
+}
+
+} // namespace
+
+JsonReport::JsonReport(std::string Name) : Name(std::move(Name)) {
+  std::time_t Now = std::time(nullptr);
+  char Date[32];
+  std::strftime(Date, sizeof(Date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&Now));
+  note("date", Date);
+  note("cpus", double(::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+void JsonReport::note(const std::string &Key, const std::string &Value) {
+  Facts.emplace_back(Key, jsonString(Value));
+}
+
+void JsonReport::note(const std::string &Key, double Value) {
+  Facts.emplace_back(Key, jsonNumber(Value));
+}
+
+void JsonReport::add(const Figures &F) { Configurations.push_back(F); }
+
+bool JsonReport::write(const std::string &Path) const {
+  std::string Out = "{\n  \"benchmark\": " + jsonString(Name);
+  for (const auto &[Key, Value] : Facts)
+    Out += ",\n  " + jsonString(Key) + ": " + Value;
+  Out += ",\n  \"configurations\": [";
+  for (size_t I = 0; I < Configurations.size(); ++I) {
+    const Figures &F = Configurations[I];
+    Out += std::string(I ? "," : "") + "\n    {\"name\": " + jsonString(F.Name);
+    if (!F.Micros.empty())
+      Out += ", " + spread("us", F.Micros);
+    if (!F.Ratios.empty())
+      Out += ", " + spread("ratio", F.Ratios);
+    if (F.AllocsPerCall >= 0)
+      Out += ", \"allocs_per_call\": " + jsonNumber(F.AllocsPerCall);
+    Out += "}";
+  }
+  Out += "\n  ]\n}\n";
+  FILE *File = std::fopen(Path.c_str(), "w");
+  bool Ok = File && std::fwrite(Out.data(), 1, Out.size(), File) == Out.size();
+  if (File)
+    Ok = std::fclose(File) == 0 && Ok;
+  if (!Ok)
+    std::fprintf(stderr, "cannot write %s\n", Path.c_str());
+  return Ok;
 }
 
 void pinTo(int Cpu) {

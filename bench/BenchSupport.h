@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace mlbridge {
@@ -50,9 +51,68 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls);
 /// The median of \p V.
 double median(std::vector<double> V);
 
-/// Parses "[--calls N] [--reps R]" into \p Calls and \p Reps (left as given
-/// when absent); prints the usage and returns false on anything else.
-bool parseCallsAndReps(int Argc, char **Argv, int &Calls, int &Reps);
+/// The options every benchmark takes.
+struct Options {
+  /// Timed calls per repetition.
+  int Calls = 0;
+  /// Repetitions (the configurations alternate within each).
+  int Reps = 0;
+  /// Where --json writes the figures ("" when not asked).
+  std::string JsonPath;
+};
+
+/// Handles a benchmark's own option \p Arg (with \p Next the argument after
+/// it, or null): returns how many arguments it used (0 when it is not one
+/// of its options, -1 when it is but is malformed).
+using ExtraOption =
+    std::function<int(const std::string &Arg, const char *Next)>;
+
+/// Parses "--calls N", "--reps R" and "--json FILE" into \p O (left as given
+/// when absent) and the rest through \p Extra; prints "usage: ARGV0
+/// [--calls N] [--reps R] [--json FILE] \p Usage" and returns false on
+/// anything else.
+bool parseOptions(int Argc, char **Argv, Options &O,
+                  const ExtraOption &Extra = nullptr,
+                  const std::string &Usage = "");
+
+/// "CPython 3.11.2 (/usr/bin/python3)" for the interpreter \p Python, or
+/// "?" when it cannot be run.
+std::string interpreterVersion(const std::string &Python);
+
+/// The figures of one configuration over the repetitions.
+struct Figures {
+  /// The configuration.
+  std::string Name;
+  /// Microseconds per call, one per repetition.
+  std::vector<double> Micros;
+  /// The ratio to the baseline, one per repetition (empty: no baseline).
+  std::vector<double> Ratios;
+  /// C++ heap allocations per call (negative: not counted).
+  double AllocsPerCall = -1;
+};
+
+/// Writes a benchmark's figures as JSON (--json): what was measured, when,
+/// how, and per configuration the median, minimum and maximum microseconds
+/// per call and ratio to the baseline, so that runs can be compared.
+class JsonReport {
+public:
+  /// A report of benchmark \p Name (e.g. "mlbridge-bench-pipe").
+  explicit JsonReport(std::string Name);
+  /// Records a fact about the run (regime, payload, interpreter, ...).
+  void note(const std::string &Key, const std::string &Value);
+  /// Records a numeric fact about the run (calls, reps, ...).
+  void note(const std::string &Key, double Value);
+  /// Adds one configuration's figures.
+  void add(const Figures &F);
+  /// Writes the report to \p Path; prints the reason and returns false
+  /// when it cannot.
+  bool write(const std::string &Path) const;
+
+private:
+  std::string Name;
+  std::vector<std::pair<std::string, std::string>> Facts; // JSON values
+  std::vector<Figures> Configurations;
+};
 
 /// Pins this process (and its future children) to \p Cpu.
 void pinTo(int Cpu);

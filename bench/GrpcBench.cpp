@@ -104,9 +104,10 @@ size_t requestBytes() {
 } // namespace
 
 int main(int argc, char **argv) {
-  int Calls = 2000, Reps = 5;
-  if (!bench::parseCallsAndReps(argc, argv, Calls, Reps))
+  bench::Options Opts{2000, 5, ""};
+  if (!bench::parseOptions(argc, argv, Opts))
     return 2;
+  const int Calls = Opts.Calls, Reps = Opts.Reps;
   char Template[] = "/tmp/mlbridge-bench-XXXXXX";
   std::string Dir = ::mkdtemp(Template);
   std::string RawTarget = "unix:" + Dir + "/raw.sock";
@@ -175,21 +176,32 @@ int main(int argc, char **argv) {
       Contenders[K].Ratio.push_back(Us / RawUs);
     }
   }
+  std::string Interpreter = bench::interpreterVersion(Python);
   std::printf("mlbridge gRPC runner round trip: %d float32 features -> one "
-              "int64, C++ client <-> Python server, unix sockets\n",
-              NumFeatures);
+              "int64, C++ client <-> Python server (%s), unix sockets\n",
+              NumFeatures, Interpreter.c_str());
   std::printf("%d reps x %d calls; the raw call carries %zu request bytes "
               "(one EvaluateRequest) and 8 reply bytes\n\n",
               Reps, Calls, requestBytes());
   std::printf("%-30s %26s %28s\n", "", "us/call median [min..max]",
               "x raw unary, median [min..max]");
+  bench::JsonReport Report("mlbridge-bench-grpc");
+  Report.note("payload",
+              std::to_string(NumFeatures) + " float32 scalar tensors");
+  Report.note("python", Interpreter);
+  Report.note("calls", Calls);
+  Report.note("reps", Reps);
+  Report.note("baseline", Contenders[0].Name);
   for (const Contender &C : Contenders) {
     auto M = std::minmax_element(C.Micros.begin(), C.Micros.end());
     auto R = std::minmax_element(C.Ratio.begin(), C.Ratio.end());
     std::printf("%-30s %8.1f [%6.1f..%6.1f] %10.2fx [%5.2f..%5.2f]\n", C.Name,
                 median(C.Micros), *M.first, *M.second, median(C.Ratio),
                 *R.first, *R.second);
+    Report.add({C.Name, C.Micros, C.Ratio, -1});
   }
+  if (!Opts.JsonPath.empty() && !Report.write(Opts.JsonPath))
+    return 1;
   Runners.clear();
   ::unlink((Dir + "/raw.sock").c_str());
   ::unlink((Dir + "/model.sock").c_str());

@@ -77,9 +77,10 @@ struct RawOrt {
 } // namespace
 
 int main(int argc, char **argv) {
-  int Calls = 20000, Reps = 7;
-  if (!bench::parseCallsAndReps(argc, argv, Calls, Reps))
+  bench::Options Opts{20000, 7, ""};
+  if (!bench::parseOptions(argc, argv, Opts))
     return 2;
+  const int Calls = Opts.Calls, Reps = Opts.Reps;
   bench::pinTo(0);
   char Template[] = "/tmp/mlbridge-onnx-bench-XXXXXX";
   std::string Dir = ::mkdtemp(Template);
@@ -95,6 +96,11 @@ int main(int argc, char **argv) {
   std::printf("%-26s %10s %12s %18s %12s %14s %12s\n", "model", "raw us",
               "runner us", "x raw [min..max]", "pipe us", "pipe / runner",
               "allocs runner/raw");
+  bench::JsonReport Report("mlbridge-bench-onnx");
+  Report.note("regime", "pinned to CPU 0");
+  Report.note("calls", Calls);
+  Report.note("reps", Reps);
+  Report.note("baseline", "raw Ort::Session::Run() with bound IO");
   struct Model {
     const char *Name, *File;
     int64_t In, Out;
@@ -149,6 +155,10 @@ int main(int argc, char **argv) {
         PipeUs = timeCalls(PipeCall, std::max(1000, Calls / 20));
       Pipe->reset();
     }
+    Report.add(
+        {std::string(M.Name) + ": raw Run()", RawUs, {}, RawAllocsPerCall});
+    Report.add({std::string(M.Name) + ": OnnxModelRunner", RunUs, Ratio,
+                AllocsPerCall});
     auto MM = std::minmax_element(Ratio.begin(), Ratio.end());
     std::printf("%-26s %10.2f %12.2f %8.2fx [%.2f..%.2f] %12.1f %13.0fx "
                 "%8.1f/%.1f\n",
@@ -160,5 +170,7 @@ int main(int argc, char **argv) {
        {"mlp.onnx", "mlp.cases.bin", "policy.onnx", "two_io.onnx"})
     ::unlink((Dir + "/" + F).c_str());
   ::rmdir(Dir.c_str());
+  if (!Opts.JsonPath.empty() && !Report.write(Opts.JsonPath))
+    return 1;
   return 0;
 }

@@ -9,9 +9,16 @@
 // ping-pong carrying the same bytes to a raw Python peer, measured in the same
 // run, rep by rep. Also counts heap allocations per call on the C++ side.
 //
-//   mlbridge-bench-pipe [--calls N] [--reps R] [--no-pin|--split] [--only TEXT]
+//   mlbridge-bench-pipe [--calls N] [--reps R] [--json FILE]
+//                       [--payload tensor|scalars] [--no-pin|--split]
+//                       [--only TEXT]
 //
+// --payload: the 64 features as one float32 tensor of shape [64] (the
+// default, the payload other libraries' figures use) or as 64 scalar
+// tensors (f0..f63: 64 names, 64 values to encode in JSON and protobuf).
 // --only keeps the contenders whose name contains TEXT (plus the baseline).
+// --json writes each configuration's median, minimum and maximum
+// microseconds per call and ratio to the raw ping-pong.
 //
 // By default this process and its Python peers are pinned to CPU 0 (the
 // one-vCPU regime of the README's figures); --split puts this process
@@ -48,12 +55,21 @@ const std::string BenchDir = std::string(MLBRIDGE_SOURCE_DIR) + "/bench/";
 
 /// When >= 0, peers are moved to this CPU (--split).
 int PeerCpu = -1;
+/// --payload scalars: 64 scalar tensors instead of one tensor of 64.
+bool Scalars = false;
 
 std::vector<TensorSpec> featureSpecs() {
+  if (!Scalars)
+    return {TensorSpec::of<float>("features", {NumFeatures})};
   std::vector<TensorSpec> Specs;
   for (int I = 0; I < NumFeatures; ++I)
     Specs.push_back(TensorSpec::of<float>("f" + std::to_string(I)));
   return Specs;
+}
+
+/// Feature \p K of the runner's inputs, whichever the payload.
+float &feature(ModelRunner &R, int K) {
+  return Scalars ? *R.input<float>(size_t(K)) : R.input<float>(0)[K];
 }
 
 /// One way of getting a decision; call() returns false on failure.
@@ -137,17 +153,17 @@ struct RunnerUnderTest {
     return true;
   }
   bool call(int I) {
-    float *F0 = Runner->input<float>(0);
-    *F0 = float(I % 3) - 1.0f;
+    float F0 = float(I % 3) - 1.0f;
+    feature(*Runner, 0) = F0;
     for (int K = 1; K < NumFeatures; ++K)
-      *Runner->input<float>(size_t(K)) = float(I + K) * 0.25f;
+      feature(*Runner, K) = float(I + K) * 0.25f;
     auto D = Runner->evaluate<int64_t>();
     if (!D) {
       std::fprintf(stderr, "evaluate failed: %s\n",
                    D.error().toString().c_str());
       return false;
     }
-    return *D == (*F0 > 0 ? 1 : 0);
+    return *D == (F0 > 0 ? 1 : 0);
   }
 };
 
@@ -163,29 +179,29 @@ double timeCalls(const std::function<bool(int)> &Call, int Calls,
 } // namespace
 
 int main(int argc, char **argv) {
-  int Calls = 5000, Reps = 7;
+  bench::Options Opts{5000, 7, ""};
   enum { Same, Split, Free } Placement = Same;
   std::string Only;
-  for (int I = 1; I < argc; ++I) {
-    std::string A = argv[I];
-    if (A == "--only" && I + 1 < argc)
-      Only = argv[++I];
-    else if (A == "--calls" && I + 1 < argc)
-      Calls = std::atoi(argv[++I]);
-    else if (A == "--reps" && I + 1 < argc)
-      Reps = std::atoi(argv[++I]);
-    else if (A == "--no-pin")
-      Placement = Free;
-    else if (A == "--split")
-      Placement = Split;
-    else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--calls N] [--reps R] [--no-pin|--split] [--only TEXT]\n",
-          argv[0]);
+  auto Extra = [&](const std::string &A, const char *Next) {
+    if (A == "--only" && Next) {
+      Only = Next;
       return 2;
     }
-  }
+    if (A == "--payload" && Next) {
+      Scalars = std::string(Next) == "scalars";
+      return Scalars || std::string(Next) == "tensor" ? 2 : -1;
+    }
+    if (A == "--no-pin" || A == "--split") {
+      Placement = A == "--split" ? Split : Free;
+      return 1;
+    }
+    return 0;
+  };
+  if (!bench::parseOptions(argc, argv, Opts, Extra,
+                           "[--payload tensor|scalars] [--no-pin|--split] "
+                           "[--only TEXT]"))
+    return 2;
+  const int Calls = Opts.Calls, Reps = Opts.Reps;
   if (Placement != Free) // children inherit the affinity
     bench::pinTo(0);
   if (Placement == Split)
@@ -257,19 +273,28 @@ int main(int argc, char **argv) {
     }
   }
 
-  std::printf("mlbridge pipe runner round trip: %d float32 features -> one "
-              "int64, C++ runner <-> Python host\n",
-              NumFeatures);
+  const char *Regime = Placement == Same ? "all processes pinned to CPU 0"
+                       : Placement == Split
+                           ? "compiler side on CPU 0, Python peers on CPU 1"
+                           : "processes unpinned";
+  const char *Payload =
+      Scalars ? "64 float32 scalar tensors" : "one float32 tensor of 64";
+  std::string Interpreter = bench::interpreterVersion(Python);
+  std::printf("mlbridge pipe runner round trip: %s -> one int64, C++ runner "
+              "<-> Python host (%s)\n",
+              Payload, Interpreter.c_str());
   std::printf("%d reps x %d calls, %s; raw ping-pong carries %zu request "
               "bytes + 8 reply bytes\n\n",
-              Reps, Calls,
-              Placement == Same ? "all processes pinned to CPU 0"
-              : Placement == Split
-                  ? "compiler side on CPU 0, Python peers on CPU 1"
-                  : "processes unpinned",
-              RequestBytes);
+              Reps, Calls, Regime, RequestBytes);
   std::printf("%-34s %26s %28s %12s\n", "", "us/call median [min..max]",
               "x raw, median [min..max]", "allocs/call");
+  bench::JsonReport Report("mlbridge-bench-pipe");
+  Report.note("payload", Payload);
+  Report.note("regime", Regime);
+  Report.note("python", Interpreter);
+  Report.note("calls", Calls);
+  Report.note("reps", Reps);
+  Report.note("baseline", Contenders[0].Name);
   for (const Contender &C : Contenders) {
     auto MinMax =
         std::minmax_element(C.MicrosPerCall.begin(), C.MicrosPerCall.end());
@@ -278,6 +303,9 @@ int main(int argc, char **argv) {
                 C.Name.c_str(), median(C.MicrosPerCall), *MinMax.first,
                 *MinMax.second, median(C.Ratio), *RMinMax.first,
                 *RMinMax.second, C.AllocsPerCall);
+    Report.add({C.Name, C.MicrosPerCall, C.Ratio, C.AllocsPerCall});
   }
+  if (!Opts.JsonPath.empty() && !Report.write(Opts.JsonPath))
+    return 1;
   return 0;
 }

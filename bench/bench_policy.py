@@ -1,4 +1,4 @@
-"""The policy served in bench/PipeBench: reads one feature, answers an int64."""
+"""The policy served in the pipe and gRPC benchmarks: reads one value, answers an int64."""
 
 from typing import Mapping
 
@@ -6,5 +6,8 @@ import numpy as np
 
 
 def first_positive(features: Mapping[str, np.ndarray], **_: object) -> int:
-    """1 when feature f0 is positive (touches one feature, like a cheap model)."""
-    return int(features["f0"][0] > 0)
+    """1 when the first element of the first feature is positive (``f0`` of
+    64 scalar features, or element 0 of one tensor of 64): touches one value,
+    like a cheap model."""
+    first = next(iter(features.values()))
+    return int(first.flat[0] > 0)
