@@ -23,8 +23,13 @@ from mlbridge.runner_config import RunnerConfig
 CONFIGS = ("-Oz", "onnx", "aot")
 
 
-def _plugins(plugin: Path, policy: Path, work: Path) -> Dict[str, Optional[Plugin]]:
-    aot = build_aot_module(policy, work / "aot", class_name="PpoInlinePolicy")
+def deployment_plugins(
+    plugin: Path, policy: Path, work: Path, class_name: str = "PpoInlinePolicy"
+) -> Dict[str, Optional[Plugin]]:
+    """The configurations of :data:`CONFIGS`: no plugin (``-Oz``), the plugin
+    running ``policy`` under ONNX Runtime, and under AOT (compiled into
+    ``work / "aot"`` as class ``class_name``)."""
+    aot = build_aot_module(policy, work / "aot", class_name=class_name)
     return {
         "-Oz": None,
         "onnx": onnx_plugin(plugin, policy),
@@ -41,7 +46,7 @@ def evaluate_inlining(
 ) -> Dict[str, Any]:
     """Per module and in total: ``.text`` bytes and compile CPU seconds of
     each configuration, and the policy's size ratio to ``-Oz``."""
-    plugins = _plugins(plugin, policy, work)
+    plugins = deployment_plugins(plugin, policy, work)
     rows: List[Dict[str, Any]] = []
     for module in modules:
         program = Program(module.name, (module.bitcode,), module.flags, module.split)
