@@ -24,9 +24,10 @@ import shutil
 import stat
 import tempfile
 import time
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Tuple, Union
 
-from mlbridge.errors import MlbridgeError
+from mlbridge.errors import EndOfStream, MlbridgeError
+from mlbridge.framing import HEADER, HEADER_SIZE, check_header, payload_what, truncated
 
 #: A callable returning True while the peer may still open / write (e.g. the
 #: compiler process is alive). ``None`` means "always alive".
@@ -199,7 +200,11 @@ class FdReader:
         self.eof = False
 
     def _make_room(self) -> None:
-        """Ensure free space after ``_end``: compact, or double the buffer."""
+        """Ensure free space after ``_end``: compact, or double the buffer.
+
+        A bigger buffer is a new one: views of the old one handed out by
+        :meth:`read_frame` may still exist (resizing would raise BufferError).
+        """
         if self._start == self._end:
             self._start = self._end = 0
             return
@@ -209,11 +214,10 @@ class FdReader:
         if self._start:
             self._view[:pending] = self._view[self._start : self._end]
         else:
-            self._view.release()
-            self._whole.clear()
-            self._buf.extend(bytes(len(self._buf)))
-            self._view = memoryview(self._buf)
-            self._whole.append(self._view)
+            bigger = bytearray(2 * len(self._buf))
+            bigger[:pending] = self._view[:pending]
+            self._buf, self._view = bigger, memoryview(bigger)
+            self._whole = [self._view]
         self._start, self._end = 0, pending
 
     def _read_some(self) -> bool:
@@ -308,6 +312,50 @@ class FdReader:
         target[:] = self._view[newline + 1 : newline + 1 + size]
         self._start = newline + 1 + size
         return bytes(self._view[start : newline + 1])
+
+    def read_frame(self, max_bytes: int) -> Tuple[int, memoryview]:
+        """One extended-mode frame: (kind, payload), the payload a view of the
+        read buffer, valid until the next read.
+
+        Behaves like :func:`mlbridge.framing.read_frame` (same errors, and the
+        length is checked before any payload is read) but copies nothing: in
+        the steady state one ``read()`` brings the whole frame, the header is
+        unpacked in place and the kind stays an int.
+        """
+        if self._start == self._end and self._blocking and not self.eof:
+            got = os.readv(self.fd, self._whole)  # the steady state: one read()
+            if not got:
+                self.eof = True
+                raise EndOfStream("end of stream (the peer closed it)")
+            self._start, self._end = 0, got
+        start = self._start
+        if self._end - start >= HEADER_SIZE:
+            length, kind = HEADER.unpack_from(self._buf, start)
+            end = start + HEADER_SIZE + length
+            if end <= self._end and length <= max_bytes and 1 <= kind <= 4:
+                self._start = end
+                return kind, self._view[start + HEADER_SIZE : end]
+        return self._read_frame_slowly(max_bytes)
+
+    def _read_frame_slowly(self, max_bytes: int) -> Tuple[int, memoryview]:
+        """:meth:`read_frame` when the frame is not all buffered (or is bad)."""
+        while self._end - self._start < HEADER_SIZE:
+            if not self._fill():
+                got = self._end - self._start
+                if not got:
+                    raise EndOfStream("end of stream (the peer closed it)")
+                self._start = self._end
+                raise truncated("frame header", got, HEADER_SIZE)
+        length, kind = HEADER.unpack_from(self._buf, self._start)
+        check_header(length, kind, max_bytes)
+        self._start += HEADER_SIZE
+        while self._end - self._start < length:
+            if not self._fill():
+                got = self._end - self._start
+                self._start = self._end
+                raise truncated(payload_what(kind), got, length)
+        start, self._start = self._start, self._start + length
+        return kind, self._view[start : self._start]
 
     def read(self, n: int) -> bytes:
         """Exactly ``n`` bytes, or fewer only at end of file."""

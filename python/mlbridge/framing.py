@@ -1,4 +1,10 @@
-"""Extended-mode frames: an 8-byte header (u32 LE length, u32 LE kind) + payload."""
+"""Extended-mode frames: an 8-byte header (u32 LE length, u32 LE kind) + payload.
+
+:func:`read_frame` and :func:`write_frame` work on any binary stream. The pipe
+host reads with :meth:`mlbridge.channel.FdReader.read_frame` (in place, the
+same checks and errors: :func:`check_header`, :func:`truncated`) and writes
+each reply as one ``write`` of :func:`frame_bytes`.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ from typing import Optional, Protocol, Tuple
 from mlbridge.errors import EndOfStream, FrameError
 from mlbridge.limits import DEFAULT_MAX_BYTES
 
-_HEADER = struct.Struct("<II")
-HEADER_SIZE = _HEADER.size
+#: The frame header: payload length, then kind (both u32 little-endian).
+HEADER = struct.Struct("<II")
+HEADER_SIZE = HEADER.size
 _MAX_CHUNK = 1 << 20  # read big payloads in chunks: never trust the length field
 
 
@@ -50,17 +57,49 @@ CONTEXT, OBSERVATION, RESULT, ERROR = (
 )
 
 
+_KIND_NAMES = {int(kind): kind.name for kind in FrameKind}
+
+
+def check_header(length: int, kind: int, max_bytes: int) -> FrameKind:
+    """The kind of a frame header (length, kind) just read, or FrameError for
+    an unknown kind or a length above ``max_bytes`` (before any payload is read)."""
+    try:
+        checked = FrameKind(kind)
+    except ValueError:
+        raise FrameError(f"unknown frame kind {kind} (length field {length})") from None
+    if length > max_bytes:
+        raise FrameError(
+            f"{checked.name} frame claims {length} bytes, more than the maximum of {max_bytes}"
+        )
+    return checked
+
+
+def truncated(what: str, got: int, size: int) -> FrameError:
+    """The error for a stream that ended after ``got`` of the ``size`` bytes of ``what``."""
+    return FrameError(f"truncated {what}: stream ended after {got} of {size} bytes")
+
+
+def payload_what(kind: int) -> str:
+    """How errors name the payload of a frame of a known ``kind``."""
+    return f"{_KIND_NAMES[kind]} frame payload"
+
+
 def encode_frame(kind: int, payload: bytes) -> bytes:
     """The bytes of one frame."""
     try:
         kind = FrameKind(kind)
     except ValueError:
         raise FrameError(f"unknown frame kind {kind!r}") from None
+    return frame_bytes(kind, payload)
+
+
+def frame_bytes(kind: FrameKind, payload: bytes) -> bytes:
+    """:func:`encode_frame` for a kind already known to be valid (no lookup)."""
     if len(payload) > 0xFFFFFFFF:
         raise FrameError(
             f"{kind.name} frame payload of {len(payload)} bytes does not fit a 32-bit length"
         )
-    return _HEADER.pack(len(payload), kind) + bytes(payload)
+    return HEADER.pack(len(payload), kind) + bytes(payload)
 
 
 def write_frame(f: FrameWriter, kind: int, payload: bytes) -> None:
@@ -87,7 +126,7 @@ def _read_exactly(f: FrameReader, size: int, what: str, *, at_boundary: bool = F
             got = size - remaining
             if at_boundary and got == 0:
                 raise EndOfStream("end of stream (the peer closed it)")
-            raise FrameError(f"truncated {what}: stream ended after {got} of {size} bytes")
+            raise truncated(what, got, size)
         chunks.append(chunk)
         remaining -= len(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -101,14 +140,7 @@ def read_frame(f: FrameReader, max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[Fram
     above ``max_bytes`` (checked before reading the payload).
     """
     header = _read_exactly(f, HEADER_SIZE, "frame header", at_boundary=True)
-    length, kind = _HEADER.unpack(header)
-    try:
-        kind = FrameKind(kind)
-    except ValueError:
-        raise FrameError(f"unknown frame kind {kind} (length field {length})") from None
-    if length > max_bytes:
-        raise FrameError(
-            f"{kind.name} frame claims {length} bytes, more than the maximum of {max_bytes}"
-        )
-    payload = _read_exactly(f, length, f"{kind.name} frame payload") if length else b""
+    length, raw_kind = HEADER.unpack(header)
+    kind = check_header(length, raw_kind, max_bytes)
+    payload = _read_exactly(f, length, payload_what(kind)) if length else b""
     return kind, payload

@@ -30,22 +30,25 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional
+from functools import partial
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from mlbridge.channel import HostEnds, Watch, open_host_ends
 from mlbridge.codecs import FORMATS, get_codec
+from mlbridge.codecs.base import Codec, ScalarEncoder
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, EndOfStream, MlbridgeError
 from mlbridge.framing import (
     CONTEXT,
     ERROR,
+    HEADER,
     OBSERVATION,
     RESULT,
-    FrameWriter,
+    FrameKind,
+    frame_bytes,
     read_frame,
-    write_frame,
 )
 from mlbridge.jsontext import load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
@@ -202,9 +205,6 @@ class PipeHost:
             return None
         return TrainingLogWriter(self.log, list(session.features) + list(session.outputs))
 
-    def _done(self, stats: HostStats) -> bool:
-        return self.max_requests is not None and stats.decisions >= self.max_requests
-
     # -- LLVM's mlgo mode -------------------------------------------------
 
     def _serve_mlgo(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
@@ -296,59 +296,107 @@ class PipeHost:
         outputs = list(session.outputs)
         stats.outputs = [s.name for s in outputs]
         logger = self._begin(session)
-        requests = TensorBuffer(session.features)
-        # Raw replies need no serialiser: a scalar answer is packed directly.
-        fast = (
-            scalar_packer(outputs[0])
-            if codec.name == "bitstream" and len(outputs) == 1 and logger is None
-            else None
-        )
-        context = ""
-        while not self._done(stats):
+        feature_specs, requests = session.features, TensorBuffer(session.features)
+        # The steady state: a frame read in place, decoded into the session's
+        # buffer, the reply made from a template and written with one write().
+        replies = _Replies(codec, outputs, scalars=logger is None)
+        scalar, encode = replies.scalar, replies.encode
+        next_frame = _frame_source(ends.reader)
+        decode, decide, write = codec.decode_request, self._decide, writer.write
+        perf_counter, max_requests, max_bytes = time.perf_counter, self.max_requests, self.max_bytes
+        context, answer, result = "", {}, b""
+        while max_requests is None or stats.decisions < max_requests:
             try:
-                kind, payload = read_frame(ends.reader, self.max_bytes)
+                kind, payload = next_frame(max_bytes)
             except EndOfStream:
                 return
-            if kind == CONTEXT:
-                context = payload.decode("utf-8", "replace")
+            if kind != OBSERVATION:
+                if kind != CONTEXT:
+                    raise ProtocolError(
+                        f"unexpected {FrameKind(kind).name} frame from the compiler"
+                    )
+                context = str(payload, "utf-8", "replace")
                 stats.contexts += 1
                 if logger is not None:
                     logger.context(context)
                 continue
-            if kind != OBSERVATION:
-                raise ProtocolError(f"unexpected {kind.name} frame from the compiler")
-            start = time.perf_counter()
+            start = perf_counter()
             try:
-                _, features = codec.decode_request(payload, session.features, into=requests)
+                _, features = decode(payload, feature_specs, requests)
             except CodecError as err:  # the compiler falls back for this call only
-                self._report(writer, f"malformed request: {err}", stats, start)
+                self._report(write, f"malformed request: {err}", stats, start)
                 continue
             try:
-                value = self._decide(features, context)
-                result = fast(value) if fast is not None else None
-                if result is None:
+                value = decide(features, context)
+                frame = scalar(value) if scalar is not None else None  # a whole frame
+                if frame is None:
                     answer = output_arrays(outputs, value)
-                    result = codec.encode_reply(outputs, answer)
+                    result = encode(answer)
             except Exception as err:  # reported to the compiler; serving goes on
-                self._report(writer, f"{type(err).__name__}: {err}", stats, start)
+                self._report(write, f"{type(err).__name__}: {err}", stats, start)
                 continue
-            write_frame(writer, RESULT, result)
+            write(frame if frame is not None else frame_bytes(RESULT, result))
             if logger is not None:
                 logger.observation({**features, **answer})
-            stats.reply_seconds += time.perf_counter() - start
+            stats.reply_seconds += perf_counter() - start
             stats.decisions += 1
 
     @staticmethod
-    def _report(writer: FrameWriter, message: str, stats: HostStats, start: float) -> None:
+    def _report(
+        write: Callable[[bytes], Any], message: str, stats: HostStats, start: float
+    ) -> None:
         """Answer the current request with an ERROR frame carrying ``message``.
 
         Nothing of the failed request reaches the policy or the log: a decode
         that fails half-way may have written some tensors into the session's
         buffer, and the next request that decodes rewrites every one of them.
         """
-        write_frame(writer, ERROR, message.encode("utf-8", "replace"))
+        write(frame_bytes(ERROR, message.encode("utf-8", "replace")))
         stats.errors_reported += 1
         stats.reply_seconds += time.perf_counter() - start
+
+
+class _Replies:
+    """How the extended mode encodes a session's replies.
+
+    ``encode(answer)`` is the payload for checked arrays
+    (:func:`mlbridge.policy.output_arrays`), from the codec's reply template.
+    ``scalar`` (None unless ``scalars`` and the outputs are one ``int64_t``,
+    ``int32_t``, ``float`` or ``double`` element) is the whole RESULT frame for
+    a scalar answer, or None for an answer it cannot encode (the general path
+    then checks it and reports what is wrong).
+    """
+
+    def __init__(self, codec: Codec, outputs: List[TensorSpec], scalars: bool) -> None:
+        template = codec.reply_template(outputs)
+        self.scalar: Optional[ScalarEncoder] = None
+        if template is None:  # the codec's own encoder (it checks the values again)
+            self.encode: Callable[[Dict[str, np.ndarray]], bytes] = partial(
+                codec.encode_reply, outputs
+            )
+            return
+        self.encode = lambda answer: template.encode(list(answer.values()))
+        if not scalars:
+            return
+        if template.size is not None:  # the frame header is constant too
+            self.scalar = template.scalar_encoder(HEADER.pack(template.size, RESULT))
+            return
+        body = template.scalar_encoder()
+        if body is not None:
+            self.scalar = partial(_framed_result, body)
+
+
+def _framed_result(body: ScalarEncoder, value: Any) -> Optional[bytes]:
+    """The RESULT frame of ``body(value)``; None when that is None."""
+    payload = body(value)
+    return None if payload is None else HEADER.pack(len(payload), RESULT) + payload
+
+
+def _frame_source(reader: Any) -> Callable[[int], Tuple[int, Any]]:
+    """``read(max_bytes)`` -> (kind, payload) for the compiler's frames: in
+    place from an :class:`FdReader`, else with :func:`read_frame`."""
+    in_place = getattr(reader, "read_frame", None)
+    return in_place if in_place is not None else partial(read_frame, reader)
 
 
 def _parse_line(line: bytes, what: str) -> Dict[str, Any]:

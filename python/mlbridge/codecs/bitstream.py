@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.base import Codec, ReplyTemplate, Tensors
 from mlbridge.codecs.schema import arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError
@@ -24,7 +24,7 @@ class BitstreamCodec(Codec):
     def encode_request(
         self, observation: int, specs: Sequence[TensorSpec], tensors: Tensors
     ) -> bytes:
-        return self._encode(specs, tensors, "bitstream request")
+        return b"".join(arr.tobytes() for arr in arrays_for(specs, tensors, "bitstream request"))
 
     def decode_request(
         self, payload: bytes, specs: Sequence[TensorSpec], into: Optional[TensorBuffer] = None
@@ -35,14 +35,14 @@ class BitstreamCodec(Codec):
         return -1, self._decode(payload, specs, "bitstream request")
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
-        return self._encode(specs, tensors, "bitstream reply")
+        return self.reply_template(specs).encode(arrays_for(specs, tensors, "bitstream reply"))
+
+    def reply_template(self, specs: Sequence[TensorSpec]) -> ReplyTemplate:
+        """Nothing around the values: the raw bytes of each tensor in turn."""
+        return ReplyTemplate(specs, [b""] * (len(specs) + 1), np.ndarray.tobytes)
 
     def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         return self._decode(payload, specs, "bitstream reply")
-
-    @staticmethod
-    def _encode(specs: Sequence[TensorSpec], tensors: Tensors, what: str) -> bytes:
-        return b"".join(arr.tobytes() for arr in arrays_for(specs, tensors, what))
 
     def _decode(
         self, payload: bytes, specs: Sequence[TensorSpec], what: str

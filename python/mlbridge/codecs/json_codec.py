@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import re
+import struct
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs.base import Codec, Tensors
+from mlbridge.codecs.base import Codec, ReplyTemplate, Tensors
 from mlbridge.codecs.schema import SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, ModelError
-from mlbridge.jsontext import format_array, load_json, quote_string
+from mlbridge.jsontext import float_formatter, format_array, load_json, quote_string
 from mlbridge.tensor_spec import TensorSpec
 
 _UINT64_LIMIT = 1 << 64
 _NEGATIVE_ZERO_TOKEN = re.compile(rb"-0(?![0-9.eE])")
+#: The numbers of a tensor of one element, of several (counted after the
+#: match: a counted pattern is slower), of none, in a canonical message: no
+#: space, bracket, brace or quote.
+_ONE_NUMBER, _NUMBERS, _NO_NUMBER = rb"([-+.0-9A-Za-z]+)", rb"([-+.,0-9A-Za-z]*)", rb"()"
 
 
 class _NegativeZero(int):
@@ -25,6 +31,17 @@ class _NegativeZero(int):
 
 def _parse_int(text: str) -> int:
     return _NegativeZero(0) if text == "-0" else int(text)
+
+
+def _scanner(**options: Any) -> Callable[[str, int], Tuple[Any, int]]:
+    """json's own scanner (what json.loads runs): ``scan(text, 0)`` is
+    (value, end) of the JSON value at the start of ``text``."""
+    decoder: Any = json.JSONDecoder(**options)
+    return decoder.scan_once
+
+
+_SCAN = _scanner()
+_SCAN_NEGATIVE_ZERO = _scanner(parse_int=_parse_int)  # keeps the sign of the token -0
 
 
 class JsonCodec(Codec):
@@ -47,13 +64,21 @@ class JsonCodec(Codec):
             raise CodecError(
                 f"json request: observation must be an integer in [0, 2^64), got {observation!r}"
             )
-        body = _tensors_text(specs, arrays_for(specs, tensors, "json request"))
-        return f'{{"observation":{int(observation)},"tensors":[{body}]}}'.encode()
+        pieces = _message_pieces(specs, f'{{"observation":{int(observation)},')
+        return _splice(pieces, map(format_array, arrays_for(specs, tensors, "json request")))
 
     def decode_request(
         self, payload: bytes, specs: Sequence[TensorSpec], into: Optional[TensorBuffer] = None
     ) -> Tuple[int, Dict[str, np.ndarray]]:
         what = "json request"
+        if into is not None:
+            check_payload_size(payload, self.max_bytes, what)
+            layout = into.layouts.get(self.name)
+            if layout is None:
+                layout = into.layouts[self.name] = CanonicalRequests(into)
+            observation = layout.decode(payload, what)
+            if observation is not None:
+                return observation, into.views
         obj = self._load(payload, what)
         observation = obj.get("observation")
         if (
@@ -68,8 +93,18 @@ class JsonCodec(Codec):
         return int(observation), _decode_tensors(payload, obj, matcher, what)
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
-        body = _tensors_text(specs, arrays_for(specs, tensors, "json reply"))
-        return f'{{"tensors":[{body}]}}'.encode()
+        arrays = arrays_for(specs, tensors, "json reply")
+        return _splice(_message_pieces(specs, "{"), map(format_array, arrays))
+
+    def reply_template(self, specs: Sequence[TensorSpec]) -> Optional[ReplyTemplate]:
+        """The text around each tensor's numbers, encoded once. None when a
+        name cannot be encoded (a lone surrogate): :meth:`encode_reply` then
+        raises per reply, as it always did."""
+        try:
+            pieces = [piece.encode() for piece in _message_pieces(specs, "{")]
+        except UnicodeEncodeError:
+            return None
+        return ReplyTemplate(specs, pieces, _array_text, _scalar_text)
 
     def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         obj = self._load(payload, "json reply")
@@ -94,13 +129,146 @@ class JsonCodec(Codec):
         return load_json(payload, what, CodecError, parse_int=hook)
 
 
-def _tensors_text(specs: Sequence[TensorSpec], arrays: List[np.ndarray]) -> str:
-    """The canonical text of the tensor objects, comma-separated."""
-    return ",".join(
+def _message_pieces(specs: Sequence[TensorSpec], lead: str) -> List[str]:
+    """The canonical text of a message around each tensor's numbers.
+
+    ``lead`` opens the object (``{`` or ``{"observation":N,``); the tensors
+    follow in schema order. ``len(specs) + 1`` pieces: see :func:`_splice`.
+    """
+    heads = [
         f'{{"name":{quote_string(spec.name)},"type":"{spec.type_name}",'
-        f'"shape":[{",".join(map(str, spec.shape))}],"data":[{format_array(arr)}]}}'
-        for spec, arr in zip(specs, arrays)
-    )
+        f'"shape":[{",".join(map(str, spec.shape))}],"data":['
+        for spec in specs
+    ]
+    if not heads:
+        return [lead + '"tensors":[]}']
+    return [f'{lead}"tensors":[{heads[0]}'] + ["]}," + head for head in heads[1:]] + ["]}]}"]
+
+
+def _splice(pieces: Sequence[str], texts: Any) -> bytes:
+    """``pieces`` with each tensor's numbers (``texts``) between them, encoded."""
+    parts = [pieces[0]]
+    for text, piece in zip(texts, pieces[1:]):
+        parts.append(text)
+        parts.append(piece)
+    return "".join(parts).encode()
+
+
+def _array_text(arr: np.ndarray) -> bytes:
+    """The canonical numbers of a checked array, encoded."""
+    return format_array(arr).encode()
+
+
+def _scalar_text(spec: TensorSpec) -> Callable[[bytes], bytes]:
+    """The canonical number of a one-element tensor of ``spec`` from its raw
+    little-endian bytes (what :func:`format_array` writes for it)."""
+    if spec.dtype.kind == "f":
+        unpack = struct.Struct("<f" if spec.dtype.itemsize == 4 else "<d").unpack
+        formatter = float_formatter(spec.dtype)
+        return lambda raw: formatter(unpack(raw)[0]).encode()
+    signed = spec.dtype.kind == "i"
+    return lambda raw: str(int.from_bytes(raw, "little", signed=signed)).encode()
+
+
+class CanonicalRequests:
+    """Fast path for canonical json requests of the schema of a TensorBuffer.
+
+    A canonical request (what the encoders, C++ and Python, write) is the
+    constant text of the schema with the observation and each tensor's
+    numbers in between. A payload that matches it exactly is decoded by
+    parsing only the numbers, all tensors at once, and converting each run of
+    tensors of one type in one step; anything else (another layout, a count
+    or value the general path refuses) returns None and the general path
+    decodes it, so the result and every error are the general path's.
+    """
+
+    def __init__(self, into: TensorBuffer) -> None:
+        specs = into.specs
+        self._counts = [spec.element_count for spec in specs]
+        self._pattern: Optional[re.Pattern[bytes]] = None
+        try:
+            pieces = [re.escape(p.encode()) for p in _message_pieces(specs, "")]
+            # The observation, then each tensor's numbers.
+            numbers = [
+                _NUMBERS if count > 1 else _ONE_NUMBER if count else _NO_NUMBER
+                for count in self._counts
+            ]
+            self._pattern = re.compile(
+                b"".join(
+                    [rb'\{"observation":(0|[1-9][0-9]{0,19}),', pieces[0]]
+                    + [part for pair in zip(numbers, pieces[1:]) for part in pair]
+                )
+            )
+        except UnicodeEncodeError:  # a lone surrogate in a name: no canonical form
+            pass
+        self._empty = 0 in self._counts
+        self._several = [(i, n) for i, n in enumerate(self._counts) if n > 1]
+        # Tensors grouped by element type (in order of first appearance, like
+        # the general path), each group with its elements' place in the list
+        # of all numbers and a flat writable view of the buffer per tensor or,
+        # for tensors adjacent in the schema, one view of all of them.
+        starts = np.cumsum([0] + self._counts).tolist()
+        offsets = np.cumsum([0] + [spec.nbytes for spec in specs]).tolist()
+        by_type: Dict[str, List[int]] = {}
+        for index, spec in enumerate(specs):
+            by_type.setdefault(spec.type_name, []).append(index)
+        self._groups: List[Tuple[TensorSpec, List[int], List[Tuple[int, int, np.ndarray]]]] = []
+        for indices in by_type.values():
+            spec = specs[indices[0]]
+            runs = [[indices[0]]]
+            for index in indices[1:]:
+                if index == runs[-1][-1] + 1:
+                    runs[-1].append(index)
+                else:
+                    runs.append([index])
+            places = [
+                (
+                    starts[run[0]],
+                    starts[run[-1] + 1],
+                    np.frombuffer(
+                        into.buffer,
+                        spec.dtype,
+                        starts[run[-1] + 1] - starts[run[0]],
+                        offsets[run[0]],
+                    ),
+                )
+                for run in runs
+            ]
+            self._groups.append((spec, indices, places))
+
+    def decode(self, payload: bytes, what: str) -> Optional[int]:
+        """Decode a canonical ``payload`` into the buffer and return its
+        observation; None (having maybe written some tensors) otherwise."""
+        match = None if self._pattern is None else self._pattern.fullmatch(payload)
+        if match is None:
+            return None
+        observation = int(match.group(1))
+        if observation >= _UINT64_LIMIT:
+            return None
+        texts = match.groups()[1:]
+        for index, count in self._several:
+            if texts[index].count(b",") + 1 != count:
+                return None
+        numbers_text = b",".join(filter(None, texts) if self._empty else texts)
+        scan = _SCAN_NEGATIVE_ZERO if _NEGATIVE_ZERO_TOKEN.search(numbers_text) else _SCAN
+        try:
+            numbers, end = scan(f"[{numbers_text.decode('ascii')}]", 0)
+            if end != len(numbers_text) + 2:
+                return None
+            for spec, indices, places in self._groups:
+                if len(places) == 1:
+                    start, end, target = places[0]
+                    combined = numbers[start:end]
+                else:
+                    combined = [x for start, end, _ in places for x in numbers[start:end]]
+                values = _group_values(payload, spec, indices, combined, what)
+                done = 0
+                for start, end, target in places:
+                    target[...] = values[done : done + end - start]
+                    done += end - start
+        except (StopIteration, ValueError, CodecError):  # bad numbers, a value out of range...
+            return None
+        return observation
 
 
 def _decode_tensors(
@@ -136,6 +304,26 @@ def _decode_tensors(
     return matcher.finish()
 
 
+def _group_values(
+    payload: bytes, spec: TensorSpec, indices: Sequence[int], combined: List[Any], what: str
+) -> np.ndarray:
+    """The values of tensors[indices] of a message, all of ``spec``'s element
+    type, converted together; ``combined`` is their data, concatenated."""
+    return _declared(payload, spec, indices, _values(spec, combined, what), what)
+
+
+def _declared(
+    payload: bytes, spec: TensorSpec, indices: Sequence[int], values: np.ndarray, what: str
+) -> np.ndarray:
+    """``values`` from :func:`_values` in ``spec``'s element type (float32
+    rounding needs the exact numbers of tensors[indices] on a tie)."""
+    if spec.type_name != "float":
+        return values
+    return _to_float32(
+        values, lambda: [x for index in indices for x in _reparse_data(payload, index)], what
+    )
+
+
 _Member = Tuple[TensorSpec, List[Any], int]
 
 
@@ -145,29 +333,21 @@ def _convert_group(
     """The values of tensors of one element type, converted together."""
     if len(members) > 1:
         combined = [x for _, data, _ in members for x in data]
+        indices = [index for _, _, index in members]
         try:
             values = _values(members[0][0], combined, what)
         except CodecError:
             values = None  # redo one by one so that the error names the tensor
         if values is not None:
-            if members[0][0].type_name == "float":
-                values = _to_float32(
-                    values,
-                    lambda: [x for _, _, index in members for x in _reparse_data(payload, index)],
-                    what,
-                )
+            values = _declared(payload, members[0][0], indices, values, what)
             out, offset = [], 0
             for spec, data, _ in members:
                 out.append((spec, values[offset : offset + len(data)]))
                 offset += len(data)
             return out
-    out = []
-    for spec, data, index in members:
-        values = _values(spec, data, what)
-        if spec.type_name == "float":
-            values = _to_float32(values, lambda: _reparse_data(payload, index), what)
-        out.append((spec, values))
-    return out
+    return [
+        (spec, _group_values(payload, spec, [index], data, what)) for spec, data, index in members
+    ]
 
 
 def _values(spec: TensorSpec, data: List[Any], what: str) -> np.ndarray:
@@ -212,6 +392,28 @@ def _values(spec: TensorSpec, data: List[Any], what: str) -> np.ndarray:
     return np.array(data, dtype=spec.dtype)
 
 
+def _plain_exponents() -> np.ndarray:
+    """Which float64s (indexed by their top 12 bits: sign and exponent)
+    :func:`_to_float32` may simply cast: zeros and float64 subnormals (they
+    round to a signed zero), magnitudes in [2^-126, 2^127) (float32 normals:
+    no overflow, and a midpoint between two float32s shows in the mantissa).
+    Not infinities and NaNs: a signalling NaN would raise "invalid"."""
+    plain = np.zeros(1 << 12, bool)
+    for sign in (0, 1 << 11):
+        plain[sign] = True
+        plain[sign + 1023 - 126 : sign + 1023 + 127] = True
+    plain.flags.writeable = False
+    return plain
+
+
+_PLAIN_EXPONENTS = _plain_exponents()
+_EXPONENT_SHIFT = np.int64(52)  # of the int64 view: a negative index is the sign's half
+#: A float64 of a plain exponent is a midpoint between two float32s exactly
+#: when the 29 mantissa bits float32 drops are 1 followed by 28 zeros.
+_DROPPED_BITS = np.uint64((1 << 29) - 1)
+_MIDPOINT_BITS = np.uint64(1 << 28)
+
+
 def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]], what: str) -> np.ndarray:
     """Round decimals (read as float64) to float32 without double rounding.
 
@@ -219,7 +421,25 @@ def _to_float32(doubles: np.ndarray, exact_data: Callable[[], List[Any]], what: 
     when the float64 lands exactly on a midpoint between two float32s; those
     rare elements are re-rounded from the exact decimal text (``exact_data``:
     the numbers as JSON wrote them, see :func:`_reparse_data`).
+
+    Fast path: when no element is a midpoint (read from the bits) nor in a
+    range where the cast could overflow or round to a float32 subnormal (nor
+    infinite or NaN), the cast alone gives what :func:`_to_float32_resolving_ties` gives, without
+    its floating-point state changes and a dozen array passes.
     """
+    bits = doubles.view(np.uint64)
+    count_nonzero = np.count_nonzero
+    if count_nonzero(
+        _PLAIN_EXPONENTS[doubles.view(np.int64) >> _EXPONENT_SHIFT]
+    ) == bits.size and not count_nonzero((bits & _DROPPED_BITS) == _MIDPOINT_BITS):
+        return doubles.astype(np.float32)
+    return _to_float32_resolving_ties(doubles, exact_data, what)
+
+
+def _to_float32_resolving_ties(
+    doubles: np.ndarray, exact_data: Callable[[], List[Any]], what: str
+) -> np.ndarray:
+    """:func:`_to_float32` for any float64s (the general path)."""
     # One errstate for all the steps (entering one costs as much as the
     # steps): overflow to infinity is the correct rounding here.
     with np.errstate(over="ignore", invalid="ignore"):

@@ -12,8 +12,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge.codecs.base import Codec, Tensors
-from mlbridge.codecs.protobuf_layout import CanonicalLayout
+from mlbridge.codecs.base import Codec, ReplyTemplate, Tensors
+from mlbridge.codecs.protobuf_layout import CanonicalLayout, tensor_heads
 from mlbridge.codecs.schema import DEFAULT_MAX_BYTES, SchemaMatcher, arrays_for, check_payload_size
 from mlbridge.codecs.tensor_buffer import TensorBuffer
 from mlbridge.errors import CodecError, MlbridgeError, ModelError
@@ -63,10 +63,13 @@ class ProtobufCodec(Codec):
         what = "protobuf request"
         if into is not None:
             check_payload_size(payload, self.max_bytes, what)
-            layout = into.layouts.get(self.name)
-            if layout is None:
-                layout = into.layouts[self.name] = CanonicalLayout(self._pb2, into.specs)
-            observation = layout.decode_into(payload, into.data_bytes)
+            if self.name not in into.layouts:
+                try:
+                    into.layouts[self.name] = CanonicalLayout(self._pb2, into.specs)
+                except UnicodeEncodeError:  # a lone surrogate in a name: no canonical form
+                    into.layouts[self.name] = None
+            layout = into.layouts[self.name]
+            observation = None if layout is None else layout.decode_into(payload, into.data_bytes)
             if observation is not None:
                 return observation, into.views
         message = self._parse(payload, what)
@@ -75,6 +78,17 @@ class ProtobufCodec(Codec):
 
     def encode_reply(self, specs: Sequence[TensorSpec], tensors: Tensors) -> bytes:
         return self._encode(0, specs, tensors, "protobuf reply")
+
+    def reply_template(self, specs: Sequence[TensorSpec]) -> Optional[ReplyTemplate]:
+        """The official serialisation around the data: a reply (observation 0,
+        not written) is each tensor's head then its raw bytes. None when a
+        name cannot be encoded (a lone surrogate): :meth:`encode_reply` then
+        raises per reply, as it always did."""
+        try:
+            heads = tensor_heads(self._pb2, specs)
+        except UnicodeEncodeError:
+            return None
+        return ReplyTemplate(specs, heads + [b""], np.ndarray.tobytes)
 
     def decode_reply(self, payload: bytes, specs: Sequence[TensorSpec]) -> Dict[str, np.ndarray]:
         message = self._parse(payload, "protobuf reply")
