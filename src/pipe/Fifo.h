@@ -6,8 +6,8 @@
 ///
 /// \file
 /// Internal: non-blocking FIFO endpoints with deadlines. Every blocking wait
-/// is a poll() bounded by a deadline, made only when the data or the room is
-/// not there yet (the read or write is tried first); EOF is an error. A
+/// is a poll() bounded by a deadline (a write is tried first and waits only
+/// for room; a read waits for data first); EOF is an error. A
 /// write end is held together with a read end of the same FIFO (never
 /// read), so writing to a peer that died can neither raise SIGPIPE, which
 /// would kill the compiler, nor needs a signal mask changed around every
