@@ -38,8 +38,8 @@ Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
     const char *Why = ::dlerror();
     return Fail(Why ? Why : "it cannot be loaded");
   }
-  auto Entry = reinterpret_cast<RunnerModuleEntry>(
-      ::dlsym(Handle, RunnerModuleSymbol));
+  auto Entry =
+      reinterpret_cast<RunnerModuleEntry>(::dlsym(Handle, RunnerModuleSymbol));
   if (!Entry)
     return Fail(std::string("it exports no ") + RunnerModuleSymbol);
   const char *Version = Entry(MLBRIDGE_VERSION_STRING, &Factories);
