@@ -13,9 +13,11 @@
 ///  - PipeProtocol::Extended adds a version handshake, framed messages in
 ///    bitstream, JSON or protobuf, several typed outputs and model-side
 ///    error reports.
-/// Every open, read and write has a deadline; EOF and EPIPE are errors;
-/// SIGPIPE never kills the process. The connection is made lazily (first
-/// evaluate/switchContext, or connect()), never in the factory.
+/// Every open, read and write has a deadline; EOF is an error; SIGPIPE never
+/// kills the process (the runner holds a read end of its own on the FIFO it
+/// writes, so a write never meets a FIFO without readers). The connection is
+/// made lazily (first evaluate/switchContext, or connect()), never in the
+/// factory.
 ///
 //===----------------------------------------------------------------------===//
 
