@@ -634,6 +634,10 @@ def test_compiler_failure_is_passed_through(tmp_path: Path) -> None:
     assert "clang-19: error: no such file or directory: 'missing.c'" in done.stderr
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @needs_clang
 @pytest.mark.parametrize("when", ["deciding", "starting"])
 @pytest.mark.parametrize(
@@ -666,6 +670,9 @@ def test_interrupted_compilation_is_stopped_cleanly(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "DECIDING": str(deciding)},
+        # As from a terminal: a shell starts background jobs (`cmd &`) with
+        # SIGINT ignored, and Python keeps an ignored SIGINT ignored.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
