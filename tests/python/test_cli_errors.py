@@ -691,9 +691,13 @@ def test_interrupted_compilation_is_stopped_cleanly(
         assert proc.returncode == code and err == ""
         assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "f.c", "slow.py"]
     finally:
-        if proc.poll() is None:  # a failure must not leave the command behind
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:  # a failure must leave nothing behind:
+            proc.terminate()  # SIGTERM stops the compiler too (SIGKILL would not)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 # -- mlbridge serve --pipe: a policy that raises ----------------------------------------
