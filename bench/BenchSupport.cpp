@@ -6,6 +6,8 @@
 
 #include "BenchSupport.h"
 
+#include "support/Json.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -139,20 +141,9 @@ std::string interpreterVersion(const std::string &Python) {
 namespace {
 
 std::string jsonString(const std::string &S) {
-  std::string Out = "\"";
-  for (char C : S) {
-    if (C == '"' || C == '\\') {
-      Out += '\\';
-      Out += C;
-    } else if (static_cast<unsigned char>(C) < 0x20) {
-      char Buf[8];
-      std::snprintf(Buf, sizeof(Buf), "\\u%04x", C);
-      Out += Buf;
-    } else {
-      Out += C;
-    }
-  }
-  return Out + "\"";
+  std::string Out;
+  json::appendString(Out, S);
+  return Out;
 }
 
 std::string jsonNumber(double V) {
