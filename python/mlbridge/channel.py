@@ -194,6 +194,7 @@ class FdReader:
         self._whole = [self._view]  # readv() target list for an empty buffer
         self._start = 0
         self._end = 0
+        self._record = 0  # where the record read_record consumed last starts
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
         self._blocking = False
@@ -285,33 +286,48 @@ class FdReader:
                 self._start = self._end
                 return line
 
-    def read_record(self, prefix: bytes, target: memoryview) -> Optional[bytes]:
-        """Fast path for a line starting with ``prefix`` followed by exactly
-        ``len(target)`` bytes (LLVM's observation record).
+    def read_record(self, prefix: bytes, target: memoryview) -> bool:
+        """Fast path for LLVM's observation record: a line ``prefix ... }\\n``
+        followed by exactly ``len(target)`` bytes, the last one ``\\n``.
 
-        When the buffered data (after at most one read) holds the whole
-        record, copies the bytes into ``target`` and returns the line;
-        otherwise consumes nothing and returns None (use readline/readinto).
+        When the buffered data (after at most one read) holds such a record,
+        copies its bytes after the line into ``target`` and returns True;
+        otherwise (a partial record, any other line, end of file) consumes
+        nothing and returns False: use :meth:`readline` and :meth:`readinto`,
+        which see the same bytes and report what is wrong.
         """
-        if self._start == self._end:
-            if self._blocking and not self.eof:  # the steady state: one read()
-                got = os.readv(self.fd, self._whole)
-                if not got:
-                    self.eof = True
-                    return None
-                self._start, self._end = 0, got
-            elif not self._fill():
-                return None
         start, end = self._start, self._end
-        if not self._buf.startswith(prefix, start):
-            return None
-        newline = self._buf.find(b"\n", start, end)
-        size = len(target)
-        if newline < 0 or end - newline - 1 < size:
-            return None
-        target[:] = self._view[newline + 1 : newline + 1 + size]
-        self._start = newline + 1 + size
-        return bytes(self._view[start : newline + 1])
+        if start == end:
+            if not self._blocking or self.eof:
+                if not self._fill():
+                    return False
+                start, end = self._start, self._end
+            else:  # the steady state: one read() brings the record
+                end = os.readv(self.fd, self._whole)
+                if not end:
+                    self.eof = True
+                    return False
+                start, self._start, self._end = 0, 0, end
+        buf = self._buf
+        newline = buf.find(b"\n", start, end)
+        stop = newline + 1 + len(target)
+        if (
+            newline < 0
+            or stop > end
+            or buf[stop - 1] != 0x0A
+            or buf[newline - 1] != 0x7D  # "}"
+            or not buf.startswith(prefix, start)
+        ):
+            return False
+        target[:] = self._view[newline + 1 : stop]
+        self._start, self._record = stop, start
+        return True
+
+    def last_record_line(self) -> bytes:
+        """The line of the record :meth:`read_record` consumed last (for an
+        error message); valid until the next read."""
+        newline = self._buf.find(b"\n", self._record)
+        return bytes(self._view[self._record : newline + 1])
 
     def read_frame(self, max_bytes: int) -> Tuple[int, memoryview]:
         """One extended-mode frame: (kind, payload), the payload a view of the

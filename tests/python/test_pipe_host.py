@@ -91,6 +91,39 @@ def test_mlgo_mode_with_context_and_newline_bytes():
     assert stats.host_seconds_per_decision > 0
 
 
+def test_reply_times_are_sampled_one_decision_in_eight():
+    def script(inp, out):
+        out.write(_mlgo_header())
+        for i in range(20):
+            out.write(_observation(i, i))
+            out.flush()
+            inp.read(8)
+
+    stats = _serve(script, lambda f: 0)
+    assert stats.decisions == 20 and stats.timed_decisions == 3  # the 1st, 9th, 17th
+    assert stats.reply_seconds_per_decision > 0
+    assert stats.reply_seconds == pytest.approx(stats.reply_seconds_per_decision * 20)
+    assert stats.to_dict()["reply_seconds_per_decision"] == stats.reply_seconds_per_decision
+
+
+def test_policy_failure_names_its_observation_after_fast_path_records():
+    def script(inp, out):
+        out.write(_mlgo_header() + b'{"context":"f"}\n')
+        for i in range(4):
+            out.write(_observation(i, i))
+            out.flush()
+            if i < 3:
+                inp.read(8)
+
+    def policy(features, context=""):
+        if int(features["n"][0]) == 3:
+            raise ValueError("boom")
+        return 0
+
+    with pytest.raises(PolicyFailed, match="on observation 3 of context 'f': ValueError: boom"):
+        _serve(script, policy)
+
+
 def test_mlgo_training_log_has_decision_last():
     log = io.BytesIO()
 
