@@ -5,9 +5,11 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Internal: non-blocking FIFO endpoints with deadlines. Every blocking wait
-/// is a poll() bounded by a deadline (a write is tried first and waits only
-/// for room; a read waits for data first); EOF is an error. A
+/// Internal: FIFO endpoints with deadlines. Every blocking wait is bounded
+/// by a deadline: a write is tried first and waits in poll() only for room;
+/// a read waits in poll() for data, or, once the peer has sent its first
+/// bytes, blocks in read() with a ReadWatchdog keeping the deadline (one
+/// system call per wait instead of two). EOF is an error. A
 /// write end is held together with a read end of the same FIFO (never
 /// read), so writing to a peer that died can neither raise SIGPIPE, which
 /// would kill the compiler, nor needs a signal mask changed around every
@@ -21,6 +23,7 @@
 #include "mlbridge/Error.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/uio.h>
@@ -94,12 +97,25 @@ Error writeAll(const WriteEnd &End, struct iovec *Parts, int NumParts,
 Error writeAll(const WriteEnd &End, std::string_view Bytes, Deadline Until,
                const char *What);
 
-/// A buffered reader over a non-blocking FIFO. Reads greedily, so bytes the
-/// peer sent beyond what was asked stay visible through pending().
+class ReadWatchdog;
+
+/// A buffered reader over a FIFO opened non-blocking. Reads greedily, so
+/// bytes the peer sent beyond what was asked stay visible through pending().
 class Reader {
 public:
   /// Reads from \p FD (not owned), buffering at most \p MaxBuffer bytes.
   Reader(int FD, size_t MaxBuffer);
+  ~Reader();
+  Reader(const Reader &) = delete;
+  Reader &operator=(const Reader &) = delete;
+
+  /// From the peer's first bytes on (its write end is then known to be
+  /// open, so a 0-byte read is its EOF), reads block in read() and a
+  /// ReadWatchdog keeps their deadlines, instead of a poll() before every
+  /// read. Where no watchdog can start, reads keep polling. After a Timeout
+  /// in that mode the stream is lost (the watchdog wrote into it): the
+  /// caller must stop reading, as it must after any error here.
+  void blockOnceConnected() { Mode = WaitMode::WillBlock; }
 
   /// Returns exactly \p N bytes, valid until the next call.
   Expected<std::string_view> readExact(size_t N, Deadline Until,
@@ -113,7 +129,13 @@ public:
 private:
   Error fill(Deadline Until, const char *What, size_t Wanted);
   void compact(size_t Needed);
+  /// Switches to blocking reads with a watchdog, or back to polling.
+  void startBlocking();
 
+  /// How a read waits for data.
+  enum class WaitMode { Poll, WillBlock, Block };
+  WaitMode Mode = WaitMode::Poll;
+  std::unique_ptr<ReadWatchdog> Watchdog;
   int FD;
   size_t MaxBuffer;
   std::string Buffer;

@@ -21,7 +21,9 @@ struct PipeModelRunner::Connection {
   fifo::Reader Reader;
   Connection(fifo::FileDescriptor In, fifo::WriteEnd Out, size_t Max)
       : In(std::move(In)), Out(std::move(Out)),
-        Reader(this->In.get(), Max + FrameHeader::Size) {}
+        Reader(this->In.get(), Max + FrameHeader::Size) {
+    Reader.blockOnceConnected();
+  }
 };
 
 PipeModelRunner::PipeModelRunner(PipeOptions Options)

@@ -168,6 +168,91 @@ TEST(PipeFault, StalledPeerTimesOut) {
   }
 }
 
+/// Answers mlgo observations of one int64 tensor of 4 (33 bytes after the
+/// line) with their number, the k-th after \p Delay(k), until EOF; stalls
+/// (until EOF) instead of answering observation \p StallAt.
+void answerMlgoCalls(RawHost &H,
+                     const std::function<std::chrono::microseconds(int)> &Delay,
+                     int StallAt = -1) {
+  std::string Line, Bytes;
+  H.readLine(Line); // the header
+  for (int K = 0; H.readLine(Line) && H.readExact(33, Bytes); ++K) {
+    if (K == StallAt) {
+      H.readLine(Line); // until the runner goes away
+      return;
+    }
+    std::this_thread::sleep_for(Delay(K));
+    int64_t Advice = K;
+    if (!H.write(std::string(reinterpret_cast<char *>(&Advice), 8)))
+      return;
+  }
+}
+
+TEST(PipeFault, StalledPeerTimesOutInTheSteadyState) {
+  // The first replies switch the runner to blocking reads with a watchdog;
+  // a stall after 200 calls must still end in a Timeout, and the runner
+  // must then be broken (the watchdog's byte is in the FIFO).
+  PipeOptions O;
+  O.OpenTimeout = 5s;
+  O.IoTimeout = 300ms;
+  ASSERT_EXPECTED(
+      R, PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
+                                 {TensorSpec::of<int64_t>("advice")}, O));
+  std::string Base = (*R)->channelBase();
+  std::thread Host([&] {
+    RawHost H;
+    if (H.open(Base))
+      answerMlgoCalls(H, [](int) { return 0us; }, 200);
+  });
+  for (int K = 0; K < 200; ++K) {
+    auto A = (*R)->evaluate<int64_t>();
+    ASSERT_TRUE(bool(A)) << A.error().toString();
+    ASSERT_EQ(*A, K);
+  }
+  Error E = (*R)->evaluate();
+  expectFault({E, Error::success()}, ErrorCode::Timeout, "timed out");
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+  R->reset(); // the stalled host sees EOF
+  Host.join();
+}
+
+TEST(PipeFault, RepliesRacingTheDeadlineAreAnswersOrTimeouts) {
+  // Replies come later and later around a 2 ms deadline: every call either
+  // gets its own answer or times out (then the runner is broken). Never a
+  // wrong answer or a protocol error from a byte the watchdog wrote.
+  for (int Trial = 0; Trial < 5; ++Trial) {
+    PipeOptions O;
+    O.OpenTimeout = 5s;
+    O.IoTimeout = 2ms;
+    ASSERT_EXPECTED(
+        R, PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
+                                   {TensorSpec::of<int64_t>("advice")}, O));
+    std::string Base = (*R)->channelBase();
+    std::thread Host([&] {
+      RawHost H;
+      if (H.open(Base))
+        answerMlgoCalls(H, [Trial](int K) {
+          return std::chrono::microseconds(K * (10 + Trial * 7));
+        });
+    });
+    int K = 0;
+    Error E;
+    for (;; ++K) {
+      auto A = (*R)->evaluate<int64_t>();
+      if (!A) {
+        E = A.takeError();
+        break;
+      }
+      ASSERT_EQ(*A, K) << "a wrong answer at call " << K;
+    }
+    EXPECT_EQ(E.code(), ErrorCode::Timeout)
+        << "call " << K << ": " << E.toString();
+    EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+    R->reset(); // the host sees EOF at its next read
+    Host.join();
+  }
+}
+
 TEST(PipeFault, WrongReplySizeInMlgoMode) {
   auto F = runAgainst(PipeProtocol::Mlgo, [](RawHost &H) {
     readHeaderAndObservation(H, PipeProtocol::Mlgo);
