@@ -190,6 +190,63 @@ def test_float32_rounding_matches_the_previous_implementation(seed):
             ), (start, end)
 
 
+def _numpy_plain(doubles: np.ndarray) -> bool:
+    """The fast-path test of json_codec._to_float32, written with numpy."""
+    bits = doubles.view(np.uint64)
+    exponents = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    plain = (exponents == 0) | ((exponents >= 897) & (exponents <= 1149))
+    midpoint = (bits & np.uint64((1 << 29) - 1)) == np.uint64(1 << 28)
+    return bool(plain.all() and not midpoint.any())
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_plain_bits_on_all_lanes_at_once_agree_with_numpy(seed):
+    rng = np.random.default_rng(seed)
+    doubles = np.concatenate(
+        [_adversarial_doubles(rng), _ordinary_doubles(rng), -_ordinary_doubles(rng)]
+    )
+    rng.shuffle(doubles)
+    tried = {True: 0, False: 0}
+    for count in (1, 2, 7, 64, 300):
+        plain = json_codec._PlainBits(count)
+        for start in range(0, doubles.size - count, max(1, count // 2)):
+            part = np.ascontiguousarray(doubles[start : start + count])
+            expected = _numpy_plain(part)
+            assert plain(int.from_bytes(part.tobytes(), "little")) == expected, (count, start)
+            tried[expected] += 1
+    assert min(tried.values()) > 100, tried  # both answers were exercised
+
+
+def test_packed_floats_are_what_the_general_conversion_gives(monkeypatch):
+    """Canonical float requests skip _values and _to_float32 when the numbers
+    are plain, and give what the general path gives either way."""
+    spec = TensorSpec("x", "float", (6,))
+    codec = get_codec("json")
+    cases = {
+        "[0.1,-2,16777218,1e-30,-0.0,3.5]": True,  # packed
+        "[0.1,-2,16777217,1,2,3]": False,  # a float32 midpoint
+        "[0.1,-2,1e39,1,2,3]": False,  # overflows float32: the general path
+        "[0.1,2,100000000000000000000000000000000000000000,1,2,3]": False,
+        "[0.1,2,1" + "0" * 400 + ",1,2,3]": False,  # overflows float64 too
+        "[-0,1,2,3,4,5]": False,  # the token -0
+        "[NaN,1,2,3,4,5]": False,
+        "[1,-Infinity,2,3,4,5]": False,
+        "[true,1,2,3,4,5]": False,  # refused, as by the general path
+        "[1,2,3,4,5,false]": False,
+        "[1,2,null,3,4,5]": False,
+    }
+    for data, packed in cases.items():
+        payload = (
+            '{"observation":3,"tensors":[{"name":"x","type":"float","shape":[6],"data":%s}]}' % data
+        ).encode()
+        _same_decoding(codec, payload, [spec], TensorBuffer([spec]))
+        if packed:
+            with monkeypatch.context() as patched:
+                patched.setattr(json_codec, "_values", None)  # not called
+                _, got = codec.decode_request(payload, [spec], into=TensorBuffer([spec]))
+            assert got["x"].tobytes() == codec.decode_request(payload, [spec])[1]["x"].tobytes()
+
+
 def test_float32_fast_path_is_taken_for_ordinary_values(monkeypatch):
     doubles = np.array([0.0, -0.0, 0.1, -1e-30, 1e38, 1e-310, 1.5, 16777216.0, 16777218.0])
     expected = reference_to_float32(doubles, list, "w").tobytes()
