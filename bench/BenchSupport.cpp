@@ -79,6 +79,20 @@ Child::~Child() {
   waitpid(Pid, nullptr, 0);
 }
 
+long residentKiB(pid_t Pid) {
+  std::string Path = "/proc/" + std::to_string(Pid) + "/status";
+  FILE *F = std::fopen(Path.c_str(), "r");
+  if (!F)
+    return -1;
+  char Line[256];
+  long KiB = -1;
+  while (std::fgets(Line, sizeof(Line), F))
+    if (std::sscanf(Line, "VmRSS: %ld kB", &KiB) == 1)
+      break;
+  std::fclose(F);
+  return KiB;
+}
+
 double timeCalls(const std::function<bool(int)> &Call, int Calls) {
   auto Start = std::chrono::steady_clock::now();
   for (int I = 0; I < Calls; ++I)

@@ -40,10 +40,15 @@ public:
   Child &operator=(const Child &) = delete;
   /// Whether the destructor waits for the child to exit first.
   bool WaitForExit = false;
+  /// The child's process id (-1 when it could not start).
+  pid_t pid() const { return Pid; }
 
 private:
   pid_t Pid = -1;
 };
+
+/// The resident set size of process \p Pid in KiB (VmRSS), or -1.
+long residentKiB(pid_t Pid);
 
 /// Runs \p Call(0..Calls-1); microseconds per call, or -1 if a call failed.
 double timeCalls(const std::function<bool(int)> &Call, int Calls);

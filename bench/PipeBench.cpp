@@ -11,7 +11,7 @@
 //
 //   mlbridge-bench-pipe [--calls N] [--reps R] [--json FILE]
 //                       [--payload tensor|scalars] [--no-pin|--split]
-//                       [--only TEXT]
+//                       [--only TEXT] [--soak N]
 //
 // --payload: the 64 features as one float32 tensor of shape [64] (the
 // default, the payload other libraries' figures use) or as 64 scalar
@@ -19,6 +19,9 @@
 // --only keeps the contenders whose name contains TEXT (plus the baseline).
 // --json writes each configuration's median, minimum and maximum
 // microseconds per call and ratio to the raw ping-pong.
+// --soak N then makes N more calls per configuration and prints how much
+// the resident set of this process and of the Python peer grew over them
+// (VmRSS; after the timed reps, so caches and arenas are warm).
 //
 // By default this process and its Python peers are pinned to CPU 0 (the
 // one-vCPU regime of the README's figures); --split puts this process
@@ -79,6 +82,7 @@ struct Contender {
   std::vector<double> MicrosPerCall; // one per rep
   std::vector<double> Ratio;         // one per rep, against raw
   double AllocsPerCall = 0;
+  pid_t Peer = -1; // the process answering the calls
 };
 
 /// The baseline: the same request bytes over plain blocking FIFOs.
@@ -182,10 +186,15 @@ int main(int argc, char **argv) {
   bench::Options Opts{5000, 7, ""};
   enum { Same, Split, Free } Placement = Same;
   std::string Only;
+  long Soak = 0;
   auto Extra = [&](const std::string &A, const char *Next) {
     if (A == "--only" && Next) {
       Only = Next;
       return 2;
+    }
+    if (A == "--soak" && Next) {
+      Soak = std::atol(Next);
+      return Soak > 0 ? 2 : -1;
     }
     if (A == "--payload" && Next) {
       Scalars = std::string(Next) == "scalars";
@@ -199,7 +208,7 @@ int main(int argc, char **argv) {
   };
   if (!bench::parseOptions(argc, argv, Opts, Extra,
                            "[--payload tensor|scalars] [--no-pin|--split] "
-                           "[--only TEXT]"))
+                           "[--only TEXT] [--soak N]"))
     return 2;
   const int Calls = Opts.Calls, Reps = Opts.Reps;
   if (Placement != Free) // children inherit the affinity
@@ -246,7 +255,7 @@ int main(int argc, char **argv) {
     RunnerUnderTest *P = R.get();
     Runners.push_back(std::move(R));
     Contenders.push_back(
-        {S.Name, [P](int I) { return P->call(I); }, {}, {}, 0});
+        {S.Name, [P](int I) { return P->call(I); }, {}, {}, 0, P->Host->pid()});
   }
 
   // Warm up every peer (imports, caches), then interleave reps.
@@ -304,6 +313,30 @@ int main(int argc, char **argv) {
                 *MinMax.second, median(C.Ratio), *RMinMax.first,
                 *RMinMax.second, C.AllocsPerCall);
     Report.add({C.Name, C.MicrosPerCall, C.Ratio, C.AllocsPerCall});
+  }
+  if (Soak > 0) {
+    std::printf("\nresident set growth over %ld more calls (VmRSS, KiB)\n",
+                Soak);
+    std::printf("%-34s %14s %14s\n", "", "this process", "Python peer");
+    for (size_t K = 1; K < Contenders.size(); ++K) {
+      Contender &C = Contenders[K];
+      long Own = bench::residentKiB(::getpid());
+      long Peer = bench::residentKiB(C.Peer);
+      for (long I = 0; I < Soak; ++I)
+        if (!C.Call(int(I % 1000000000))) {
+          std::fprintf(stderr, "%s failed during the soak\n", C.Name.c_str());
+          return 1;
+        }
+      long OwnGrowth = bench::residentKiB(::getpid()) - Own;
+      long PeerGrowth = bench::residentKiB(C.Peer) - Peer;
+      std::printf("%-34s %+14ld %+14ld\n", C.Name.c_str(), OwnGrowth,
+                  PeerGrowth);
+      Report.note(C.Name + ": RSS growth over the soak, this process (KiB)",
+                  double(OwnGrowth));
+      Report.note(C.Name + ": RSS growth over the soak, Python peer (KiB)",
+                  double(PeerGrowth));
+    }
+    Report.note("soak calls", double(Soak));
   }
   if (!Opts.JsonPath.empty() && !Report.write(Opts.JsonPath))
     return 1;

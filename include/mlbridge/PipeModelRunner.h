@@ -15,9 +15,11 @@
 ///    error reports.
 /// Every open, read and write has a deadline; EOF is an error; SIGPIPE never
 /// kills the process (the runner holds a read end of its own on the FIFO it
-/// writes, so a write never meets a FIFO without readers). The connection is
-/// made lazily (first evaluate/switchContext, or connect()), never in the
-/// factory.
+/// writes, so a write never meets a FIFO without readers). Once the model
+/// side has answered, reads block in read() and one thread per connection
+/// (signals blocked, joined when the connection closes) keeps their
+/// deadlines; a timeout breaks the runner. The connection is made lazily
+/// (first evaluate/switchContext, or connect()), never in the factory.
 ///
 //===----------------------------------------------------------------------===//
 
