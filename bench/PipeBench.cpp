@@ -241,6 +241,7 @@ int main(int argc, char **argv) {
       {"extended, bitstream", PipeProtocol::Extended, Format::Bitstream},
       {"extended, protobuf", PipeProtocol::Extended, Format::Protobuf},
       {"extended, json", PipeProtocol::Extended, Format::Json},
+      {"shared memory (shm)", PipeProtocol::SharedMemory, Format::Bitstream},
   };
   std::vector<std::unique_ptr<RunnerUnderTest>> Runners;
   std::vector<Contender> Contenders;

@@ -12,7 +12,11 @@
 ///    a host written for LLVM serves it unchanged;
 ///  - PipeProtocol::Extended adds a version handshake, framed messages in
 ///    bitstream, JSON or protobuf, several typed outputs and model-side
-///    error reports.
+///    error reports;
+///  - PipeProtocol::SharedMemory has the extended handshake, then passes the
+///    tensors through a file both sides map (BASE.shm) and uses the FIFOs as
+///    doorbells only: with the two processes on two CPUs, each side spins
+///    briefly for the other's answer and no system call is made per call.
 /// Every open, read and write has a deadline; EOF is an error; SIGPIPE never
 /// kills the process (the runner holds a read end of its own on the FIFO it
 /// writes, so a write never meets a FIFO without readers). Once the model
@@ -44,6 +48,8 @@ enum class PipeProtocol {
   Mlgo,
   /// mlbridge's framed protocol, version 1.
   Extended,
+  /// The extended handshake, then tensors in shared memory (format "shm").
+  SharedMemory,
 };
 
 /// Configuration of a PipeModelRunner.
@@ -63,6 +69,12 @@ struct PipeOptions {
   std::chrono::milliseconds IoTimeout{60000};
   /// Largest message accepted from the model side.
   size_t MaxMessageBytes = DefaultMaxMessageBytes;
+  /// SharedMemory protocol: longest busy wait for a reply before sleeping
+  /// until the model side rings (0: never spin). Halved after each wait the
+  /// spin did not end, restored every 256 such waits; never used when the
+  /// two processes can only run on one CPU between them (the model side
+  /// tells, from both CPU sets).
+  std::chrono::microseconds SpinMicros{50};
 };
 
 /// A ModelRunner whose model lives in another process, reached over FIFOs.
@@ -94,6 +106,9 @@ private:
   Error evaluateImpl() override;
   Error evaluateMlgo();
   Error evaluateExtended();
+  Error evaluateShared();
+  /// Creates BASE.shm with its header (SharedMemory protocol).
+  Error createSharedRegion();
   Error handshake();
   /// Records \p E as fatal for the channel and returns it.
   Error fail(Error E);

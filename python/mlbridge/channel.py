@@ -267,6 +267,16 @@ class FdReader:
             if deadline is not None and time.monotonic() >= deadline:
                 raise ChannelTimeout(f"no data from the compiler within {self.timeout:g} s")
 
+    def wait_and_discard(self) -> bool:
+        """Wait (bounded like every read) for at least one byte, then drop
+        every byte buffered; False at end of file. For the shm protocol's
+        rings, whose count does not matter."""
+        self._start = self._end = 0
+        if not self._fill():
+            return False
+        self._start = self._end = 0
+        return True
+
     def at_eof(self) -> bool:
         """True when no byte is buffered and the writer has closed."""
         return self._start >= self._end and not self._fill()
@@ -439,11 +449,16 @@ class FdWriter:
 
 
 class HostEnds:
-    """The model side's two open ends of a channel; close with :meth:`close`."""
+    """The model side's two open ends of a channel; close with :meth:`close`.
 
-    def __init__(self, writer: FdWriter, reader: FdReader) -> None:
+    ``base`` is the channel's base path when known (the shm protocol's file
+    is ``BASE.shm``).
+    """
+
+    def __init__(self, writer: FdWriter, reader: FdReader, base: Optional[str] = None) -> None:
         self.writer = writer
         self.reader = reader
+        self.base = base
 
     def close(self) -> None:
         """Close both file descriptors (idempotent)."""
@@ -480,4 +495,4 @@ def open_host_ends(
     except BaseException:
         os.close(wfd)
         raise
-    return HostEnds(FdWriter(wfd, io_timeout), FdReader(rfd, io_timeout, watch))
+    return HostEnds(FdWriter(wfd, io_timeout), FdReader(rfd, io_timeout, watch), base)

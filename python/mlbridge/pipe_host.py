@@ -31,7 +31,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -63,12 +63,24 @@ from mlbridge.policy import (
     scalar_packer,
     takes_context,
 )
+from mlbridge.shared_memory import (
+    SPIN_ALLOWED,
+    Decisions,
+    SharedMemoryError,
+    SharedRegion,
+    check_platform,
+    serve_shared,
+    spin_allowed,
+)
 from mlbridge.tensor_spec import SpecError, TensorSpec, specs_from_json
 from mlbridge.training_log import TrainingLogWriter
 
 _MAX_EVENT_LINE = 1 << 20
 _OBS_PREFIX = b'{"observation":'
 _MAX_REFUSAL_CHARS = 4096  # at most 6 bytes each as JSON: the reply line stays < 64 KiB
+_MAX_CPUS = 1 << 16
+#: The extended handshake's format value of the shm protocol.
+SHM_FORMAT = "shm"
 #: One decision in 8 is timed for HostStats.reply_seconds (the first, the 9th,
 #: ...): timing every one cost ~0.3 us, 4% of a FIFO round trip.
 _UNTIMED_MASK = 7
@@ -306,12 +318,13 @@ class PipeHost:
 
     def _serve_extended(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
         writer = ends.writer
+        if header.get("format") == SHM_FORMAT:
+            self._serve_shared(ends, header, stats)
+            return
         try:
             session = _extended_session(header, self.max_bytes)
         except ProtocolError as err:
-            # The compiler reads at most 64 KiB: bound what a peer's names make of it.
-            reply = {"mlbridge": 1, "error": str(err)[:_MAX_REFUSAL_CHARS]}
-            writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+            _refuse(writer, err)
             raise
         writer.write(b'{"mlbridge":1}\n')
         codec = get_codec(session.format, self.max_bytes)
@@ -370,6 +383,44 @@ class PipeHost:
                     stats.timed_decisions += 1
         finally:
             stats.decisions += decisions
+
+    def _serve_shared(self, ends: HostEnds, header: Dict[str, Any], stats: HostStats) -> None:
+        """The shm protocol (:mod:`mlbridge.shared_memory`): the extended
+        handshake, then decisions through the mapped file."""
+        stats.mode = "shm"
+        try:
+            session = _extended_session(header, self.max_bytes, (SHM_FORMAT,))
+            cpus = header.get("cpus")
+            if not (
+                isinstance(cpus, list)
+                and 0 < len(cpus) <= _MAX_CPUS
+                and all(type(c) is int and 0 <= c < _MAX_CPUS for c in cpus)
+            ):
+                raise ProtocolError("bad handshake: 'cpus' must list the compiler's CPUs")
+            if ends.base is None:
+                raise ProtocolError("the shm format needs the channel's path (serve(base))")
+            try:
+                check_platform()
+                region = SharedRegion.open(
+                    ends.base + ".shm", session.features, session.outputs, self.max_bytes
+                )
+            except SharedMemoryError as err:
+                raise ProtocolError(str(err)) from err
+        except ProtocolError as err:
+            _refuse(ends.writer, err)
+            raise
+        try:
+            spin = spin_allowed(cpus)
+            region.words[SPIN_ALLOWED // 4] = int(spin)  # before the reply: read after it
+            ends.writer.write(b'{"mlbridge":1}\n')
+            outputs = list(session.outputs)
+            stats.outputs = [s.name for s in outputs]
+            logger = self._begin(session)
+            limit = -1 if self.max_requests is None else self.max_requests
+            decisions = Decisions(self._decide, outputs, logger, limit)
+            serve_shared(region, ends, session.features, decisions, stats, spin)
+        finally:
+            region.close()
 
     @staticmethod
     def _report(write: Callable[[bytes], Any], message: str, stats: HostStats) -> None:
@@ -474,7 +525,16 @@ def _mlgo_session(header: Mapping[str, Any], max_bytes: int) -> Session:
     return _check_sizes(Session("mlgo", features, [advice]), max_bytes, "bad mlgo header", extra=1)
 
 
-def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
+def _refuse(writer: Any, err: ProtocolError) -> None:
+    """Answer a handshake with a refusal naming ``err``."""
+    # The compiler reads at most 64 KiB: bound what a peer's names make of it.
+    reply = {"mlbridge": 1, "error": str(err)[:_MAX_REFUSAL_CHARS]}
+    writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+
+
+def _extended_session(
+    header: Mapping[str, Any], max_bytes: int, formats: Sequence[str] = FORMATS
+) -> Session:
     """The session an extended handshake declares, checked; else ProtocolError."""
     version = header.get("mlbridge")
     if version != 1:
@@ -482,8 +542,10 @@ def _extended_session(header: Mapping[str, Any], max_bytes: int) -> Session:
             f"unsupported mlbridge protocol version {version!r} (this host speaks 1)"
         )
     fmt = header.get("format")
-    if fmt not in FORMATS:
-        raise ProtocolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not isinstance(fmt, str) or fmt not in formats:
+        raise ProtocolError(
+            f"unknown format {fmt!r}; expected one of {', '.join(FORMATS + (SHM_FORMAT,))}"
+        )
     features = _declared_specs(header, "features", "bad handshake")
     outputs = _declared_specs(header, "outputs", "bad handshake")
     if not outputs:

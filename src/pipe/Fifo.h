@@ -125,6 +125,8 @@ public:
                                       const char *What);
   /// Bytes received but not consumed yet.
   size_t pending() const { return End - Begin; }
+  /// Drops the bytes received but not consumed.
+  void discard() { Begin = End = 0; }
 
 private:
   Error fill(Deadline Until, const char *What, size_t Wanted);

@@ -9,16 +9,79 @@
 #include "pipe/Fifo.h"
 #include "pipe/FrameHeader.h"
 #include "pipe/Replies.h"
+#include "pipe/SharedRegion.h"
+#include "pipe/ShmLayout.h"
 #include "support/Json.h"
 
+#include <algorithm>
 #include <cstring>
+#include <sched.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the shm protocol's words are little-endian");
 
 namespace mlbridge {
+
+namespace {
+/// The shm header word \p W of the region at \p Base.
+uint32_t *word(uint8_t *Base, shm::Word W) {
+  return reinterpret_cast<uint32_t *>(Base + W);
+}
+uint32_t load(uint8_t *Base, shm::Word W, int Order = __ATOMIC_ACQUIRE) {
+  return __atomic_load_n(word(Base, W), Order);
+}
+void store(uint8_t *Base, shm::Word W, uint32_t V,
+           int Order = __ATOMIC_RELEASE) {
+  __atomic_store_n(word(Base, W), V, Order);
+}
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+/// Appends the CPUs this process may run on, as a JSON list.
+void appendCpuList(std::string &Out) {
+  cpu_set_t Set;
+  Out.push_back('[');
+  if (sched_getaffinity(0, sizeof(Set), &Set) == 0) {
+    bool First = true;
+    for (int Cpu = 0; Cpu < CPU_SETSIZE; ++Cpu)
+      if (CPU_ISSET(Cpu, &Set)) {
+        if (!First)
+          Out.push_back(',');
+        json::appendUInt(Out, uint64_t(Cpu));
+        First = false;
+      }
+  }
+  Out.push_back(']');
+}
+/// Message area capacity: context names and model-side error messages.
+constexpr uint32_t SharedMessageCapacity = 64 * 1024;
+} // namespace
+
+/// The shared-memory protocol's state of one connection.
+struct SharedSession {
+  fifo::SharedRegion Region;
+  shm::Layout Layout;
+  uint32_t Seq = 0, ContextSeq = 0;
+  /// The current busy-wait budget and its ceiling (0: never spin).
+  std::chrono::nanoseconds Spin{0}, MaxSpin{0};
+  /// Waits the spin did not end since the budget was last restored.
+  unsigned Sleeps = 0;
+};
 
 struct PipeModelRunner::Connection {
   fifo::FileDescriptor In;
   fifo::WriteEnd Out;
   fifo::Reader Reader;
+  std::unique_ptr<SharedSession> Shared;
   Connection(fifo::FileDescriptor In, fifo::WriteEnd Out, size_t Max)
       : In(std::move(In)), Out(std::move(Out)),
         Reader(this->In.get(), Max + FrameHeader::Size) {
@@ -69,6 +132,24 @@ Error PipeModelRunner::connect() {
   if (Conn)
     return Error::success();
   auto Until = fifo::Clock::now() + Options.OpenTimeout;
+  std::unique_ptr<SharedSession> Shared;
+  if (Options.Protocol == PipeProtocol::SharedMemory) {
+    // The file exists, header written, before the model side may look.
+    auto Layout =
+        shm::computeLayout(Inputs, Outputs,
+                           uint32_t(std::min<size_t>(Options.MaxMessageBytes,
+                                                     SharedMessageCapacity)));
+    if (!Layout)
+      return fail(Layout.takeError());
+    auto Region =
+        fifo::SharedRegion::create(Options.ChannelBase + ".shm", Layout->Total);
+    if (!Region)
+      return fail(Region.takeError());
+    Shared = std::make_unique<SharedSession>();
+    Shared->Region = std::move(*Region);
+    Shared->Layout = std::move(*Layout);
+    shm::writeHeader(Shared->Region.data(), Shared->Layout);
+  }
   auto In = fifo::openForRead(Options.ChannelBase + ".in");
   if (!In)
     return fail(In.takeError());
@@ -77,12 +158,13 @@ Error PipeModelRunner::connect() {
     return fail(Out.takeError());
   Conn = std::make_unique<Connection>(std::move(*In), std::move(*Out),
                                       Options.MaxMessageBytes);
+  Conn->Shared = std::move(Shared);
   std::string Header;
   if (Options.Protocol == PipeProtocol::Mlgo) {
     Header.append("{\"features\":[");
   } else {
     Header.append("{\"mlbridge\":1,\"format\":\"");
-    Header.append(formatName(Options.Serialization));
+    Header.append(Conn->Shared ? "shm" : formatName(Options.Serialization));
     Header.append("\",\"features\":[");
   }
   for (size_t I = 0; I < Inputs.size(); ++I) {
@@ -102,12 +184,22 @@ Error PipeModelRunner::connect() {
     }
     Header.push_back(']');
   }
+  if (Conn->Shared) {
+    Header.append(",\"cpus\":");
+    appendCpuList(Header);
+  }
   Header.append("}\n");
   if (Error E = fifo::writeAll(Conn->Out, Header, Until, "sending the header"))
     return fail(E);
-  if (Options.Protocol == PipeProtocol::Extended) {
+  if (Options.Protocol != PipeProtocol::Mlgo) {
     if (Error E = handshake())
       return fail(E);
+  }
+  if (SharedSession *S = Conn->Shared.get()) {
+    // The model side, knowing both CPU sets, said whether spinning can pay.
+    if (load(S->Region.data(), shm::SpinAllowed) == 1)
+      S->MaxSpin = Options.SpinMicros;
+    S->Spin = S->MaxSpin;
   }
   return Error::success();
 }
@@ -135,6 +227,20 @@ Error PipeModelRunner::switchContext(std::string_view Name) {
       return fail(E);
     return Error::success();
   }
+  if (SharedSession *S = Conn->Shared.get()) {
+    // Delivered with the next request (which publishes it).
+    if (Name.size() > S->Layout.MessageCapacity)
+      return makeError(ErrorCode::TooLarge, "context name of ",
+                       std::to_string(Name.size()),
+                       " bytes exceeds the shared message area (",
+                       std::to_string(S->Layout.MessageCapacity), " bytes)");
+    uint8_t *B = S->Region.data();
+    if (!Name.empty())
+      std::memcpy(B + S->Layout.MessageOffset, Name.data(), Name.size());
+    store(B, shm::ContextLength, uint32_t(Name.size()), __ATOMIC_RELAXED);
+    store(B, shm::ContextSeq, ++S->ContextSeq, __ATOMIC_RELAXED);
+    return Error::success();
+  }
   if (Name.size() > Options.MaxMessageBytes)
     return makeError(ErrorCode::TooLarge, "context name too long");
   char Header[FrameHeader::Size];
@@ -149,8 +255,9 @@ Error PipeModelRunner::switchContext(std::string_view Name) {
 Error PipeModelRunner::evaluateImpl() {
   if (Error E = connect())
     return E;
-  Error E = Options.Protocol == PipeProtocol::Mlgo ? evaluateMlgo()
-                                                   : evaluateExtended();
+  Error E = Options.Protocol == PipeProtocol::Mlgo       ? evaluateMlgo()
+            : Options.Protocol == PipeProtocol::Extended ? evaluateExtended()
+                                                         : evaluateShared();
   if (!E)
     ++Evaluations;
   return E;
@@ -206,6 +313,78 @@ Error PipeModelRunner::evaluateExtended() {
   // A reply that fails validation leaves the channel in step: only this call
   // fails.
   return C.decode(Reply->Payload, Outputs);
+}
+
+Error PipeModelRunner::evaluateShared() {
+  auto Until = fifo::Clock::now() + Options.IoTimeout;
+  SharedSession &S = *Conn->Shared;
+  uint8_t *B = S.Region.data();
+  for (size_t I = 0; I < Inputs.size(); ++I)
+    std::memcpy(B + S.Layout.InputOffsets[I], Inputs.data(I),
+                Inputs.spec(I).byteSize());
+  const uint32_t Seq = ++S.Seq;
+  ++Observation;
+  // Publish the request, then ring if the model side sleeps. Both sides
+  // store "I wait" before checking the other's word (sequentially
+  // consistent), so one of them always sees the other: no wake-up is lost.
+  store(B, shm::RequestSeq, Seq, __ATOMIC_SEQ_CST);
+  if (load(B, shm::ModelWaiting, __ATOMIC_SEQ_CST)) {
+    ssize_t N = ::write(Conn->Out.Write.get(), "", 1);
+    (void)N; // a full FIFO (EAGAIN) holds rings enough
+  }
+  bool Spun = false;
+  if (S.Spin.count() > 0) {
+    auto SpinUntil = fifo::Clock::now() + S.Spin;
+    for (unsigned I = 1;; ++I) {
+      if (load(B, shm::ReplySeq) == Seq) {
+        Spun = true;
+        break;
+      }
+      cpuRelax();
+      if (I % 64 == 0 && fifo::Clock::now() >= SpinUntil)
+        break;
+    }
+  }
+  if (!Spun) {
+    while (true) {
+      store(B, shm::CompilerWaiting, 1, __ATOMIC_SEQ_CST);
+      if (load(B, shm::ReplySeq, __ATOMIC_SEQ_CST) == Seq)
+        break;
+      // Sleep until a ring; EOF (the model side died) and the deadline end
+      // the call. A ring may be stale: check again.
+      auto Ring = Conn->Reader.readExact(1, Until, "waiting for the reply");
+      if (!Ring)
+        return fail(Ring.takeError());
+      Conn->Reader.discard();
+    }
+    store(B, shm::CompilerWaiting, 0, __ATOMIC_RELAXED);
+    // Spinning did not pay: spin half as long next time, and try the full
+    // budget again after 256 such calls (the model side may have moved).
+    S.Spin /= 2;
+    if (S.Spin < std::chrono::microseconds(1))
+      S.Spin = std::chrono::nanoseconds(0);
+    if (++S.Sleeps % 256 == 0)
+      S.Spin = S.MaxSpin;
+  }
+  uint32_t Status = load(B, shm::ReplyStatus, __ATOMIC_RELAXED);
+  if (Status == shm::StatusError) {
+    uint32_t Length =
+        std::min(load(B, shm::ErrorLength, __ATOMIC_RELAXED),
+                 std::min<uint32_t>(S.Layout.MessageCapacity, 4096));
+    return makeError(
+        ErrorCode::ModelFailure, "model side reported: ",
+        std::string(reinterpret_cast<const char *>(B + S.Layout.MessageOffset),
+                    Length));
+  }
+  if (Status != shm::StatusResult)
+    return fail(makeError(ErrorCode::Protocol,
+                          "the model side wrote reply "
+                          "status ",
+                          std::to_string(Status), " (0: result, 1: error)"));
+  for (size_t I = 0; I < Outputs.size(); ++I)
+    std::memcpy(Outputs.data(I), B + S.Layout.OutputOffsets[I],
+                Outputs.spec(I).byteSize());
+  return Error::success();
 }
 
 } // namespace mlbridge

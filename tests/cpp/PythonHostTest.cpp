@@ -138,3 +138,125 @@ TEST(PythonHost, HostKilledMidCallIsPeerClosed) {
   // 20 s deadline.
   EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
 }
+
+namespace {
+/// The shared-memory protocol, spinning at most GetParam() microseconds.
+class PythonHostShared : public ::testing::TestWithParam<int> {
+protected:
+  PipeOptions options(std::chrono::milliseconds IoTimeout = 30s) const {
+    PipeOptions O;
+    O.Protocol = PipeProtocol::SharedMemory;
+    O.SpinMicros = std::chrono::microseconds(GetParam());
+    O.OpenTimeout = 30s;
+    O.IoTimeout = IoTimeout;
+    return O;
+  }
+};
+} // namespace
+
+TEST_P(PythonHostShared, AllDTypesRoundTripBothWays) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  ASSERT_EXPECTED(R, PipeModelRunner::create(allDTypeSpecs(),
+                                             allDTypeSpecs("_out"), options()));
+  std::string File = (*R)->channelBase() + ".shm";
+  ChildProcess Host(serveArgs((*R)->channelBase(), "echo"));
+  ASSERT_TRUE(Host.started());
+  expectEchoRoundTrips(**R, 200);
+  EXPECT_EQ(::access(File.c_str(), F_OK), 0);
+  R->reset(); // removes the file; the host sees EOF on its doorbell
+  EXPECT_NE(::access(File.c_str(), F_OK), 0) << File << " is left behind";
+  EXPECT_EQ(Host.wait(), 0);
+}
+
+TEST_P(PythonHostShared, ContextsAndModelFailures) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             options()));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "context_plus_x"));
+  auto Decide = [&](int64_t X) {
+    *(*R)->input<int64_t>(0) = X;
+    return (*R)->evaluate<int64_t>();
+  };
+  ASSERT_OK((*R)->switchContext("abc"));
+  auto Y = Decide(1);
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 4);
+  ASSERT_OK((*R)->switchContext(""));
+  Y = Decide(2);
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 2);
+  // A policy failure fails that call only: the channel stays in step.
+  Error E = Decide(-1).takeError();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::ModelFailure) << E.toString();
+  EXPECT_NE(E.message().find("ValueError: negative input"), std::string::npos)
+      << E.toString();
+  ASSERT_OK((*R)->switchContext("hello"));
+  Y = Decide(5);
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 10);
+  // A name over the message area is refused before anything is written.
+  Error Long = (*R)->switchContext(std::string(70000, 'n'));
+  EXPECT_EQ(Long.code(), ErrorCode::TooLarge) << Long.toString();
+  Y = Decide(7);
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 12);
+  R->reset();
+  EXPECT_EQ(Host.wait(), 0);
+}
+
+TEST_P(PythonHostShared, AHostThatStartsLateStillSeesTheFirstRequest) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             options(20s)));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "slow_start"));
+  *(*R)->input<int64_t>(0) = 41; // published while the host is in begin()
+  auto Y = (*R)->evaluate<int64_t>();
+  ASSERT_TRUE(bool(Y)) << Y.error().toString();
+  EXPECT_EQ(*Y, 42);
+  R->reset();
+  EXPECT_EQ(Host.wait(), 0);
+}
+
+TEST_P(PythonHostShared, HostKilledMidCallIsPeerClosed) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             options(20s)));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "slow"));
+  ASSERT_OK((*R)->connect());
+  std::thread Killer([&] {
+    std::this_thread::sleep_for(500ms);
+    Host.kill(SIGKILL);
+  });
+  Error E = (*R)->evaluate();
+  Killer.join();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::PeerClosed) << E.toString();
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+}
+
+TEST_P(PythonHostShared, AStalledHostTimesOut) {
+  if (!havePython())
+    GTEST_SKIP() << "no Python at " << testPython();
+  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                             {TensorSpec::of<int64_t>("y")},
+                                             options(300ms)));
+  ChildProcess Host(serveArgs((*R)->channelBase(), "slow"));
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(bool(E));
+  EXPECT_EQ(E.code(), ErrorCode::Timeout) << E.toString();
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+  Host.kill(SIGKILL);
+}
+
+INSTANTIATE_TEST_SUITE_P(Spin, PythonHostShared, ::testing::Values(0, 50),
+                         [](const auto &Info) {
+                           return "spin" + std::to_string(Info.param) + "us";
+                         });

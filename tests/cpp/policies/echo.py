@@ -30,3 +30,25 @@ def slow(features: Dict[str, np.ndarray], **_: object) -> int:
     """Takes far longer than any test waits (the test kills the host)."""
     time.sleep(60)
     return 0
+
+
+def context_plus_x(features: Dict[str, np.ndarray], context: str = "", **_: object) -> int:
+    """len(context) + x, raising on negative x (contexts and failures)."""
+    x = int(features["x"].reshape(-1)[0])
+    if x < 0:
+        raise ValueError("negative input")
+    return len(context) + x
+
+
+class _SlowStart:
+    """x + 1, after a begin() slow enough that the compiler's first request
+    is waiting before the host looks (the shm protocol's start)."""
+
+    def begin(self, session: object) -> None:
+        time.sleep(0.3)
+
+    def __call__(self, features: Dict[str, np.ndarray], **_: object) -> int:
+        return int(features["x"].reshape(-1)[0]) + 1
+
+
+slow_start = _SlowStart()

@@ -1,0 +1,69 @@
+//===- pipe/ShmLayout.cpp - Layout of the shared-memory protocol ----------===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipe/ShmLayout.h"
+
+#include <cstring>
+
+namespace mlbridge {
+namespace shm {
+
+namespace {
+uint64_t alignUp(uint64_t N) { return (N + Align - 1) / Align * Align; }
+
+void put32(uint8_t *Base, Word W, uint32_t V) {
+  for (int I = 0; I < 4; ++I)
+    Base[W + I] = uint8_t(V >> (8 * I));
+}
+} // namespace
+
+Expected<Layout> computeLayout(const TensorBuffers &Inputs,
+                               const TensorBuffers &Outputs,
+                               uint32_t MessageCapacity) {
+  Layout L;
+  uint64_t At = HeaderBytes;
+  auto Place = [&](const TensorBuffers &B, std::vector<uint32_t> &Offsets,
+                   uint32_t &AreaOffset, uint32_t &AreaBytes) {
+    At = alignUp(At);
+    uint64_t Start = At;
+    for (size_t I = 0; I < B.size(); ++I) {
+      At = alignUp(At);
+      Offsets.push_back(uint32_t(At)); // checked below
+      At += B.spec(I).byteSize();
+    }
+    AreaOffset = uint32_t(Start);
+    AreaBytes = uint32_t(At - Start);
+  };
+  Place(Inputs, L.InputOffsets, L.RequestOffset, L.RequestBytes);
+  if (At > (uint64_t(1) << 31))
+    return makeError(ErrorCode::TooLarge, "the shared memory of ",
+                     std::to_string(At), " bytes exceeds 2^31");
+  Place(Outputs, L.OutputOffsets, L.ReplyOffset, L.ReplyBytes);
+  At = alignUp(At);
+  L.MessageOffset = uint32_t(At);
+  L.MessageCapacity = MessageCapacity;
+  At = alignUp(At + MessageCapacity);
+  if (At > (uint64_t(1) << 31))
+    return makeError(ErrorCode::TooLarge, "the shared memory of ",
+                     std::to_string(At), " bytes exceeds 2^31");
+  L.Total = uint32_t(At);
+  return L;
+}
+
+void writeHeader(uint8_t *Base, const Layout &L) {
+  std::memcpy(Base + Magic, MagicBytes, sizeof(MagicBytes));
+  put32(Base, LayoutVersion, Version);
+  put32(Base, TotalBytes, L.Total);
+  put32(Base, RequestOffset, L.RequestOffset);
+  put32(Base, RequestBytes, L.RequestBytes);
+  put32(Base, ReplyOffset, L.ReplyOffset);
+  put32(Base, ReplyBytes, L.ReplyBytes);
+  put32(Base, MessageOffset, L.MessageOffset);
+  put32(Base, MessageCapacity, L.MessageCapacity);
+}
+
+} // namespace shm
+} // namespace mlbridge
