@@ -36,6 +36,7 @@
 #include "mlbridge/Codec.h"
 #include "mlbridge/Error.h"
 #include "mlbridge/ModelRunner.h"
+#include "mlbridge/PipeModelRunner.h"
 #include "mlbridge/TensorSpec.h"
 
 #include <chrono>
@@ -84,8 +85,9 @@ struct RunnerConfig {
   /// (onnx, aot), the number (constant), the input's name (echo). An empty
   /// pipe channel makes the runner create a private one.
   std::string Argument;
-  /// Pipe: LLVM's protocol (mlgo) or mlbridge's framed one (extended).
-  bool ExtendedProtocol = false;
+  /// Pipe: LLVM's protocol (key protocol=mlgo), mlbridge's framed one
+  /// (extended) or tensors in shared memory (shm).
+  PipeProtocol Protocol = PipeProtocol::Mlgo;
   /// Pipe (extended protocol): the serialisation.
   Format Serialization = Format::Bitstream;
   /// gRPC: one stream per session instead of one call per decision.

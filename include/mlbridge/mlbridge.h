@@ -108,8 +108,9 @@ void mlbridge_error_free(mlbridge_error *error);
 
 /** Named-pipe protocols. */
 typedef enum mlbridge_pipe_protocol {
-  MLBRIDGE_PIPE_MLGO = 0,    /**< LLVM's interactive protocol, byte for byte */
-  MLBRIDGE_PIPE_EXTENDED = 1 /**< handshake + framed messages, any format */
+  MLBRIDGE_PIPE_MLGO = 0,     /**< LLVM's interactive protocol, byte for byte */
+  MLBRIDGE_PIPE_EXTENDED = 1, /**< handshake + framed messages, any format */
+  MLBRIDGE_PIPE_SHM = 2       /**< handshake, then tensors in shared memory */
 } mlbridge_pipe_protocol;
 
 /** Serialisation formats. */

@@ -130,6 +130,11 @@ class HostStats:
         (the timed decisions' mean times the decisions)."""
         return self.reply_seconds_per_decision * self.decisions
 
+    def add_reply_time(self, seconds: float) -> None:
+        """Count one timed decision's wall time from request to reply."""
+        self.timed_reply_seconds += seconds
+        self.timed_decisions += 1
+
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-friendly summary."""
         return {
@@ -296,8 +301,7 @@ class PipeHost:
                     logger.observation(bytes(target[:total]) + reply)
                 decisions += 1
                 if timed:
-                    stats.timed_reply_seconds += perf_counter() - start
-                    stats.timed_decisions += 1
+                    stats.add_reply_time(perf_counter() - start)
         finally:
             stats.decisions += decisions
 
@@ -379,8 +383,7 @@ class PipeHost:
                     logger.observation({**features, **answer})
                 decisions += 1
                 if timed:
-                    stats.timed_reply_seconds += perf_counter() - start
-                    stats.timed_decisions += 1
+                    stats.add_reply_time(perf_counter() - start)
         finally:
             stats.decisions += decisions
 

@@ -28,6 +28,8 @@ from mlbridge.limits import DEFAULT_MAX_BYTES
 
 #: Every kind, in the order of the C++ enum.
 KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo")
+#: Pipe protocols: LLVM's, mlbridge's framed one, tensors in shared memory.
+PROTOCOLS = ("mlgo", "extended", "shm")
 #: Serialisations of the extended pipe protocol.
 FORMATS: Tuple[str, ...] = ("bitstream", "json", "protobuf")
 #: The default deadline of remote runners, in milliseconds.
@@ -68,7 +70,8 @@ class RunnerConfig:
     #: Channel base (pipe), target (grpc), model file (onnx, aot), number (constant),
     #: input name (echo).
     argument: str = ""
-    extended_protocol: bool = False
+    #: Pipe: "mlgo" (LLVM's protocol), "extended" (framed) or "shm" (shared memory).
+    protocol: str = "mlgo"
     format: str = "bitstream"
     streaming: bool = False
     connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
@@ -101,7 +104,8 @@ class RunnerConfig:
         """Raises RunnerConfigError for what parse() would refuse."""
         if self.kind not in KINDS:
             raise RunnerConfigError(f"unknown runner '{self.kind}' ({', '.join(KINDS)})")
-        if self.kind == "pipe" and not self.extended_protocol and self.format != "bitstream":
+        _choice("protocol", self.protocol, PROTOCOLS)
+        if self.kind == "pipe" and self.protocol != "extended" and self.format != "bitstream":
             raise RunnerConfigError(
                 f"runner configuration: format={self.format} needs "
                 "protocol=extended (LLVM's protocol is bitstream only)"
@@ -127,8 +131,8 @@ class RunnerConfig:
         default = RunnerConfig()
         out = self.kind + (f":{self.argument}" if self.argument else "")
         if self.kind == "pipe":
-            if self.extended_protocol:
-                out += ",protocol=extended"
+            if self.protocol != default.protocol:
+                out += f",protocol={self.protocol}"
             if self.format != default.format:
                 out += f",format={self.format}"
         if self.kind == "grpc" and self.streaming:
@@ -186,9 +190,7 @@ def _set_timeouts(fields: Dict[str, object], key: str, value: str) -> None:
 
 
 _APPLY: Dict[str, Callable[[Dict[str, object], str, str], None]] = {
-    "protocol": lambda f, k, v: f.__setitem__(
-        "extended_protocol", _choice(k, v, ("mlgo", "extended")) == "extended"
-    ),
+    "protocol": lambda f, k, v: f.__setitem__("protocol", _choice(k, v, PROTOCOLS)),
     "format": lambda f, k, v: f.__setitem__("format", _choice(k, v, FORMATS)),
     "mode": lambda f, k, v: f.__setitem__(
         "streaming", _choice(k, v, ("unary", "streaming")) == "streaming"

@@ -327,8 +327,7 @@ def serve_shared(
                 except BrokenPipeError:
                     return
             if timed:
-                stats.timed_reply_seconds += perf_counter() - start
-                stats.timed_decisions += 1
+                stats.add_reply_time(perf_counter() - start)
     finally:
         stats.decisions += done
         del views

@@ -249,11 +249,16 @@ mlbridge_status mlbridge_pipe_runner_create(
     if (options->channel_base)
       C.Argument = options->channel_base;
     long long Protocol = rawEnum(options->protocol);
-    if (Protocol != MLBRIDGE_PIPE_MLGO && Protocol != MLBRIDGE_PIPE_EXTENDED)
+    if (Protocol == MLBRIDGE_PIPE_MLGO)
+      C.Protocol = PipeProtocol::Mlgo;
+    else if (Protocol == MLBRIDGE_PIPE_EXTENDED)
+      C.Protocol = PipeProtocol::Extended;
+    else if (Protocol == MLBRIDGE_PIPE_SHM)
+      C.Protocol = PipeProtocol::SharedMemory;
+    else
       return makeError(ErrorCode::InvalidArgument, "options->protocol is ",
                        std::to_string(Protocol),
                        ", not an mlbridge_pipe_protocol");
-    C.ExtendedProtocol = Protocol == MLBRIDGE_PIPE_EXTENDED;
     switch (rawEnum(options->format)) {
     case MLBRIDGE_FORMAT_BITSTREAM:
       C.Serialization = Format::Bitstream;

@@ -76,9 +76,14 @@ Error applyKey(RunnerConfig &C, std::string_view Key, std::string_view Value) {
   };
   bool Pipe = C.Kind == RunnerKind::Pipe, Grpc = C.Kind == RunnerKind::Grpc;
   if (Pipe && Key == "protocol") {
-    if (Value != "mlgo" && Value != "extended")
-      return Bad("mlgo or extended");
-    C.ExtendedProtocol = Value == "extended";
+    if (Value == "mlgo")
+      C.Protocol = PipeProtocol::Mlgo;
+    else if (Value == "extended")
+      C.Protocol = PipeProtocol::Extended;
+    else if (Value == "shm")
+      C.Protocol = PipeProtocol::SharedMemory;
+    else
+      return Bad("mlgo, extended or shm");
     return Error::success();
   }
   if (Pipe && Key == "format") {
@@ -130,7 +135,8 @@ Error RunnerConfig::check() const {
   const RunnerConfig &C = *this;
   switch (C.Kind) {
   case RunnerKind::Pipe:
-    if (!C.ExtendedProtocol && C.Serialization != Format::Bitstream)
+    if (C.Protocol != PipeProtocol::Extended &&
+        C.Serialization != Format::Bitstream)
       return makeError(
           ErrorCode::InvalidArgument,
           "runner configuration: format=", formatName(C.Serialization),
@@ -214,8 +220,10 @@ std::string RunnerConfig::str() const {
   if (!Argument.empty())
     Out += ":" + Argument;
   if (Kind == RunnerKind::Pipe) {
-    if (ExtendedProtocol)
+    if (Protocol == PipeProtocol::Extended)
       Out += ",protocol=extended";
+    else if (Protocol == PipeProtocol::SharedMemory)
+      Out += ",protocol=shm";
     if (Serialization != Default.Serialization)
       Out += std::string(",format=") + formatName(Serialization);
   }
@@ -241,10 +249,10 @@ std::string RunnerConfig::str() const {
 
 bool operator==(const RunnerConfig &A, const RunnerConfig &B) {
   return A.Kind == B.Kind && A.Argument == B.Argument &&
-         A.ExtendedProtocol == B.ExtendedProtocol &&
-         A.Serialization == B.Serialization && A.Streaming == B.Streaming &&
-         A.ConnectTimeout == B.ConnectTimeout && A.Timeout == B.Timeout &&
-         A.Threads == B.Threads && A.MaxMessageBytes == B.MaxMessageBytes;
+         A.Protocol == B.Protocol && A.Serialization == B.Serialization &&
+         A.Streaming == B.Streaming && A.ConnectTimeout == B.ConnectTimeout &&
+         A.Timeout == B.Timeout && A.Threads == B.Threads &&
+         A.MaxMessageBytes == B.MaxMessageBytes;
 }
 
 } // namespace mlbridge

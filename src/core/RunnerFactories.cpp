@@ -48,8 +48,7 @@ RunnerFactories RunnerFactories::core() {
                              std::vector<TensorSpec> Out) {
     PipeOptions P;
     P.ChannelBase = C.Argument;
-    P.Protocol =
-        C.ExtendedProtocol ? PipeProtocol::Extended : PipeProtocol::Mlgo;
+    P.Protocol = C.Protocol;
     P.Serialization = C.Serialization;
     P.OpenTimeout = C.ConnectTimeout;
     P.IoTimeout = C.Timeout;

@@ -207,9 +207,9 @@ static void test_mlgo_checksum(void) {
   CHECK(wait_peer(peer, 20.0) == 0);
 }
 
-/** The extended protocol in \p format on a channel the test makes (FIFOs
- * first, host next, runner last): every output echoes its input. */
-static void test_extended_echo(mlbridge_format format) {
+/** \p protocol (extended or shm) in \p format on a channel the test makes
+ * (FIFOs first, host next, runner last): every output echoes its input. */
+static void test_echo(mlbridge_pipe_protocol protocol, mlbridge_format format) {
   char dir[] = "/tmp/mlbridge-ctest-XXXXXX", base[256], in_path[300],
        out_path[300];
   mlbridge_pipe_options o;
@@ -232,7 +232,7 @@ static void test_extended_echo(mlbridge_format format) {
   set_spec(&out[1], "v_out", MLBRIDGE_FLOAT, Shape3, 1);
   mlbridge_pipe_options_init(&o);
   o.channel_base = base;
-  o.protocol = MLBRIDGE_PIPE_EXTENDED;
+  o.protocol = protocol;
   o.format = format;
   o.open_timeout_ms = 30000;
   o.io_timeout_ms = 30000;
@@ -462,9 +462,10 @@ int main(void) {
   }
   init_checksum_specs();
   test_mlgo_checksum();
-  test_extended_echo(MLBRIDGE_FORMAT_BITSTREAM);
-  test_extended_echo(MLBRIDGE_FORMAT_JSON);
-  test_extended_echo(MLBRIDGE_FORMAT_PROTOBUF);
+  test_echo(MLBRIDGE_PIPE_EXTENDED, MLBRIDGE_FORMAT_BITSTREAM);
+  test_echo(MLBRIDGE_PIPE_EXTENDED, MLBRIDGE_FORMAT_JSON);
+  test_echo(MLBRIDGE_PIPE_EXTENDED, MLBRIDGE_FORMAT_PROTOBUF);
+  test_echo(MLBRIDGE_PIPE_SHM, MLBRIDGE_FORMAT_BITSTREAM);
   test_policy_failure();
   test_peer_killed_between_calls();
   test_peer_killed_mid_call();

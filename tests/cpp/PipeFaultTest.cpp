@@ -168,6 +168,17 @@ TEST(PipeFault, StalledPeerTimesOut) {
   }
 }
 
+namespace {
+/// An mlgo runner sending one int64 tensor of 4, answered by one int64.
+Expected<std::unique_ptr<PipeModelRunner>>
+mlgoRunner(std::chrono::milliseconds IoTimeout) {
+  PipeOptions O;
+  O.OpenTimeout = 5s;
+  O.IoTimeout = IoTimeout;
+  return PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
+                                 {TensorSpec::of<int64_t>("advice")}, O);
+}
+
 /// Answers mlgo observations of one int64 tensor of 4 (33 bytes after the
 /// line) with their number, the k-th after \p Delay(k), until EOF; stalls
 /// (until EOF) instead of answering observation \p StallAt.
@@ -188,16 +199,13 @@ void answerMlgoCalls(RawHost &H,
   }
 }
 
+} // namespace
+
 TEST(PipeFault, StalledPeerTimesOutInTheSteadyState) {
   // The first replies switch the runner to blocking reads with a watchdog;
   // a stall after 200 calls must still end in a Timeout, and the runner
   // must then be broken (the watchdog's byte is in the FIFO).
-  PipeOptions O;
-  O.OpenTimeout = 5s;
-  O.IoTimeout = 300ms;
-  ASSERT_EXPECTED(
-      R, PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
-                                 {TensorSpec::of<int64_t>("advice")}, O));
+  ASSERT_EXPECTED(R, mlgoRunner(300ms));
   std::string Base = (*R)->channelBase();
   std::thread Host([&] {
     RawHost H;
@@ -221,12 +229,7 @@ TEST(PipeFault, RepliesRacingTheDeadlineAreAnswersOrTimeouts) {
   // gets its own answer or times out (then the runner is broken). Never a
   // wrong answer or a protocol error from a byte the watchdog wrote.
   for (int Trial = 0; Trial < 5; ++Trial) {
-    PipeOptions O;
-    O.OpenTimeout = 5s;
-    O.IoTimeout = 2ms;
-    ASSERT_EXPECTED(
-        R, PipeModelRunner::create({TensorSpec::of<int64_t>("a", {4})},
-                                   {TensorSpec::of<int64_t>("advice")}, O));
+    ASSERT_EXPECTED(R, mlgoRunner(2ms));
     std::string Base = (*R)->channelBase();
     std::thread Host([&] {
       RawHost H;

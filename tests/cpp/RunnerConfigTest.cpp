@@ -40,7 +40,10 @@ RunnerConfig expected(const nlohmann::json &Defaults,
   RunnerConfig C;
   C.Kind = *parseRunnerKind(F["kind"].get<std::string>());
   C.Argument = F["argument"].get<std::string>();
-  C.ExtendedProtocol = F["extended_protocol"].get<bool>();
+  std::string Protocol = F["protocol"].get<std::string>();
+  C.Protocol = Protocol == "extended" ? PipeProtocol::Extended
+               : Protocol == "shm"    ? PipeProtocol::SharedMemory
+                                      : PipeProtocol::Mlgo;
   C.Serialization = *parseFormat(F["format"].get<std::string>());
   C.Streaming = F["streaming"].get<bool>();
   C.ConnectTimeout =

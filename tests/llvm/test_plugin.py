@@ -180,12 +180,15 @@ def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path, op
 
 def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:
     """`mlbridge serve` of ``policy`` for every compilation until killed, over
-    ``transport``: "pipe" (channel base ``where``) or "grpc" (unix socket
-    ``where``). Returns the server and the plugin settings that reach it."""
-    if transport == "pipe":
+    ``transport``: "pipe" (channel base ``where``), "shm" (the same channel,
+    tensors in shared memory) or "grpc" (unix socket ``where``). Returns the
+    server and the plugin settings that reach it."""
+    if transport in ("pipe", "shm"):
         where_args = ["--pipe", str(where), "--create", "--sessions", "0"]
         ready = [Path(f"{where}.in"), Path(f"{where}.out")]
         settings = {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": str(where)}
+        if transport == "shm":
+            settings = {"MLBRIDGE_RUNNER": f"pipe:{where},protocol=shm"}
     else:
         where_args = ["--grpc", f"unix:{where}"]
         ready = [where]
@@ -222,7 +225,7 @@ def real_programs() -> List[tuple]:
     return programs
 
 
-@pytest.mark.parametrize("transport", ["pipe", "grpc"])
+@pytest.mark.parametrize("transport", ["pipe", "shm", "grpc"])
 def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path, transport):
     """LLVM's own decision served by a Python process (the training set-up):
     the objects are LLVM's, byte for byte."""
@@ -349,7 +352,7 @@ def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setti
     assert done.stdout == ""
 
 
-@pytest.mark.parametrize("transport", ["pipe", "grpc"])
+@pytest.mark.parametrize("transport", ["pipe", "shm", "grpc"])
 def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path, transport):
     """A policy that crashes after a few answers: the rest of the call sites
     get LLVM's advice and the compilation succeeds."""

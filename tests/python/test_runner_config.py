@@ -45,7 +45,7 @@ def test_plugin_env_carries_the_string_form():
 def test_replace_checks_the_result():
     config = RunnerConfig.parse("pipe:/tmp/ch")
     assert (
-        str(config.replace(extended_protocol=True, format="json"))
+        str(config.replace(protocol="extended", format="json"))
         == "pipe:/tmp/ch,protocol=extended,format=json"
     )
     with pytest.raises(RunnerConfigError, match="needs protocol=extended"):
