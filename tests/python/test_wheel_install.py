@@ -600,3 +600,60 @@ def test_loop_quick_on_a_users_own_corpus(
         programs["bundled"] + ["checksum.c", "matrix.c", "sorter"]
     )
     assert (out / "summary.md").read_text().startswith("# mlbridge loop")
+
+
+def test_plugin_served_over_shared_memory_from_the_installed_halves(
+    base_venv: Venv, native_prefix: Path, tmp_path: Path
+) -> None:
+    """The installed plugin asks the wheel's host over the shm protocol:
+    LLVM's own decision served back gives clang -Oz's object, byte for byte."""
+    _need_tools("clang-19")
+    manifest = json.loads((native_prefix / MANIFEST).read_text())
+    if "plugin" not in manifest:
+        pytest.skip("the native prefix has no plugin (built without LLVM)")
+    plugin = native_prefix / manifest["plugin"]
+    source = tmp_path / "calls.c"
+    source.write_text(
+        "static int sq(int x) { return x * x; }\n"
+        "static int cube(int x) { return sq(x) * x; }\n"
+        "int f(int a, int b) { return sq(a) + cube(b) - sq(a + b); }\n"
+    )
+    channel, log = tmp_path / "inline", tmp_path / "serve.log"
+    with open(log, "w") as stderr:
+        server = subprocess.Popen(
+            [str(base_venv.bin("mlbridge")), "serve", "--pipe", str(channel), "--create"]
+            + ["--sessions", "0", "--policy", "default", "--advisor", "inline"],
+            cwd=base_venv.cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{channel}.out").exists():
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "no channel after 60 s: " + log.read_text()
+            time.sleep(0.1)
+        objects = []
+        for name, flags, env in (
+            ("plain.o", [], {}),
+            (
+                "served.o",
+                [f"-fpass-plugin={plugin}", f"-fplugin={plugin}"],
+                {
+                    "MLBRIDGE_RUNNER": f"pipe:{channel},protocol=shm",
+                    "MLBRIDGE_STATS": str(tmp_path / "s.jsonl"),
+                },
+            ),
+        ):
+            out = tmp_path / name
+            _run(["clang-19", "-Oz", "-c", source, "-o", out, *flags], base_venv.cwd, 120, env)
+            objects.append(out.read_bytes())
+        assert objects[0] == objects[1]
+        stats = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+        assert stats and stats[-1]["decisions"] > 0 and stats[-1]["fallbacks"] == 0, stats
+        assert not Path(f"{channel}.shm").exists()  # removed with the compiler's runner
+    finally:
+        server.terminate()
+        server.wait(30)
