@@ -334,7 +334,7 @@ Error PipeModelRunner::evaluateShared() {
   }
   bool Spun = false;
   if (S.Spin.count() > 0) {
-    auto SpinUntil = fifo::Clock::now() + S.Spin;
+    auto SpinUntil = std::min(fifo::Clock::now() + S.Spin, Until);
     for (unsigned I = 1;; ++I) {
       if (load(B, shm::ReplySeq) == Seq) {
         Spun = true;
