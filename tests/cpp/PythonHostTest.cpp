@@ -151,6 +151,13 @@ protected:
     O.IoTimeout = IoTimeout;
     return O;
   }
+  /// A runner sending int64 x, answered by int64 y.
+  Expected<std::unique_ptr<PipeModelRunner>>
+  scalarRunner(std::chrono::milliseconds IoTimeout = 30s) const {
+    return PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
+                                   {TensorSpec::of<int64_t>("y")},
+                                   options(IoTimeout));
+  }
 };
 } // namespace
 
@@ -172,9 +179,7 @@ TEST_P(PythonHostShared, AllDTypesRoundTripBothWays) {
 TEST_P(PythonHostShared, ContextsAndModelFailures) {
   if (!havePython())
     GTEST_SKIP() << "no Python at " << testPython();
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             options()));
+  ASSERT_EXPECTED(R, scalarRunner());
   ChildProcess Host(serveArgs((*R)->channelBase(), "context_plus_x"));
   auto Decide = [&](int64_t X) {
     *(*R)->input<int64_t>(0) = X;
@@ -211,9 +216,7 @@ TEST_P(PythonHostShared, ContextsAndModelFailures) {
 TEST_P(PythonHostShared, AHostThatStartsLateStillSeesTheFirstRequest) {
   if (!havePython())
     GTEST_SKIP() << "no Python at " << testPython();
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             options(20s)));
+  ASSERT_EXPECTED(R, scalarRunner(20s));
   ChildProcess Host(serveArgs((*R)->channelBase(), "slow_start"));
   *(*R)->input<int64_t>(0) = 41; // published while the host is in begin()
   auto Y = (*R)->evaluate<int64_t>();
@@ -226,9 +229,7 @@ TEST_P(PythonHostShared, AHostThatStartsLateStillSeesTheFirstRequest) {
 TEST_P(PythonHostShared, HostKilledMidCallIsPeerClosed) {
   if (!havePython())
     GTEST_SKIP() << "no Python at " << testPython();
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             options(20s)));
+  ASSERT_EXPECTED(R, scalarRunner(20s));
   ChildProcess Host(serveArgs((*R)->channelBase(), "slow"));
   ASSERT_OK((*R)->connect());
   std::thread Killer([&] {
@@ -245,9 +246,7 @@ TEST_P(PythonHostShared, HostKilledMidCallIsPeerClosed) {
 TEST_P(PythonHostShared, AStalledHostTimesOut) {
   if (!havePython())
     GTEST_SKIP() << "no Python at " << testPython();
-  ASSERT_EXPECTED(R, PipeModelRunner::create({TensorSpec::of<int64_t>("x")},
-                                             {TensorSpec::of<int64_t>("y")},
-                                             options(300ms)));
+  ASSERT_EXPECTED(R, scalarRunner(300ms));
   ChildProcess Host(serveArgs((*R)->channelBase(), "slow"));
   Error E = (*R)->evaluate();
   ASSERT_TRUE(bool(E));

@@ -461,33 +461,36 @@ def test_serve_grpc_with_a_client(venv: Venv, tmp_path: Path) -> None:
     policy, client = tmp_path / "policy.py", tmp_path / "client.py"
     policy.write_text(POLICY)
     client.write_text(CLIENT)
-    socket, log = tmp_path / "s", tmp_path / "serve.log"
+    socket = tmp_path / "s"
+    server = _serve(venv, ["--grpc", f"unix:{socket}", "--policy", f"{policy}:decide"], socket)
+    try:
+        assert venv.run("python", client, f"unix:{socket}").stdout.strip() == "client ok"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def _serve(venv: Venv, args: Sequence[object], ready: Path) -> "subprocess.Popen[bytes]":
+    """`mlbridge serve ARGS` from the venv, once ``ready`` exists (its
+    stderr goes to ``ready``.log; the caller terminates it)."""
+    log = Path(f"{ready}.log")
     with open(log, "w") as stderr:
         server = subprocess.Popen(
-            [
-                str(venv.bin("mlbridge")),
-                "serve",
-                "--grpc",
-                f"unix:{socket}",
-                "--policy",
-                f"{policy}:decide",
-            ],
+            [str(venv.bin("mlbridge")), "serve", *map(str, args)],
             cwd=venv.cwd,
             env=_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
-    try:
-        deadline = time.monotonic() + 60
-        while not socket.exists():
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "no socket after 60 s: " + log.read_text()
-            time.sleep(0.1)
-        assert venv.run("python", client, f"unix:{socket}").stdout.strip() == "client ok"
-    finally:
-        server.terminate()
-        server.wait(30)
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if server.poll() is not None or time.monotonic() >= deadline:
+            server.kill()
+            server.wait(30)
+            pytest.fail(f"mlbridge serve is not ready after 60 s: {log.read_text()}")
+        time.sleep(0.1)
+    return server
 
 
 def test_mlbridge_aot_compiles_a_model(venv: Venv, onnx_models: Path, tmp_path: Path) -> None:
@@ -618,23 +621,14 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
         "static int cube(int x) { return sq(x) * x; }\n"
         "int f(int a, int b) { return sq(a) + cube(b) - sq(a + b); }\n"
     )
-    channel, log = tmp_path / "inline", tmp_path / "serve.log"
-    with open(log, "w") as stderr:
-        server = subprocess.Popen(
-            [str(base_venv.bin("mlbridge")), "serve", "--pipe", str(channel), "--create"]
-            + ["--sessions", "0", "--policy", "default", "--advisor", "inline"],
-            cwd=base_venv.cwd,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    channel = tmp_path / "inline"
+    server = _serve(
+        base_venv,
+        ["--pipe", channel, "--create", "--sessions", "0", "--policy", "default"]
+        + ["--advisor", "inline"],
+        Path(f"{channel}.out"),
+    )
     try:
-        deadline = time.monotonic() + 60
-        while not Path(f"{channel}.out").exists():
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "no channel after 60 s: " + log.read_text()
-            time.sleep(0.1)
         objects = []
         for name, flags, env in (
             ("plain.o", [], {}),
