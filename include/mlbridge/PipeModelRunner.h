@@ -22,8 +22,10 @@
 /// writes, so a write never meets a FIFO without readers). Once the model
 /// side has answered, reads block in read() and one thread per connection
 /// (signals blocked, joined when the connection closes) keeps their
-/// deadlines; a timeout breaks the runner. The connection is made lazily
-/// (first evaluate/switchContext, or connect()), never in the factory.
+/// deadlines; a timeout breaks the runner (a child made by fork() has no
+/// such thread: connect a runner after forking, not before). The connection
+/// is made lazily (first evaluate/switchContext, or connect()), never in the
+/// factory.
 ///
 //===----------------------------------------------------------------------===//
 
