@@ -234,6 +234,10 @@ def test_packed_floats_are_what_the_general_conversion_gives(monkeypatch):
         "[true,1,2,3,4,5]": False,  # refused, as by the general path
         "[1,2,3,4,5,false]": False,
         "[1,2,null,3,4,5]": False,
+        "[1.5]": False,  # too few numbers (one would broadcast), too many
+        "[1.5,2,3,4,5]": False,
+        "[1.5,2,3,4,5,6,7]": False,
+        "[]": False,
     }
     for data, packed in cases.items():
         payload = (
@@ -252,6 +256,85 @@ def test_float32_fast_path_is_taken_for_ordinary_values(monkeypatch):
     expected = reference_to_float32(doubles, list, "w").tobytes()
     monkeypatch.setattr(json_codec, "_to_float32_resolving_ties", None)  # not called
     assert json_codec._to_float32(doubles, list, "w").tobytes() == expected
+
+
+def _float_request(texts: List[str], names: Tuple[str, ...] = ("x",)) -> Tuple[bytes, list]:
+    """A canonical json request of float tensors splitting ``texts`` evenly."""
+    size = len(texts) // len(names)
+    specs = [TensorSpec(name, "float", (size,)) for name in names]
+    tensors = ",".join(
+        '{"name":"%s","type":"float","shape":[%d],"data":[%s]}'
+        % (name, size, ",".join(texts[k * size : (k + 1) * size]))
+        for k, name in enumerate(names)
+    )
+    return ('{"observation":5,"tensors":[%s]}' % tensors).encode(), specs
+
+
+def _long_decimals(rng: np.random.Generator, count: int) -> List[str]:
+    """Decimals of 1 to 40 significant digits over and beyond float32's range,
+    and float32 midpoints written exactly and one digit off."""
+    texts = []
+    for _ in range(count):
+        digits = "".join(map(str, rng.integers(0, 10, int(rng.integers(1, 41)))))
+        sign = "-" if rng.integers(2) else ""
+        texts.append(f"{sign}{int(digits[0]) or 1}.{digits[1:] or 0}e{int(rng.integers(-50, 41))}")
+    bits = rng.integers(0x00800000, 0x7F7FFFFF, count // 4, dtype=np.uint64)
+    for low in bits.tolist():
+        x, y = np.array([low, low + 1], np.uint32).view(np.float32).astype(np.float64).tolist()
+        midpoint = (Decimal(x) + Decimal(y)) / 2
+        texts += [str(midpoint), str(midpoint) + "1", str(midpoint - Decimal("1e-60"))]
+    return texts
+
+
+@pytest.mark.parametrize("names", [("x",), ("x", "y")])
+def test_orjson_reads_float_tensors_as_the_general_path(monkeypatch, names):
+    """All-float schemas are read by orjson: its float64s, packed and cast,
+    are what json and the general conversion give, on long decimals,
+    midpoints, integers of any size, overflow and underflow; and it is taken."""
+    assert json_codec._orjson_reads_exactly()
+    rng = np.random.default_rng(23)
+    codec = get_codec("json")
+    odd = ["16777217", "18446744073709551616", "-9223372036854775809", "1e400", "-1e-400"]
+    odd += ["123456789012345678901234567890", "1" + "0" * 400, "1E5", "0", "0.0"]
+    for round_ in range(30):
+        texts = _long_decimals(rng, 60) + odd[: round_ % len(odd)]
+        texts = texts[: len(texts) // len(names) * len(names)]
+        payload, specs = _float_request(texts, names)
+        buffer = TensorBuffer(specs)
+        _same_decoding(codec, payload, specs, buffer)
+    # Ordinary values: orjson's reading alone (no json scan, no general path).
+    values = rng.standard_normal(64).astype(np.float32)
+    payload, specs = _float_request([repr(float(v)) for v in values], names)
+    monkeypatch.setattr(json_codec, "_SCAN", None)
+    monkeypatch.setattr(json_codec, "_values", None)
+    _, got = codec.decode_request(payload, specs, into=TensorBuffer(specs))
+    assert b"".join(got[n].tobytes() for n in names) == values.tobytes()
+
+
+def test_an_orjson_that_misreads_floats_is_not_used(monkeypatch):
+    """An orjson reading some decimal one unit off (a build without an exact
+    fallback) fails the check, and json reads every request instead."""
+    real = json_codec.orjson
+
+    class OffByOne:
+        JSONDecodeError = real.JSONDecodeError
+
+        @staticmethod
+        def loads(data: bytes) -> Any:
+            return [
+                np.nextafter(x, np.inf).item() if isinstance(x, float) and "e-" in str(x) else x
+                for x in real.loads(data)
+            ]
+
+    monkeypatch.setattr(json_codec, "orjson", OffByOne)
+    json_codec._orjson_reads_exactly.cache_clear()
+    try:
+        assert not json_codec._orjson_reads_exactly()
+        payload, specs = _float_request(["1e-5", "2.5e-3", "0.1", "7"])
+        _, got = get_codec("json").decode_request(payload, specs, into=TensorBuffer(specs))
+        assert got["x"].tobytes() == np.array([1e-5, 2.5e-3, 0.1, 7], np.float32).tobytes()
+    finally:
+        json_codec._orjson_reads_exactly.cache_clear()
 
 
 def test_float32_ties_from_json_text_match_the_previous_implementation():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import struct
@@ -9,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+import orjson
 
 from mlbridge.codecs.base import Codec, ReplyTemplate, Tensors
 from mlbridge.codecs.schema import SchemaMatcher, arrays_for, check_payload_size
@@ -240,6 +242,15 @@ class CanonicalRequests:
             _PackedFloats(places[0][2]) if spec.type_name == "float" and len(places) == 1 else None
             for spec, _, places in self._groups
         ]
+        # All numbers go to packed float tensors: orjson may read them.
+        self._all_packed: Optional[List[Tuple[int, int, _PackedFloats]]] = None
+        if self._groups and _orjson_reads_exactly() and None not in self._packed:
+            self._all_packed = [
+                (places[0][0], places[0][1], packed)
+                for (_, _, places), packed in zip(self._groups, self._packed)
+                if packed is not None
+            ]
+        self._total = sum(self._counts)
 
     def decode(self, payload: bytes, what: str) -> Optional[int]:
         """Decode a canonical ``payload`` into the buffer and return its
@@ -251,11 +262,18 @@ class CanonicalRequests:
         if observation >= _UINT64_LIMIT:
             return None
         texts = match.groups()[1:]
-        for index, count in self._several:
-            if texts[index].count(b",") + 1 != count:
+        # One tensor's count is checked by orjson's reading (its length) or
+        # before json's scan; several tensors' before either.
+        several = len(texts) > 1
+        if several:
+            if not self._counts_agree(texts):
                 return None
-        numbers_text = b",".join(filter(None, texts) if self._empty else texts)
-        negative_zero = b"-0" in numbers_text and bool(_NEGATIVE_ZERO_TOKEN.search(numbers_text))
+            numbers_text = b",".join(filter(None, texts) if self._empty else texts)
+        else:
+            numbers_text = texts[0]
+        # The token -0 ends at a comma or the end: its other followers are
+        # digits, '.', 'e' and 'E' (a number) or make the text invalid JSON.
+        negative_zero = b"-0," in numbers_text or numbers_text.endswith(b"-0")
         scan = _SCAN_NEGATIVE_ZERO if negative_zero else _SCAN
         # Only ints and floats (no -0 token, no word) may be packed. The words
         # json reads are true, false, null, NaN and Infinity: each has a u, a or
@@ -263,6 +281,10 @@ class CanonicalRequests:
         numbers_only = not (
             negative_zero or b"u" in numbers_text or b"a" in numbers_text or b"n" in numbers_text
         )
+        if numbers_only and self._all_packed is not None and self._read_packed(numbers_text):
+            return observation
+        if not several and not self._counts_agree(texts):
+            return None
         try:
             numbers, end = scan(f"[{numbers_text.decode('ascii')}]", 0)
             if end != len(numbers_text) + 2:
@@ -285,6 +307,78 @@ class CanonicalRequests:
         except (StopIteration, ValueError, CodecError):  # bad numbers, a value out of range...
             return None
         return observation
+
+    def _counts_agree(self, texts: Sequence[bytes]) -> bool:
+        """Whether each tensor's text holds as many numbers as its spec."""
+        return all(texts[index].count(b",") + 1 == count for index, count in self._several)
+
+    def _read_packed(self, numbers_text: bytes) -> bool:
+        """Read ``numbers_text`` (numbers only: no word, no token -0) with
+        orjson into the packed float tensors; False (maybe having written
+        some) when orjson refuses it (an overflow, say), the count is not the
+        tensors' or a value needs the general conversion. orjson's ints are
+        exact and its floats correctly rounded (:func:`_orjson_reads_exactly`),
+        so the float64s packed are json's; an integer beyond 64 bits comes as
+        its correctly rounded float64, which is what packing json's int gives.
+        """
+        assert self._all_packed is not None
+        try:
+            numbers = orjson.loads(b"[" + numbers_text + b"]")
+        except orjson.JSONDecodeError:
+            return False
+        if len(numbers) != self._total:  # one tensor's count, unchecked so far
+            return False
+        for start, end, packed in self._all_packed:
+            if not packed.convert(numbers[start:end]):
+                return False
+        return True
+
+
+@functools.lru_cache(maxsize=None)
+def _orjson_reads_exactly() -> bool:
+    """Whether orjson reads JSON numbers into the float64s json's do: floats
+    correctly rounded (a parser built without an exact fallback misreads
+    some long decimals by one unit in the last place), integers exactly or,
+    beyond 64 bits, as their correctly rounded float64. Checked once, on
+    decimals near halfway between two float64s or two float32s and on
+    pseudo-random long decimals over the float32 range."""
+    texts = [
+        "9007199254740993",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+        "2.2250738585072011e-308",
+        "4.9e-324",
+        "2.4703282292062327208828439643411068618252990130716238221279284125e-324",
+        "1.7976931348623157e308",
+        "8.98846567431157953864652595394512366e307",
+        "0.1",
+        "3.4028235677973366e38",
+        "1.00000005960464477550",
+        "1.00000011920928955078125",
+        "7.0064923216240854e-46",
+        "1.448997445238699e-38",
+        "5.9604644775390625e-8",
+        "9007199254740992.9999999999999999999",
+        "1.00000000000000011102230246251565404236316680908203125",
+        "1.00000000000000011102230246251565404236316680908203124",
+        "1.00000000000000011102230246251565404236316680908203126",
+    ]
+    state = 12345
+    for _ in range(400):
+        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        digits = f"{state % 10**19:019d}"
+        sign = "-" if state & 1 else ""
+        texts.append(f"{sign}{digits[0]}.{digits[1:]}e{state % 80 - 40}")
+    text = f"[{','.join(texts)}]"
+    try:
+        read = orjson.loads(text.encode())
+    except orjson.JSONDecodeError:
+        return False
+    expected = json.loads(text)
+    doubles = struct.Struct(f"<{len(expected)}d")
+    return len(read) == len(expected) and doubles.pack(*read) == doubles.pack(*expected)
 
 
 class _PackedFloats:
@@ -325,34 +419,36 @@ class _PlainBits:
     """The test of :func:`_to_float32`'s fast path (every element of a
     plain exponent, none a float32 midpoint) for ``count`` float64s given as
     one integer, element i in bits 64i..64i+63 (``int.from_bytes`` of their
-    little-endian bytes). Each step works on all 64-bit lanes at once, with
-    no carry or borrow between lanes except out of a lane that already fails:
-    a few big-integer operations instead of eight numpy calls.
+    little-endian bytes). Each step works on all 64-bit lanes at once: a few
+    big-integer operations instead of eight numpy calls. No step carries out
+    of a lane: each adds a constant to a lane value that leaves the lane's
+    top bit (or, for the midpoint test, bit 29) as the answer.
     """
 
     def __init__(self, count: int) -> None:
         self._dropped = _lanes((1 << 29) - 1, count)  # the bits float32 drops
         self._midpoint = _lanes(1 << 28, count)
-        self._ones = _lanes(1, count)
-        self._exponent = _lanes(0x7FF, count)
-        self._bit12 = _lanes(1 << 12, count)
-        # exponent + each: bit 12 set when the exponent is >= 897 (2^-126),
-        # >= 1150 (2^127), >= 1 (not a zero or float64 subnormal).
-        self._from_normal = _lanes((1 << 12) - (1023 - 126), count)
-        self._from_too_big = _lanes((1 << 12) - (1023 + 127), count)
-        self._from_nonzero = _lanes((1 << 12) - 1, count)
+        self._bit29 = _lanes(1 << 29, count)
+        self._magnitude = _lanes((1 << 63) - 1, count)
+        self._top = _lanes(1 << 63, count)
+        # magnitude + each: the top bit set when the magnitude is >= 2^-126
+        # (float32's least normal), >= 2^127 (rounds to float32's infinity
+        # or beyond), >= 2^-1022 (not a zero or float64 subnormal).
+        self._from_normal = _lanes((1 << 63) - ((1023 - 126) << 52), count)
+        self._from_too_big = _lanes((1 << 63) - ((1023 + 127) << 52), count)
+        self._from_nonzero = _lanes((1 << 63) - (1 << 52), count)
 
     def __call__(self, bits: int) -> bool:
-        # A lane of t is zero exactly on a midpoint; (t - 1) & ~t has bit 28
-        # set in the lowest zero lane, and in no lane below it.
-        t = (bits & self._dropped) ^ self._midpoint
-        if (t - self._ones) & (t ^ self._dropped) & self._midpoint:
+        # The dropped bits xor the midpoint's are zero exactly on a midpoint;
+        # adding 2^29 - 1 sets bit 29 in every other lane.
+        if ((bits & self._dropped) ^ self._midpoint) + self._dropped & self._bit29 != self._bit29:
             return False
-        exponent = (bits >> 52) & self._exponent
-        bit12 = self._bit12
-        normal = (exponent + self._from_normal) & ((exponent + self._from_too_big) ^ bit12)
-        zero = (exponent + self._from_nonzero) ^ bit12
-        return (normal | zero) & bit12 == bit12
+        magnitude = bits & self._magnitude
+        normal = magnitude + self._from_normal
+        too_big = magnitude + self._from_too_big
+        nonzero = magnitude + self._from_nonzero
+        # A lane is refused when nonzero and (not normal or too big).
+        return not nonzero & ((normal ^ self._top) | too_big) & self._top
 
 
 def _decode_tensors(
