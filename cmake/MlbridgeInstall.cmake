@@ -4,7 +4,7 @@
 #   lib/libmlbridge*.{a,so}                libraries
 #   bin/mlbridge-phase-service             the phase-ordering compiler service
 #   lib/mlbridge/                          the LLVM plugin, its runner modules,
-#                                          bundled ONNX Runtime
+#                                          the GCC plugin, bundled ONNX Runtime
 #   libexec/mlbridge/                      the demo's deployment replay program
 #   lib/cmake/mlbridge/                    the CMake package, one export set
 #                                          per component
@@ -114,6 +114,18 @@ if(MLBRIDGE_ENABLE_LLVM)
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   set(MLBRIDGE_MANIFEST_PHASE_SERVICE
       ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-phase-service\"")
+endif()
+
+if(MLBRIDGE_ENABLE_GCC)
+  # The GCC plugin finds libmlbridge_c.so in lib/, above its directory.
+  list(APPEND MLBRIDGE_COMPONENTS gcc)
+  file(RELATIVE_PATH gcc_rel "/p/${MLBRIDGE_PRIVATE_LIBDIR}"
+       "/p/${CMAKE_INSTALL_LIBDIR}")
+  set_target_properties(mlbridge_gcc PROPERTIES
+                        INSTALL_RPATH "$ORIGIN/${gcc_rel}")
+  install(TARGETS mlbridge_gcc LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+  set(MLBRIDGE_MANIFEST_GCC_PLUGIN
+      ",\n  \"gcc_plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge_gcc.so\"")
 endif()
 
 include(CMakePackageConfigHelpers)

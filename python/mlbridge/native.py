@@ -1,13 +1,14 @@
 """Where the native half of mlbridge is (``mlbridge config``, like ``llvm-config``).
 
-The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin, the
-phase-ordering service, the demo's replay program, the libraries, headers and
-CMake package) come from the
-CMake package of the same version, which installs a manifest
+The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin,
+the GCC 12 unroll plugin, the phase-ordering service, the demo's replay
+program, the libraries, headers and CMake package) come from the CMake
+package of the same version, which installs a manifest
 ``PREFIX/share/mlbridge/native.json``::
 
     {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
      "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+     "gcc_plugin": "lib/mlbridge/mlbridge_gcc.so",
      "phase_service": "bin/mlbridge-phase-service",
      "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
      "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
@@ -17,7 +18,8 @@ The prefix is, in this order:
 
 1. ``$MLBRIDGE_PREFIX`` (an error when it holds no manifest);
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
-   ``src/llvm/mlbridge-inline-advisor.so``, ``src/llvm/mlbridge-phase-service``
+   ``src/llvm/mlbridge-inline-advisor.so``, ``src/gcc/mlbridge_gcc.so``,
+   ``src/llvm/mlbridge-phase-service``
    and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
    package);
 3. ``sys.prefix`` (the package installed into this venv:
@@ -47,10 +49,19 @@ from mlbridge.errors import MlbridgeError
 MANIFEST = Path("share") / "mlbridge" / "native.json"
 MAX_MANIFEST_BYTES = 64 * 1024
 #: The manifest's path keys, in the order ``mlbridge config`` prints them.
-PATH_KEYS = ("plugin", "phase_service", "deploy_replay", "cmake_dir", "libdir", "includedir")
+PATH_KEYS = (
+    "plugin",
+    "gcc_plugin",
+    "phase_service",
+    "deploy_replay",
+    "cmake_dir",
+    "libdir",
+    "includedir",
+)
 #: What MLBRIDGE_BUILD_DIR provides, relative to the build tree.
 BUILD_TREE_PATHS = {
     "plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
+    "gcc_plugin": Path("src/gcc/mlbridge_gcc.so"),
     "phase_service": Path("src/llvm/mlbridge-phase-service"),
     "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
 }
@@ -75,6 +86,7 @@ class Native:
     components: Tuple[str, ...]
     manifest: Optional[Path] = None
     plugin: Optional[Path] = None
+    gcc_plugin: Optional[Path] = None
     phase_service: Optional[Path] = None
     deploy_replay: Optional[Path] = None
     cmake_dir: Optional[Path] = None
@@ -104,7 +116,7 @@ class Native:
         if key in BUILD_TREE_PATHS:
             return f"no {self.prefix / BUILD_TREE_PATHS[key]}: build it first"
         return (
-            "a build tree provides only the plugin, the phase-ordering service and the "
+            "a build tree provides only the plugins, the phase-ordering service and the "
             "replay program: install the CMake package for the rest"
         )
 
@@ -269,6 +281,11 @@ def plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     return find_native(environ).require("plugin")
 
 
+def gcc_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The GCC 12 unroll plugin (``mlbridge config --gcc-plugin``)."""
+    return find_native(environ).require("gcc_plugin")
+
+
 def phase_service_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     """The phase-ordering compiler service (``mlbridge config --phase-service``)."""
     return find_native(environ).require("phase_service")
@@ -284,6 +301,7 @@ CONFIG_FIELDS = {
     "prefix": "the installation prefix (or the build tree of MLBRIDGE_BUILD_DIR)",
     "components": "the components built, e.g. 'core grpc onnx llvm c'",
     "plugin": "the clang-19 inline-advisor plugin (mlbridge-inline-advisor.so)",
+    "gcc_plugin": "the GCC 12 unroll plugin (mlbridge_gcc.so)",
     "phase_service": "the phase-ordering compiler service (mlbridge-phase-service)",
     "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
     "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",
