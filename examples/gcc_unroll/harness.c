@@ -22,12 +22,18 @@ static const struct {
   const char *name;
   double (*run)(void);
 } Kernels[] = {
-    {"saxpy", saxpy},           {"dot", dot},
-    {"prefix_sum", prefix_sum}, {"fnv_hash", fnv_hash},
-    {"byte_copy", byte_copy},   {"matvec", matvec},
-    {"stencil", stencil},       {"histogram", histogram},
-    {"pointer_chase", pointer_chase}, {"popcount_loop", popcount_loop},
-    {"small_trip", small_trip}, {"search_first", search_first},
+    {"saxpy", saxpy},
+    {"dot", dot},
+    {"prefix_sum", prefix_sum},
+    {"fnv_hash", fnv_hash},
+    {"byte_copy", byte_copy},
+    {"matvec", matvec},
+    {"stencil", stencil},
+    {"histogram", histogram},
+    {"pointer_chase", pointer_chase},
+    {"popcount_loop", popcount_loop},
+    {"small_trip", small_trip},
+    {"search_first", search_first},
 };
 
 static void fill(void) {
