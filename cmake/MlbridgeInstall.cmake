@@ -86,6 +86,15 @@ if(MLBRIDGE_ENABLE_ONNXRUNTIME)
   endif()
 endif()
 
+if(MLBRIDGE_ENABLE_TORCH)
+  list(APPEND MLBRIDGE_COMPONENTS torch)
+  install(TARGETS mlbridge_torch EXPORT mlbridgeTorchTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT mlbridgeTorchTargets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR})
+endif()
+
 if(MLBRIDGE_ENABLE_LLVM)
   list(APPEND MLBRIDGE_COMPONENTS llvm)
   mlbridge_ort_runpath(plugin_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
@@ -96,7 +105,8 @@ if(MLBRIDGE_ENABLE_LLVM)
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
   # The plugin opens its runner modules from its own directory.
-  foreach(module mlbridge-runners-grpc mlbridge-runners-onnx)
+  foreach(module mlbridge-runners-grpc mlbridge-runners-onnx
+                 mlbridge-runners-torch)
     if(TARGET ${module})
       set_target_properties(${module} PROPERTIES
                             INSTALL_RPATH "${plugin_runpath}")

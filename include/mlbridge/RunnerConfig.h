@@ -64,6 +64,8 @@ enum class RunnerKind {
   /// No model: output 0 is a copy of one input (e.g. the compiler's own
   /// decision, for a baseline that measures what the bridge costs).
   Echo,
+  /// A TorchScript model in-process (TorchModelRunner).
+  Torch,
 };
 
 /// The name of \p Kind in the string form, e.g. "pipe".

@@ -27,7 +27,7 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.limits import DEFAULT_MAX_BYTES
 
 #: Every kind, in the order of the C++ enum.
-KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo")
+KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo", "torch")
 #: Pipe protocols: LLVM's, mlbridge's framed one, tensors in shared memory.
 PROTOCOLS = ("mlgo", "extended", "shm")
 #: Serialisations of the extended pipe protocol.
@@ -49,12 +49,14 @@ _KEYS: Dict[str, Tuple[str, ...]] = {
     ),
     "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms", "max_message_bytes"),
     "onnx": ("threads",),
+    "torch": ("threads",),
 }
 _NEEDS = {
     "grpc": "a target (grpc:unix:PATH or grpc:HOST:PORT)",
     "onnx": "a model file (onnx:FILE)",
     "aot": "a module (aot:FILE.so)",
     "echo": "an input name (echo:NAME)",
+    "torch": "a TorchScript file (torch:FILE.pt)",
 }
 
 
@@ -148,7 +150,7 @@ class RunnerConfig:
                     out += f",call_timeout_ms={self.timeout_ms}"
             if self.max_message_bytes != default.max_message_bytes:
                 out += f",max_message_bytes={self.max_message_bytes}"
-        if self.kind == "onnx" and self.threads != default.threads:
+        if self.kind in ("onnx", "torch") and self.threads != default.threads:
             out += f",threads={self.threads}"
         return out
 

@@ -27,10 +27,11 @@ constexpr KindName Kinds[] = {
     {RunnerKind::Pipe, "pipe"},         {RunnerKind::Grpc, "grpc"},
     {RunnerKind::Onnx, "onnx"},         {RunnerKind::Aot, "aot"},
     {RunnerKind::Constant, "constant"}, {RunnerKind::Echo, "echo"},
+    {RunnerKind::Torch, "torch"},
 };
 
 /// The names of every kind, for messages.
-constexpr const char *KindList = "pipe, grpc, onnx, aot, constant, echo";
+constexpr const char *KindList = "pipe, grpc, onnx, aot, constant, echo, torch";
 
 /// The keys each kind accepts, for messages.
 const char *keysOf(RunnerKind Kind) {
@@ -42,6 +43,7 @@ const char *keysOf(RunnerKind Kind) {
     return "mode, timeout_ms, connect_timeout_ms, call_timeout_ms, "
            "max_message_bytes";
   case RunnerKind::Onnx:
+  case RunnerKind::Torch:
     return "threads";
   case RunnerKind::Aot:
   case RunnerKind::Constant:
@@ -117,7 +119,8 @@ Error applyKey(RunnerConfig &C, std::string_view Key, std::string_view Value) {
     C.MaxMessageBytes = size_t(*N);
     return Error::success();
   }
-  if (C.Kind == RunnerKind::Onnx && Key == "threads") {
+  if ((C.Kind == RunnerKind::Onnx || C.Kind == RunnerKind::Torch) &&
+      Key == "threads") {
     auto N = parseInteger(Value, 1, 1024, Key);
     if (!N)
       return N.takeError();
@@ -149,6 +152,7 @@ Error RunnerConfig::check() const {
   case RunnerKind::Onnx:
   case RunnerKind::Aot:
   case RunnerKind::Echo:
+  case RunnerKind::Torch:
     break;
   }
   if (!C.Argument.empty())
@@ -159,7 +163,8 @@ Error RunnerConfig::check() const {
                                      "a model file (onnx:FILE)",
                                      "a module (aot:FILE.so)",
                                      "",
-                                     "an input name (echo:NAME)"};
+                                     "an input name (echo:NAME)",
+                                     "a TorchScript file (torch:FILE.pt)"};
   return makeError(ErrorCode::InvalidArgument, "runner configuration: '",
                    runnerKindName(C.Kind), "' needs ", What[int(C.Kind)]);
 }
@@ -242,7 +247,8 @@ std::string RunnerConfig::str() const {
     if (MaxMessageBytes != Default.MaxMessageBytes)
       Out += ",max_message_bytes=" + std::to_string(MaxMessageBytes);
   }
-  if (Kind == RunnerKind::Onnx && Threads != Default.Threads)
+  if ((Kind == RunnerKind::Onnx || Kind == RunnerKind::Torch) &&
+      Threads != Default.Threads)
     Out += ",threads=" + std::to_string(Threads);
   return Out;
 }

@@ -34,6 +34,10 @@ const char *howToGet(RunnerKind Kind) {
            "(-DMLBRIDGE_ENABLE_ONNXRUNTIME=ON, tools/fetch_onnxruntime.py); "
            "programs of their own link mlbridge::mlbridge_onnx and call "
            "addOnnxRunners()";
+  case RunnerKind::Torch:
+    return "build mlbridge with LibTorch (-DMLBRIDGE_ENABLE_TORCH=ON, "
+           "libtorch-dev installed); programs of their own link "
+           "mlbridge::mlbridge_torch and call addTorchRunners()";
   default:
     break;
   }

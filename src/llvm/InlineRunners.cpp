@@ -26,6 +26,11 @@ makeInlineRunner(const PluginOptions &O, std::vector<TensorSpec> Inputs,
     return makeError(ErrorCode::Unsupported,
                      "this plugin was built without ONNX Runtime");
 #endif
+#ifndef MLBRIDGE_HAVE_TORCH
+  if (O.Config.Kind == RunnerKind::Torch)
+    return makeError(ErrorCode::Unsupported,
+                     "this plugin was built without LibTorch");
+#endif
   if (Error E = addModuleRunners(O.Config.Kind, pluginDirectory(), Factories))
     return E;
   return createRunner(O.Config, std::move(Inputs), {std::move(Decision)},

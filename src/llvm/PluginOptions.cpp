@@ -124,6 +124,7 @@ resolveConfig(const mlbridge::PluginOptions &O) {
       break;
     case RunnerKind::Onnx:
     case RunnerKind::Aot:
+    case RunnerKind::Torch:
       C.Argument = O.Model;
       break;
     case RunnerKind::Constant:

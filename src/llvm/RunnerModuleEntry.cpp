@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Built into each runner module the plugin opens on demand (RunnerModules.h):
-// mlbridge-runners-grpc.so with MLBRIDGE_RUNNER_MODULE_GRPC, and
-// mlbridge-runners-onnx.so with MLBRIDGE_RUNNER_MODULE_ONNX.
+// mlbridge-runners-grpc.so with MLBRIDGE_RUNNER_MODULE_GRPC,
+// mlbridge-runners-onnx.so with MLBRIDGE_RUNNER_MODULE_ONNX, and
+// mlbridge-runners-torch.so with MLBRIDGE_RUNNER_MODULE_TORCH.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +17,10 @@
 #include "mlbridge/GrpcModelRunner.h"
 #elif defined(MLBRIDGE_RUNNER_MODULE_ONNX)
 #include "mlbridge/OnnxModelRunner.h"
+#elif defined(MLBRIDGE_RUNNER_MODULE_TORCH)
+#include "mlbridge/TorchModelRunner.h"
 #else
-#error "define MLBRIDGE_RUNNER_MODULE_GRPC or MLBRIDGE_RUNNER_MODULE_ONNX"
+#error "define MLBRIDGE_RUNNER_MODULE_GRPC, _ONNX or _TORCH"
 #endif
 
 #include <cstring>
@@ -30,8 +33,10 @@ mlbridge_runner_module_v1(const char *Version,
       std::strcmp(Version, MLBRIDGE_VERSION_STRING) == 0) {
 #if defined(MLBRIDGE_RUNNER_MODULE_GRPC)
     mlbridge::addGrpcRunners(*Factories);
-#else
+#elif defined(MLBRIDGE_RUNNER_MODULE_ONNX)
     mlbridge::addOnnxRunners(*Factories);
+#else
+    mlbridge::addTorchRunners(*Factories);
 #endif
   }
   return MLBRIDGE_VERSION_STRING;

@@ -16,6 +16,8 @@ const char *runnerModuleFile(RunnerKind Kind) {
     return "mlbridge-runners-grpc.so";
   case RunnerKind::Onnx:
     return "mlbridge-runners-onnx.so";
+  case RunnerKind::Torch:
+    return "mlbridge-runners-torch.so";
   default:
     return nullptr;
   }

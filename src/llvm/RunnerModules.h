@@ -6,8 +6,9 @@
 ///
 /// \file
 /// The plugin's runner kinds that need large libraries live in loadable
-/// modules beside it: mlbridge-runners-grpc.so (gRPC, protobuf, abseil) and
-/// mlbridge-runners-onnx.so (ONNX Runtime). A module is opened only when a
+/// modules beside it: mlbridge-runners-grpc.so (gRPC, protobuf, abseil),
+/// mlbridge-runners-onnx.so (ONNX Runtime) and mlbridge-runners-torch.so
+/// (LibTorch). A module is opened only when a
 /// configuration asks for its kind, so that a compiler loading the plugin
 /// with the default, constant, echo, aot or pipe runner loads none of those
 /// libraries (their loading and relocation cost every compiler process tens
@@ -41,8 +42,8 @@ inline constexpr const char *RunnerModuleSymbol = "mlbridge_runner_module_v1";
 const char *runnerModuleFile(RunnerKind Kind);
 
 /// Makes \p Kind available in \p Factories by loading its module from
-/// directory \p Dir when it has one (grpc, onnx) and \p Factories lacks it;
-/// nothing to do for the other kinds. Errors (Unsupported) name the module:
+/// directory \p Dir when it has one (grpc, onnx, torch) and \p Factories lacks
+/// it; nothing to do for the other kinds. Errors (Unsupported) name the module:
 /// missing or not loadable (with the loader's reason), without the entry
 /// point, or of another mlbridge version.
 Error addModuleRunners(RunnerKind Kind, const std::string &Dir,

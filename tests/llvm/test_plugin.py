@@ -278,6 +278,47 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
         assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
 
 
+ECHO_DEFAULT_TORCHSCRIPT = """
+import sys
+import torch
+
+
+class EchoDefault(torch.nn.Module):
+    def forward(self, inlining_default):
+        return inlining_default.to(torch.int64).reshape(1)
+
+
+torch.jit.script(EchoDefault()).save(sys.argv[1])
+"""
+
+
+def test_torchscript_model_in_process_reproduces_clang_oz(plugin, compiler_env, tmp_path):
+    """A TorchScript model through the plugin's torch runner module: it takes
+    only LLVM's decision and answers it, so the objects are clang -Oz's."""
+    pytest.importorskip("torch")
+    script = tmp_path / "make_echo.py"
+    script.write_text(ECHO_DEFAULT_TORCHSCRIPT)
+    model = tmp_path / "echo_default.pt"
+    subprocess.run([sys.executable, str(script), str(model)], check=True)
+    for source, flags in real_programs():
+        clang(source, tmp_path / "plain.o", None, compiler_env, flags)
+        done = clang(
+            source,
+            tmp_path / "model.o",
+            plugin,
+            compiler_env,
+            flags,
+            {
+                "MLBRIDGE_RUNNER": f"torch:{model}",
+                "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
+            },
+        )
+        assert "mlbridge" not in done.stderr, done.stderr
+        s = stats(tmp_path / f"{source.stem}.jsonl")
+        assert s["fallbacks"] == 0 and s["decisions"] > 0, (source.name, s)
+        assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
+
+
 def test_the_plugin_links_neither_grpc_nor_onnx_runtime(plugin):
     """Those come from runner modules beside the plugin, opened only when a
     configuration asks for grpc or onnx (a compiler loading the plugin for
@@ -289,7 +330,7 @@ def test_the_plugin_links_neither_grpc_nor_onnx_runtime(plugin):
         check=True,
     )
     needed = done.stdout.lower()
-    for library in ("grpc", "protobuf", "absl", "onnxruntime"):
+    for library in ("grpc", "protobuf", "absl", "onnxruntime", "torch"):
         assert library not in needed, needed
     assert "libllvm" in needed
 
