@@ -204,11 +204,14 @@ class ProcessPool(WorkerPool):
     def call(
         self, method: str, args: Optional[Sequence[Args]] = None, timeout: Optional[float] = None
     ) -> List[Any]:
-        for conn, a in zip(self._conns, self._args(args)):
+        for i, (conn, a) in enumerate(zip(self._conns, self._args(args))):
             try:
                 conn.send(cloudpickle.dumps((method, a)))
             except (BrokenPipeError, OSError):
-                raise WorkerError(f"a worker is gone before {method}") from None
+                code = self._procs[i].exitcode
+                raise WorkerError(
+                    f"worker {i} is gone before {method} (exit code {code})"
+                ) from None
         limit = self.timeout if timeout is None else timeout
         return [self._receive(i, method, limit) for i in range(self.num_workers)]
 
