@@ -104,15 +104,6 @@ if(MLBRIDGE_ENABLE_LLVM)
           EXPORT mlbridgeLlvmTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
-  # The plugin opens its runner modules from its own directory.
-  foreach(module mlbridge-runners-grpc mlbridge-runners-onnx
-                 mlbridge-runners-torch)
-    if(TARGET ${module})
-      set_target_properties(${module} PROPERTIES
-                            INSTALL_RPATH "${plugin_runpath}")
-      install(TARGETS ${module} LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
-    endif()
-  endforeach()
   install(EXPORT mlbridgeLlvmTargets NAMESPACE mlbridge::
           DESTINATION ${MLBRIDGE_CMAKE_DIR})
   set(MLBRIDGE_MANIFEST_PLUGIN
@@ -137,6 +128,14 @@ if(MLBRIDGE_ENABLE_GCC)
   set(MLBRIDGE_MANIFEST_GCC_PLUGIN
       ",\n  \"gcc_plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge_gcc.so\"")
 endif()
+
+# The runner modules (src/modules), opened by the LLVM plugin from its own
+# directory and by the C API from mlbridge/ beside it: both lib/mlbridge/.
+mlbridge_ort_runpath(module_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
+foreach(module IN LISTS MLBRIDGE_RUNNER_MODULES)
+  set_target_properties(${module} PROPERTIES INSTALL_RPATH "${module_runpath}")
+  install(TARGETS ${module} LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+endforeach()
 
 include(CMakePackageConfigHelpers)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/mlbridgeConfig.cmake.in

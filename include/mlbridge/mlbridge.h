@@ -174,11 +174,13 @@ mlbridge_status mlbridge_onnx_runner_create(
  * `KIND[:ARGUMENT][,KEY=VALUE]...` (docs/runner-config.md), e.g.
  * "pipe:/tmp/run/inline,protocol=extended,format=json",
  * "grpc:unix:/tmp/run/model.sock", "onnx:policy.onnx", "aot:policy.so",
- * "constant:1", "echo:inlining_default": the form the LLVM plugin and the
- * Python tooling accept too. A malformed configuration is
- * MLBRIDGE_INVALID_ARGUMENT naming the part that is wrong; a kind this build
- * lacks is MLBRIDGE_UNSUPPORTED. For "aot:", NULL \p inputs or \p outputs
- * (count 0) stand for the module's own, as in mlbridge_aot_runner_load(). */
+ * "torch:policy.pt", "constant:1", "echo:inlining_default": the form the
+ * LLVM plugin and the Python tooling accept too. "torch:" opens LibTorch's
+ * runner module (mlbridge/ beside this library) on first use. A malformed
+ * configuration is MLBRIDGE_INVALID_ARGUMENT naming the part that is wrong; a
+ * kind this build lacks is MLBRIDGE_UNSUPPORTED. For "aot:", NULL \p inputs or
+ * \p outputs (count 0) stand for the module's own, as in
+ * mlbridge_aot_runner_load(). */
 mlbridge_status
 mlbridge_runner_create(const char *config, const mlbridge_tensor_spec *inputs,
                        size_t num_inputs, const mlbridge_tensor_spec *outputs,

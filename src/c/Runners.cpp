@@ -10,7 +10,9 @@
 // runner with createRunner(), like the LLVM plugin. Components this build
 // lacks (gRPC: MLBRIDGE_C_HAVE_GRPC, ONNX Runtime:
 // MLBRIDGE_C_HAVE_ONNXRUNTIME) fail with MLBRIDGE_UNSUPPORTED, after the
-// same argument checks.
+// same argument checks. LibTorch's runner kind comes from a module in the
+// mlbridge/ directory beside this library, opened when first asked for
+// (modules/RunnerModules.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +28,11 @@
 #include "mlbridge/OnnxModelRunner.h"
 #endif
 
+#include "modules/RunnerModules.h"
+
 #include <chrono>
 #include <cstddef>
+#include <mutex>
 #include <string>
 
 using namespace mlbridge;
@@ -134,9 +139,11 @@ HandleOrError wrap(Expected<std::unique_ptr<RunnerT>> R) {
   return makeHandle(std::move(*R));
 }
 
-/// The runner kinds of this build.
-const RunnerFactories &factories() {
-  static const RunnerFactories F = [] {
+/// The runner kinds of this build, with \p Kind's module loaded when it
+/// has one (a copy: the process's set only grows, under a lock).
+Expected<RunnerFactories> factoriesFor(RunnerKind Kind) {
+  static std::mutex Lock;
+  static RunnerFactories F = [] {
     RunnerFactories R = RunnerFactories::core();
 #ifdef MLBRIDGE_C_HAVE_GRPC
     addGrpcRunners(R);
@@ -146,14 +153,20 @@ const RunnerFactories &factories() {
 #endif
     return R;
   }();
+  std::lock_guard<std::mutex> Guard(Lock);
+  if (Error E = addModuleRunners(Kind, ownDirectory() + "/mlbridge", F))
+    return E;
   return F;
 }
 
 /// Creates the runner \p Config describes and wraps it in a C handle (a pipe
 /// runner's handle also knows its channel).
 HandleOrError fromConfig(const RunnerConfig &Config, SpecPair Specs) {
+  auto Factories = factoriesFor(Config.Kind);
+  if (!Factories)
+    return Factories.takeError();
   auto R = mlbridge::createRunner(Config, std::move(Specs.Inputs),
-                                  std::move(Specs.Outputs), factories());
+                                  std::move(Specs.Outputs), *Factories);
   if (!R)
     return R.takeError();
   std::string Channel;

@@ -6,7 +6,7 @@
 
 #include "InlineRunners.h"
 
-#include "RunnerModules.h"
+#include "modules/RunnerModules.h"
 
 #include "mlbridge/RunnerConfig.h"
 
@@ -31,7 +31,7 @@ makeInlineRunner(const PluginOptions &O, std::vector<TensorSpec> Inputs,
     return makeError(ErrorCode::Unsupported,
                      "this plugin was built without LibTorch");
 #endif
-  if (Error E = addModuleRunners(O.Config.Kind, pluginDirectory(), Factories))
+  if (Error E = addModuleRunners(O.Config.Kind, ownDirectory(), Factories))
     return E;
   return createRunner(O.Config, std::move(Inputs), {std::move(Decision)},
                       Factories);

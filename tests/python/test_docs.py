@@ -769,6 +769,9 @@ def build_command(
             "-l:libonnxruntime.so.1",
             f"-Wl,-rpath,{lib / 'mlbridge'}",
         ]
+    if re.search(r"mlbridge/Torch\w*\.h", text):
+        # Debian's libtorch-dev, where Torch's CMake package finds it.
+        libs += ["-lmlbridge_torch", "-ltorch", "-ltorch_cpu", "-lc10"]
     return [
         "c++",
         "-std=c++17",

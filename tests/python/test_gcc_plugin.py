@@ -246,6 +246,37 @@ def test_in_process_models_make_the_python_policys_decisions(plugin, tmp_path, k
     assert (tmp_path / "model.o").read_bytes() != (tmp_path / "plain.o").read_bytes()
 
 
+TORCHSCRIPT_POLICY = """
+import sys
+import torch
+
+
+class CountedLoops(torch.nn.Module):
+    def forward(self, trip_count):
+        return torch.where(trip_count > 0, 8, 1).to(torch.int64)
+
+
+torch.jit.script(CountedLoops()).save(sys.argv[1])
+"""
+
+
+def test_a_torchscript_model_decides_through_the_c_apis_torch_module(plugin, tmp_path):
+    """LibTorch in-process: the C API opens its torch runner module on
+    demand; the model takes one of the 14 features, by name."""
+    pytest.importorskip("torch")
+    script = tmp_path / "make_policy.py"
+    script.write_text(TORCHSCRIPT_POLICY)
+    model = tmp_path / "policy.pt"
+    subprocess.run([sys.executable, str(script), str(model)], check=True)
+    log = tmp_path / "log.jsonl"
+    done = gcc(LOOPS, tmp_path / "x.o", plugin, [f"runner=torch:{model}", f"log={log}"])
+    assert "mlbridge" not in done.stderr, done.stderr
+    loops = [d for d in read_decision_log(log) if d["source"] == "model"]
+    assert len(loops) == ASKED
+    for d in loops:
+        assert d["factor"] == (8 if d["features"]["trip_count"] > 0 else 1), d
+
+
 def assert_falls_back(plugin, tmp_path, args, note, settings=None, source="fallback"):
     """The compilation succeeds with a note matching ``note``, and every
     loop is GCC's (the object is plain GCC's)."""

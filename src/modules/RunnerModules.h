@@ -1,24 +1,25 @@
-//===- llvm/RunnerModules.h - Runner kinds loaded on demand -----*- C++ -*-===//
+//===- modules/RunnerModules.h - Runner kinds loaded on demand --*- C++ -*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// The plugin's runner kinds that need large libraries live in loadable
-/// modules beside it: mlbridge-runners-grpc.so (gRPC, protobuf, abseil),
-/// mlbridge-runners-onnx.so (ONNX Runtime) and mlbridge-runners-torch.so
-/// (LibTorch). A module is opened only when a
-/// configuration asks for its kind, so that a compiler loading the plugin
-/// with the default, constant, echo, aot or pipe runner loads none of those
-/// libraries (their loading and relocation cost every compiler process tens
-/// of milliseconds). A module stays loaded until the process ends: the
-/// runners it makes run its code.
+/// The runner kinds that need large libraries live in loadable modules:
+/// mlbridge-runners-grpc.so (gRPC, protobuf, abseil), mlbridge-runners-onnx.so
+/// (ONNX Runtime) and mlbridge-runners-torch.so (LibTorch). The LLVM plugin
+/// opens them from its own directory, the C API (libmlbridge_c.so) from the
+/// mlbridge/ directory beside it (LibTorch only: it links the others), and
+/// only when a configuration asks for their kind, so that a compiler loading
+/// either for another runner loads none of those libraries (loading and
+/// relocating them costs every compiler process tens of milliseconds,
+/// LibTorch half a second). A module stays loaded until the process ends:
+/// the runners it makes run its code.
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
-#define MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
+#ifndef MLBRIDGE_SRC_MODULES_RUNNERMODULES_H
+#define MLBRIDGE_SRC_MODULES_RUNNERMODULES_H
 
 #include "mlbridge/Error.h"
 #include "mlbridge/RunnerConfig.h"
@@ -29,7 +30,7 @@ namespace mlbridge {
 
 /// What every runner module exports, with C linkage, under
 /// RunnerModuleSymbol: when \p Version is the module's own mlbridge version
-/// (plugin and module must come from the same build), adds the module's
+/// (its user and the module must come from the same build), adds the module's
 /// runner kinds to \p Factories; returns the module's version either way.
 using RunnerModuleEntry = const char *(*)(const char *Version,
                                           RunnerFactories *Factories);
@@ -49,10 +50,10 @@ const char *runnerModuleFile(RunnerKind Kind);
 Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
                        RunnerFactories &Factories);
 
-/// The directory of the shared object this code is in (the plugin), where
-/// its modules are; "" when the loader cannot tell.
-std::string pluginDirectory();
+/// The directory of the shared object this code is linked into (the plugin,
+/// libmlbridge_c.so); "" when the loader cannot tell.
+std::string ownDirectory();
 
 } // namespace mlbridge
 
-#endif // MLBRIDGE_SRC_LLVM_RUNNERMODULES_H
+#endif // MLBRIDGE_SRC_MODULES_RUNNERMODULES_H

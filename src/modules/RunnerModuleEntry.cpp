@@ -1,10 +1,10 @@
-//===- llvm/RunnerModuleEntry.cpp - A runner module's entry point ---------===//
+//===- modules/RunnerModuleEntry.cpp - A runner module's entry point ------===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
 //===----------------------------------------------------------------------===//
 //
-// Built into each runner module the plugin opens on demand (RunnerModules.h):
+// Built into each runner module opened on demand (RunnerModules.h):
 // mlbridge-runners-grpc.so with MLBRIDGE_RUNNER_MODULE_GRPC,
 // mlbridge-runners-onnx.so with MLBRIDGE_RUNNER_MODULE_ONNX, and
 // mlbridge-runners-torch.so with MLBRIDGE_RUNNER_MODULE_TORCH.

@@ -1,4 +1,4 @@
-//===- llvm/RunnerModules.cpp - Runner kinds loaded on demand -------------===//
+//===- modules/RunnerModules.cpp - Runner kinds loaded on demand ----------===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
@@ -47,14 +47,14 @@ Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
   const char *Version = Entry(MLBRIDGE_VERSION_STRING, &Factories);
   if (!Factories.has(Kind))
     return Fail(std::string("it is mlbridge ") + (Version ? Version : "?") +
-                ", the plugin " + MLBRIDGE_VERSION_STRING +
+                ", its user " + MLBRIDGE_VERSION_STRING +
                 " (install both from one build)");
   return Error::success();
 }
 
-std::string pluginDirectory() {
+std::string ownDirectory() {
   Dl_info Info;
-  if (!::dladdr(reinterpret_cast<void *>(&pluginDirectory), &Info) ||
+  if (!::dladdr(reinterpret_cast<void *>(&ownDirectory), &Info) ||
       !Info.dli_fname)
     return "";
   std::string Path = Info.dli_fname;
