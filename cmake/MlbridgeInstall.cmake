@@ -3,8 +3,8 @@
 #   include/mlbridge/...                   headers
 #   lib/libmlbridge*.{a,so}                libraries
 #   bin/mlbridge-phase-service             the phase-ordering compiler service
-#   lib/mlbridge/                          the LLVM plugin, its runner modules,
-#                                          the GCC plugin, bundled ONNX Runtime
+#   lib/mlbridge/                          the LLVM, MLIR and GCC plugins, the
+#                                          runner modules, bundled ONNX Runtime
 #   libexec/mlbridge/                      the demo's deployment replay program
 #   lib/cmake/mlbridge/                    the CMake package, one export set
 #                                          per component
@@ -115,6 +115,18 @@ if(MLBRIDGE_ENABLE_LLVM)
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   set(MLBRIDGE_MANIFEST_PHASE_SERVICE
       ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-phase-service\"")
+endif()
+
+if(MLBRIDGE_ENABLE_MLIR)
+  # The MLIR plugin opens its runner modules from its own directory.
+  list(APPEND MLBRIDGE_COMPONENTS mlir)
+  mlbridge_ort_runpath(mlir_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
+  set_target_properties(mlbridge-mlir-tiling PROPERTIES
+                        INSTALL_RPATH "${mlir_runpath}")
+  install(TARGETS mlbridge-mlir-tiling
+          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+  set(MLBRIDGE_MANIFEST_MLIR_PLUGIN
+      ",\n  \"mlir_plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge-mlir-tiling.so\"")
 endif()
 
 if(MLBRIDGE_ENABLE_GCC)

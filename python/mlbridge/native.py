@@ -1,14 +1,15 @@
 """Where the native half of mlbridge is (``mlbridge config``, like ``llvm-config``).
 
 The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin,
-the GCC 12 unroll plugin, the phase-ordering service, the demo's replay
-program, the libraries, headers and CMake package) come from the CMake
-package of the same version, which installs a manifest
+the GCC 12 unroll plugin, the mlir-opt-19 tiling plugin, the phase-ordering
+service, the demo's replay program, the libraries, headers and CMake package)
+come from the CMake package of the same version, which installs a manifest
 ``PREFIX/share/mlbridge/native.json``::
 
     {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
      "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
      "gcc_plugin": "lib/mlbridge/mlbridge_gcc.so",
+     "mlir_plugin": "lib/mlbridge/mlbridge-mlir-tiling.so",
      "phase_service": "bin/mlbridge-phase-service",
      "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
      "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
@@ -19,6 +20,7 @@ The prefix is, in this order:
 1. ``$MLBRIDGE_PREFIX`` (an error when it holds no manifest);
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
    ``src/llvm/mlbridge-inline-advisor.so``, ``src/gcc/mlbridge_gcc.so``,
+   ``src/mlir/mlbridge-mlir-tiling.so``,
    ``src/llvm/mlbridge-phase-service``
    and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
    package);
@@ -52,6 +54,7 @@ MAX_MANIFEST_BYTES = 64 * 1024
 PATH_KEYS = (
     "plugin",
     "gcc_plugin",
+    "mlir_plugin",
     "phase_service",
     "deploy_replay",
     "cmake_dir",
@@ -62,6 +65,7 @@ PATH_KEYS = (
 BUILD_TREE_PATHS = {
     "plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
     "gcc_plugin": Path("src/gcc/mlbridge_gcc.so"),
+    "mlir_plugin": Path("src/mlir/mlbridge-mlir-tiling.so"),
     "phase_service": Path("src/llvm/mlbridge-phase-service"),
     "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
 }
@@ -87,6 +91,7 @@ class Native:
     manifest: Optional[Path] = None
     plugin: Optional[Path] = None
     gcc_plugin: Optional[Path] = None
+    mlir_plugin: Optional[Path] = None
     phase_service: Optional[Path] = None
     deploy_replay: Optional[Path] = None
     cmake_dir: Optional[Path] = None
@@ -286,6 +291,11 @@ def gcc_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     return find_native(environ).require("gcc_plugin")
 
 
+def mlir_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The mlir-opt-19 tiling pass plugin (``mlbridge config --mlir-plugin``)."""
+    return find_native(environ).require("mlir_plugin")
+
+
 def phase_service_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     """The phase-ordering compiler service (``mlbridge config --phase-service``)."""
     return find_native(environ).require("phase_service")
@@ -302,6 +312,7 @@ CONFIG_FIELDS = {
     "components": "the components built, e.g. 'core grpc onnx llvm c'",
     "plugin": "the clang-19 inline-advisor plugin (mlbridge-inline-advisor.so)",
     "gcc_plugin": "the GCC 12 unroll plugin (mlbridge_gcc.so)",
+    "mlir_plugin": "the mlir-opt-19 tiling pass plugin (mlbridge-mlir-tiling.so)",
     "phase_service": "the phase-ordering compiler service (mlbridge-phase-service)",
     "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
     "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",

@@ -8,31 +8,14 @@
 
 #include "support/Json.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace mlbridge {
 namespace gccplugin {
 
-DecisionLog::~DecisionLog() {
-  if (Fd >= 0)
-    ::close(Fd);
-}
-
 bool DecisionLog::open(const std::string &Path, std::string &Problem) {
-  int Opened =
-      ::open(Path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (Opened < 0) {
-    Problem =
-        "cannot open the decision log '" + Path + "': " + std::strerror(errno);
-    return false;
-  }
-  if (Fd >= 0)
-    ::close(Fd);
-  Fd = Opened;
-  return true;
+  if (File.open(Path, Problem))
+    return true;
+  Problem = "the decision log: " + Problem;
+  return false;
 }
 
 std::string DecisionLog::line(const LoopPlace &Place, const LoopFeatures &F,
@@ -67,18 +50,7 @@ std::string DecisionLog::line(const LoopPlace &Place, const LoopFeatures &F,
 
 bool DecisionLog::write(const LoopPlace &Place, const LoopFeatures &F,
                         const UnrollAdvice &A, bool Pragma) {
-  if (Fd < 0)
-    return false;
-  const std::string Line = line(Place, F, A, Pragma);
-  ssize_t Written;
-  do
-    Written = ::write(Fd, Line.data(), Line.size());
-  while (Written < 0 && errno == EINTR);
-  if (Written == static_cast<ssize_t>(Line.size()))
-    return true;
-  ::close(Fd);
-  Fd = -1;
-  return false;
+  return File.append(line(Place, F, A, Pragma));
 }
 
 } // namespace gccplugin

@@ -7,8 +7,7 @@
 /// \file
 /// DecisionLog: one JSON object per line for every loop the plugin saw (its
 /// place, features, factor and the factor's source), appended to a file
-/// that several compiler processes of one build may share: each line is
-/// written whole with one write(2) on an O_APPEND descriptor.
+/// that several compiler processes of one build may share (AppendFile).
 ///
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +16,8 @@
 
 #include "LoopFeatures.h"
 #include "UnrollAdvisor.h"
+
+#include "support/AppendFile.h"
 
 #include <string>
 
@@ -34,16 +35,11 @@ struct LoopPlace {
 /// A decision log file (closed by the destructor).
 class DecisionLog {
 public:
-  DecisionLog() = default;
-  DecisionLog(const DecisionLog &) = delete;
-  DecisionLog &operator=(const DecisionLog &) = delete;
-  ~DecisionLog();
-
   /// Opens \p Path for appending (created with mode 0644); false and
   /// \p Problem set when it cannot be.
   bool open(const std::string &Path, std::string &Problem);
   /// Whether a file is open.
-  bool isOpen() const { return Fd >= 0; }
+  bool isOpen() const { return File.isOpen(); }
   /// Appends one loop's line; false when the write failed (the log is then
   /// closed, so a full disk costs one failed write).
   bool write(const LoopPlace &Place, const LoopFeatures &F,
@@ -54,7 +50,7 @@ public:
                           const UnrollAdvice &A, bool Pragma);
 
 private:
-  int Fd = -1;
+  AppendFile File;
 };
 
 } // namespace gccplugin
