@@ -11,6 +11,7 @@ runtimes to preload in MLBRIDGE_MLIR_PLUGIN_PRELOAD)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -357,3 +358,28 @@ def test_bad_configurations_and_logs_are_reported(plugin, tmp_path):
         plugin, tmp_path, [f"log={tmp_path / 'no' / 'log.jsonl'}"], "the tiling log: cannot open"
     )
     assert done.returncode == 0
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("MLBRIDGE_MLIR_PLUGIN")), reason="the study uses the installed plugin"
+)
+def test_the_tiling_study_searches_fits_and_deploys(plugin, tmp_path):
+    """examples/mlir_tiling: every tiling keeps every kernel's result (the
+    study checks checksums), and the deployed policy decides every kernel's
+    nests among the sizes the search found. Times are printed, not asserted."""
+    results = tmp_path / "study.json"
+    study = Path(__file__).resolve().parents[2] / "examples" / "mlir_tiling" / "tiling_study.py"
+    done = subprocess.run(
+        [sys.executable, str(study), "--rounds", "1", "--repeats", "1"]
+        + ["--out", str(tmp_path / "out"), "--json", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(results.read_text())
+    assert len(data["kernels"]) == len(kernels.suite())
+    searched = {tuple(k["searched"]) for k in data["kernels"]}
+    chosen = {tuple(s) for k in data["kernels"] for s in k["model_sizes"]}
+    assert all(k["model_sizes"] for k in data["kernels"]) and chosen <= searched
+    assert data["runner_us"] > 0 and "geometric mean speedup" in done.stdout
