@@ -123,6 +123,10 @@ if(MLBRIDGE_ENABLE_MLIR)
   mlbridge_ort_runpath(mlir_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
   set_target_properties(mlbridge-mlir-tiling PROPERTIES
                         INSTALL_RPATH "${mlir_runpath}")
+  install(TARGETS mlbridge_mlir EXPORT mlbridgeMlirTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT mlbridgeMlirTargets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR})
   install(TARGETS mlbridge-mlir-tiling
           LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
   set(MLBRIDGE_MANIFEST_MLIR_PLUGIN

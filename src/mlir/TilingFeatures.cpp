@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TilingFeatures.h"
+#include "mlbridge/mlir/TilingFeatures.h"
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 namespace {
 const char *const ScalarNames[NumScalarFeatures] = {
@@ -42,5 +42,5 @@ std::array<int64_t, MaxTiledLoops> defaultTileSizes(const TilingFeatures &F) {
   return Sizes;
 }
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge

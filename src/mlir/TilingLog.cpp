@@ -9,7 +9,7 @@
 #include "support/Json.h"
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 namespace {
 void appendArray(std::string &Out,
@@ -54,5 +54,5 @@ std::string tilingLogLine(const TilingRecord &R) {
   return Out;
 }
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge

@@ -15,12 +15,12 @@
 #ifndef MLBRIDGE_SRC_MLIR_TILINGLOG_H
 #define MLBRIDGE_SRC_MLIR_TILINGLOG_H
 
-#include "TilingFeatures.h"
+#include "mlbridge/mlir/TilingFeatures.h"
 
 #include <string>
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 /// One nest's record.
 struct TilingRecord {
@@ -36,7 +36,7 @@ struct TilingRecord {
 /// The JSON line of \p R (with its newline).
 std::string tilingLogLine(const TilingRecord &R);
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge
 
 #endif // MLBRIDGE_SRC_MLIR_TILINGLOG_H

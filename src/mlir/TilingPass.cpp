@@ -14,15 +14,18 @@
 /// asks a runner for the tile sizes of the nest's first three loops (0: not
 /// tiled) and tiles it with scf.for loops (scf::tileUsingSCF). Without a
 /// runner, and for every nest where the runner fails or answers sizes out of
-/// range, the pass's own heuristic decides (TilingFeatures.h): a runner that
-/// echoes the `default_tile_sizes` feature gives the same IR as no runner.
-/// Failures are reported as remarks; the pass itself never fails.
+/// range, the pass's own heuristic decides (mlbridge/mlir/TilingFeatures.h):
+/// a runner that echoes the `default_tile_sizes` feature gives the same IR as
+/// no runner. Failures are reported as remarks; the pass itself never fails.
+/// It is the public API (mlbridge/mlir/TileSizeAdvisor.h) in a loop, with
+/// runner configurations, a log and remarks around it.
 ///
 //===----------------------------------------------------------------------===//
 
-#include "LinalgAnalysis.h"
-#include "TilingFeatures.h"
 #include "TilingLog.h"
+
+#include "mlbridge/mlir/LinalgFeatures.h"
+#include "mlbridge/mlir/TileSizeAdvisor.h"
 
 #include "support/AppendFile.h"
 
@@ -37,123 +40,40 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 namespace {
 
-/// The largest tile size a model may answer.
-constexpr int64_t MaxTileSize = 1 << 20;
-
-/// The tile sizes of one nest and whether they are the model's.
-struct Decision {
-  std::array<int64_t, MaxTiledLoops> Sizes{};
-  bool FromModel = false;
-  std::string Problem; // why the model's answer was not used
-  double Micros = 0;   // the runner's time
-};
-
-/// Asks a runner for tile sizes; the heuristic's on any failure.
-class TileAdvisor {
-public:
-  explicit TileAdvisor(std::string Config) : Config(std::move(Config)) {}
-
-  /// Tile sizes for a nest of function \p Function with features \p F.
-  Decision advise(llvm::StringRef Function, const TilingFeatures &F) {
-    Decision D;
-    D.Sizes = F.DefaultTileSizes;
-    if (Config.empty() || Config == "none")
-      return D;
-    if (!Runner && !makeRunner()) {
-      D.Problem = CreationProblem;
-      return D;
-    }
-    if (Context != Function) {
-      Context = Function.str();
-      if (Error E = Runner->switchContext(Context)) {
-        D.Problem = E.message();
-        return D;
-      }
-    }
-    for (unsigned I = 0; I < NumScalarFeatures; ++I)
-      *Runner->input<int64_t>(I) = F.Scalars[I];
-    std::copy(F.LoopRanges.begin(), F.LoopRanges.end(),
-              Runner->input<int64_t>(NumScalarFeatures));
-    std::copy(F.DefaultTileSizes.begin(), F.DefaultTileSizes.end(),
-              Runner->input<int64_t>(NumScalarFeatures + 1));
-    auto Start = std::chrono::steady_clock::now();
-    Error E = Runner->evaluate();
-    D.Micros = std::chrono::duration<double, std::micro>(
-                   std::chrono::steady_clock::now() - Start)
-                   .count();
-    if (E) {
-      D.Problem = E.message();
-      return D;
-    }
-    auto Out = Runner->output<int64_t>(0);
-    if (!Out) {
-      D.Problem = Out.error().message();
-      return D;
-    }
-    std::array<int64_t, MaxTiledLoops> Sizes{};
-    for (unsigned L = 0; L < MaxTiledLoops; ++L) {
-      Sizes[L] = (*Out)[L];
-      if (Sizes[L] < 0 || Sizes[L] > MaxTileSize) {
-        D.Problem = "the model answered tile size " + std::to_string(Sizes[L]) +
-                    " for loop " + std::to_string(L) + ", outside [0, " +
-                    std::to_string(MaxTileSize) + "]";
-        return D;
-      }
-    }
-    D.Sizes = Sizes;
-    D.FromModel = true;
-    return D;
-  }
-
-  /// Why the runner could not be made ("" when it was or was not tried).
-  const std::string &creationProblem() const { return CreationProblem; }
-
-private:
-  bool makeRunner() {
-    if (!CreationProblem.empty())
-      return false;
-    auto Parsed = RunnerConfig::parse(Config);
-    if (!Parsed) {
-      CreationProblem = Parsed.error().message();
-      return false;
-    }
-    RunnerFactories Factories = RunnerFactories::core();
-    if (Error E = addModuleRunners(Parsed->Kind, ownDirectory(), Factories)) {
-      CreationProblem = E.message();
-      return false;
-    }
-    auto Made = createRunner(*Parsed, tilingFeatureSpecs(), {tileSizesSpec()},
-                             Factories);
-    if (!Made) {
-      CreationProblem =
-          "cannot make the runner '" + Config + "': " + Made.error().message();
-      return false;
-    }
-    Runner = std::move(*Made);
-    return true;
-  }
-
-  std::string Config;
-  std::unique_ptr<ModelRunner> Runner;
-  std::string CreationProblem;
-  std::string Context;
-};
+/// The runner \p Config describes, made with the tiling specs (null for
+/// "" and "none"); runner kinds that need large libraries come from the
+/// modules beside the plugin.
+Expected<std::unique_ptr<ModelRunner>> makeRunner(const std::string &Config) {
+  if (Config.empty() || Config == "none")
+    return std::unique_ptr<ModelRunner>();
+  auto Parsed = RunnerConfig::parse(Config);
+  if (!Parsed)
+    return Parsed.takeError();
+  RunnerFactories Factories = RunnerFactories::core();
+  if (Error E = addModuleRunners(Parsed->Kind, ownDirectory(), Factories))
+    return E;
+  auto Made =
+      createRunner(*Parsed, tilingFeatureSpecs(), {tileSizesSpec()}, Factories);
+  if (!Made)
+    return makeError(Made.error().code(), "cannot make the runner '", Config,
+                     "': ", Made.error().message());
+  return std::move(*Made);
+}
 
 /// The pass (on the module, so that one runner serves every function).
 struct TilingPass
@@ -191,7 +111,10 @@ struct TilingPass
     if (Config.empty())
       if (const char *Env = std::getenv("MLBRIDGE_MLIR_RUNNER"))
         Config = Env;
-    TileAdvisor Advisor(Config);
+    // The runner is made at the first nest (a module without one never
+    // connects to a model).
+    std::optional<TileSizeAdvisor> Advisor;
+    std::string CreationProblem;
     std::string LogPath = LogOption;
     if (LogPath.empty())
       if (const char *Env = std::getenv("MLBRIDGE_MLIR_LOG"))
@@ -210,9 +133,18 @@ struct TilingPass
     std::string FirstProblem;
     mlir::IRRewriter Rewriter(&getContext());
     for (mlir::linalg::LinalgOp Op : Nests) {
+      if (!Advisor) {
+        auto Runner = makeRunner(Config);
+        if (!Runner)
+          CreationProblem = Runner.error().message();
+        Advisor.emplace(Runner ? std::move(*Runner) : nullptr);
+      }
       auto Function = Op->getParentOfType<mlir::func::FuncOp>();
+      const llvm::StringRef Name = Function ? Function.getSymName() : "";
       const TilingFeatures F = readTilingFeatures(Op);
-      Decision D = Advisor.advise(Function ? Function.getSymName() : "", F);
+      TileDecision D = Advisor->advise(Name, F);
+      if (D.Problem.empty() && !CreationProblem.empty())
+        D.Problem = CreationProblem;
       ++Asked;
       if (!D.Problem.empty()) {
         ++FellBack;
@@ -221,7 +153,7 @@ struct TilingPass
       }
       if (Log.isOpen()) {
         TilingRecord R;
-        R.Function = Function ? Function.getSymName().str() : "";
+        R.Function = Name.str();
         R.Operation = Op->getName().getStringRef().str();
         R.Features = F;
         R.TileSizes = D.Sizes;
@@ -229,44 +161,22 @@ struct TilingPass
                    : D.Problem.empty() ? "default"
                                        : "fallback";
         R.Problem = D.Problem;
-        R.RunnerMicros = D.Micros;
+        R.RunnerMicros = D.RunnerMicros;
         if (!Log.append(tilingLogLine(R)))
           LogProblem = "cannot write the tiling log '" + LogPath + "'";
       }
-      llvm::SmallVector<mlir::OpFoldResult> Sizes;
-      bool Any = false;
-      for (unsigned L = 0; L < Op.getNumLoops(); ++L) {
-        int64_t Size = L < MaxTiledLoops ? D.Sizes[L] : 0;
-        Any = Any || Size > 0;
-        Sizes.push_back(Rewriter.getIndexAttr(Size));
-      }
-      if (!Any)
-        continue;
-      mlir::scf::SCFTilingOptions Options;
-      Options.setTileSizes(Sizes);
-      Rewriter.setInsertionPoint(Op);
-      auto Tiled = mlir::scf::tileUsingSCF(
-          Rewriter, mlir::cast<mlir::TilingInterface>(Op.getOperation()),
-          Options);
-      if (mlir::failed(Tiled)) {
+      if (mlir::failed(tileLinalgOp(Rewriter, Op, D.Sizes)))
         mlir::emitRemark(Op->getLoc(),
                          "mlbridge: cannot tile with these sizes; left whole");
-        continue;
-      }
-      if (Op->getNumResults())
-        Rewriter.replaceOp(Op, Tiled->replacements);
-      else
-        Rewriter.eraseOp(Op);
     }
     // Remarks at the module's location, without the module attached (which
     // mlir-opt would print whole).
     mlir::Location Where = getOperation().getLoc();
     if (!LogProblem.empty())
       mlir::emitRemark(Where, "mlbridge: ") << LogProblem;
-    if (!Advisor.creationProblem().empty())
+    if (!CreationProblem.empty())
       mlir::emitRemark(Where, "mlbridge: ")
-          << Advisor.creationProblem()
-          << "; the pass's own tile sizes are used";
+          << CreationProblem << "; the pass's own tile sizes are used";
     else if (FellBack)
       mlir::emitRemark(Where, "mlbridge: ")
           << FellBack << " of " << Asked
@@ -276,12 +186,12 @@ struct TilingPass
 };
 
 } // namespace
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge
 
 /// MLIR's entry point: registers the pass (mlbridge-tile).
 extern "C" LLVM_ATTRIBUTE_WEAK mlir::PassPluginLibraryInfo
 mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "MlbridgeTiling", MLBRIDGE_VERSION_STRING,
-          []() { mlir::PassRegistration<mlbridge::mlirplugin::TilingPass>(); }};
+          []() { mlir::PassRegistration<mlbridge::mlirtiling::TilingPass>(); }};
 }

@@ -2,8 +2,8 @@
 # Installs the build tree $1, moves the installed package elsewhere (nothing
 # may point back into the source or build tree), then builds and runs
 # consumers of every component it has: with find_package(mlbridge COMPONENTS
-# ...) and with pkg-config (C++ core and the C API from C), and loads the
-# installed LLVM plugin into opt-19. Where mount namespaces are available
+# ...) and with pkg-config (C++ core and the C API from C), an MLIR tool on
+# mlbridge_mlir, and loads the installed LLVM plugin into opt-19. Where mount namespaces are available
 # (root), everything is built and run a second time with the source tree
 # hidden (an empty tmpfs mounted over it).
 set -euo pipefail
@@ -71,6 +71,10 @@ consume() {
     "$out/onnx_consumer" "$MODELS/mlp.onnx" "$MODELS/mlp.cases.bin" | grep -q '^onnx ok' \
       || fail "onnx consumer"
     RAN+=", onnx"
+  fi
+  if [[ -x "$out/mlir_consumer" ]]; then
+    "$out/mlir_consumer" | grep -q '^mlir ok' || fail "mlir consumer"
+    RAN+=", mlir"
   fi
   if [[ -x "$out/c_consumer" ]]; then
     "$out/c_consumer" | grep -q '^c api ok' || fail "C consumer"

@@ -1,4 +1,4 @@
-//===- mlir/LinalgAnalysis.h - Reading a linalg op's features ---*- C++ -*-===//
+//===- mlbridge/mlir/LinalgFeatures.h - A linalg op's features --*- C++ -*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
@@ -6,24 +6,25 @@
 ///
 /// \file
 /// The MLIR side of TilingFeatures: reads them off a linalg operation
-/// (tensors or memrefs), without changing it.
+/// (tensors or memrefs), without changing it. Part of the optional
+/// mlbridge_mlir library (built against MLIR 19).
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef MLBRIDGE_SRC_MLIR_LINALGANALYSIS_H
-#define MLBRIDGE_SRC_MLIR_LINALGANALYSIS_H
+#ifndef MLBRIDGE_MLIR_LINALGFEATURES_H
+#define MLBRIDGE_MLIR_LINALGFEATURES_H
 
-#include "TilingFeatures.h"
+#include "mlbridge/mlir/TilingFeatures.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 /// The features of \p Op, its DefaultTileSizes included.
 TilingFeatures readTilingFeatures(mlir::linalg::LinalgOp Op);
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge
 
-#endif // MLBRIDGE_SRC_MLIR_LINALGANALYSIS_H
+#endif // MLBRIDGE_MLIR_LINALGFEATURES_H

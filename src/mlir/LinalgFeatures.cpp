@@ -1,16 +1,16 @@
-//===- mlir/LinalgAnalysis.cpp - Reading a linalg op's features -----------===//
+//===- mlir/LinalgFeatures.cpp - A linalg op's features -------------------===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgAnalysis.h"
+#include "mlbridge/mlir/LinalgFeatures.h"
 
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 namespace {
 /// Bits of \p T's elements (0 when they have no fixed width).
@@ -57,5 +57,5 @@ TilingFeatures readTilingFeatures(mlir::linalg::LinalgOp Op) {
   return F;
 }
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge

@@ -1,21 +1,23 @@
-//===- mlir/TilingFeatures.h - What a model sees of a linalg op -*- C++ -*-===//
+//===- mlbridge/mlir/TilingFeatures.h - A linalg nest for a model *- C++
+//-*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// The features of one linalg operation (a loop nest) that the MLIR tiling
-/// pass sends to a model, one int64 tensor each, and the decision: tile
-/// sizes for the nest's first MaxTiledLoops loops (0: not tiled). The pass's
-/// own heuristic's decision is a feature too (`default_tile_sizes`), so that
-/// a model echoing it reproduces the pass without a model. This header does
-/// not include MLIR's.
+/// The features of one linalg operation (a loop nest) that MLIR passes send
+/// to a tile-size model (the mlbridge-tile pass of the MLIR plugin, or a
+/// pass of one's own through TileSizeAdvisor.h), one int64 tensor each, and
+/// the decision: tile sizes for the nest's first MaxTiledLoops loops (0: not
+/// tiled). The heuristic's decision is a feature too (`default_tile_sizes`),
+/// so that a model echoing it reproduces the pass without a model. Part of
+/// the optional mlbridge_mlir library; this header does not include MLIR's.
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef MLBRIDGE_SRC_MLIR_TILINGFEATURES_H
-#define MLBRIDGE_SRC_MLIR_TILINGFEATURES_H
+#ifndef MLBRIDGE_MLIR_TILINGFEATURES_H
+#define MLBRIDGE_MLIR_TILINGFEATURES_H
 
 #include "mlbridge/TensorSpec.h"
 
@@ -24,7 +26,7 @@
 #include <vector>
 
 namespace mlbridge {
-namespace mlirplugin {
+namespace mlirtiling {
 
 /// The loops of a nest that a decision sizes (outer first).
 constexpr unsigned MaxTiledLoops = 3;
@@ -64,12 +66,12 @@ const char *scalarFeatureName(TilingFeature F);
 /// The output spec: `tile_sizes`, int64 [MaxTiledLoops].
 TensorSpec tileSizesSpec();
 
-/// The pass's own heuristic: loops of at least 64 iterations are tiled by
-/// 32 in nests with a reduction (contractions, convolutions); elementwise
-/// and other all-parallel nests are left whole.
+/// The heuristic (what the pass does without a model): loops of at least 64
+/// iterations are tiled by 32 in nests with a reduction (contractions,
+/// convolutions); elementwise and other all-parallel nests are left whole.
 std::array<int64_t, MaxTiledLoops> defaultTileSizes(const TilingFeatures &F);
 
-} // namespace mlirplugin
+} // namespace mlirtiling
 } // namespace mlbridge
 
-#endif // MLBRIDGE_SRC_MLIR_TILINGFEATURES_H
+#endif // MLBRIDGE_MLIR_TILINGFEATURES_H
