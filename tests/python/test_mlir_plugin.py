@@ -383,3 +383,5 @@ def test_the_tiling_study_searches_fits_and_deploys(plugin, tmp_path):
     chosen = {tuple(s) for k in data["kernels"] for s in k["model_sizes"]}
     assert all(k["model_sizes"] for k in data["kernels"]) and chosen <= searched
     assert data["runner_us"] > 0 and "geometric mean speedup" in done.stdout
+    assert data["held_out_geomean_speedup"] > 0
+    assert all(k["held_out_sizes"] in TILE_CHOICES.tolist() for k in data["kernels"])
