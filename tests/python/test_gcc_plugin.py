@@ -19,9 +19,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
+from compiler_plugins import compiler_env as plugin_compiler_env
+from compiler_plugins import plugin_under_test
 
 from mlbridge.gcc import FACTORS, FEATURE_NAMES, UnrollPolicy, read_decision_log
-from mlbridge.native import NativeError, find_native
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPS = ROOT / "tests" / "data" / "gcc_loops.c"
@@ -33,33 +34,14 @@ ASKED = 5
 
 @pytest.fixture(scope="module")
 def plugin() -> Path:
-    named = os.environ.get("MLBRIDGE_GCC_PLUGIN")
-    if named:
-        path = Path(named)
-    else:
-        try:
-            native = find_native()
-        except NativeError as err:
-            pytest.skip(f"no installed mlbridge: {err}")
-        if "gcc" not in native.components:
-            pytest.skip("mlbridge was built without the GCC plugin (gcc-12-plugin-dev)")
-        path = native.require("gcc_plugin")
+    path = plugin_under_test("MLBRIDGE_GCC_PLUGIN", "gcc", "gcc_plugin", "gcc-12-plugin-dev")
     if shutil.which("gcc-12") is None:
         pytest.fail("gcc-12 is missing (scripts/setup installs it)")
-    assert path.is_file(), path
     return path
 
 
 def compiler_env(settings: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_GCC_")}
-    preload = os.environ.get("MLBRIDGE_GCC_PLUGIN_PRELOAD", "")
-    if preload:
-        # cc1 leaks on purpose; ONNX Runtime's official binaries free the
-        # status of a failed call with free() after new[] (its bug, not ours).
-        env["LD_PRELOAD"] = preload
-        env["ASAN_OPTIONS"] = "detect_leaks=0:alloc_dealloc_mismatch=0"
-    env.update(settings or {})
-    return env
+    return plugin_compiler_env("MLBRIDGE_GCC_PLUGIN", settings)
 
 
 def gcc(

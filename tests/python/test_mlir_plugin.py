@@ -20,44 +20,25 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pytest
+from compiler_plugins import compiler_env, plugin_under_test
 
 from mlbridge.linear_policy import Layout, LinearChoicePolicy
 from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels, read_tiling_log
 from mlbridge.mlir.policy import LAYOUT
-from mlbridge.native import NativeError, find_native
 
 
 @pytest.fixture(scope="module")
 def plugin() -> Path:
-    named = os.environ.get("MLBRIDGE_MLIR_PLUGIN")
-    if named:
-        path = Path(named)
-    else:
-        try:
-            native = find_native()
-        except NativeError as err:
-            pytest.skip(f"no installed mlbridge: {err}")
-        if "mlir" not in native.components:
-            pytest.skip("mlbridge was built without the MLIR plugin (libmlir-19-dev)")
-        path = native.require("mlir_plugin")
+    path = plugin_under_test("MLBRIDGE_MLIR_PLUGIN", "mlir", "mlir_plugin", "libmlir-19-dev")
     try:
         kernels.tools()
     except FileNotFoundError as err:
         pytest.fail(f"missing {err} (scripts/setup installs it)")
-    assert path.is_file(), path
     return path
 
 
 def environment(settings: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_MLIR_")}
-    preload = os.environ.get("MLBRIDGE_MLIR_PLUGIN_PRELOAD", "")
-    if preload:
-        # mlir-opt leaks on purpose; ONNX Runtime's official binaries free the
-        # status of a failed call with free() after new[] (its bug, not ours).
-        env["LD_PRELOAD"] = preload
-        env["ASAN_OPTIONS"] = "detect_leaks=0:alloc_dealloc_mismatch=0"
-    env.update(settings or {})
-    return env
+    return compiler_env("MLBRIDGE_MLIR_PLUGIN", settings)
 
 
 def tile(

@@ -1,0 +1,32 @@
+# The tests of this build's compiler plugins in stock compilers (tests/llvm,
+# tests/gcc, tests/mlir): pytest, told the plugin's path and, in a sanitizer
+# build, the runtimes to LD_PRELOAD into the uninstrumented compiler
+# (opt-19, clang-19, cc1, mlir-opt-19).
+
+# mlbridge_sanitizer_preload(OUT): those runtimes, ':'-separated; empty
+# without MLBRIDGE_SANITIZE.
+function(mlbridge_sanitizer_preload out)
+  set(preload "")
+  if(MLBRIDGE_SANITIZE)
+    foreach(runtime libasan.so libubsan.so)
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime}
+                      OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+      list(APPEND preload ${path})
+    endforeach()
+    string(REPLACE ";" ":" preload "${preload}")
+  endif()
+  set(${out} "${preload}" PARENT_SCOPE)
+endfunction()
+
+# mlbridge_add_plugin_test(NAME VARIABLE TARGET TESTS): the ctest NAME runs
+# pytest on TESTS (a file or directory) with $VARIABLE set to the plugin
+# TARGET builds and $VARIABLE_PRELOAD to the sanitizer runtimes.
+function(mlbridge_add_plugin_test name variable target tests)
+  mlbridge_sanitizer_preload(preload)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} -E env
+            ${variable}=$<TARGET_FILE:${target}>
+            ${variable}_PRELOAD=${preload}
+            ${MLBRIDGE_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${tests})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 900)
+endfunction()
