@@ -16,7 +16,17 @@ namespace mlbridge {
 namespace mlirtiling {
 
 TileSizeAdvisor::TileSizeAdvisor(std::unique_ptr<ModelRunner> Runner)
-    : Runner(std::move(Runner)) {}
+    : Runner(std::move(Runner)) {
+  if (!this->Runner)
+    return;
+  for (unsigned I = 0; I < NumScalarFeatures; ++I)
+    Scalars[I] = this->Runner->input<int64_t>(I);
+  Ranges = this->Runner->input<int64_t>(NumScalarFeatures);
+  Defaults = this->Runner->input<int64_t>(NumScalarFeatures + 1);
+  if (!Ranges || !Defaults ||
+      std::find(Scalars.begin(), Scalars.end(), nullptr) != Scalars.end())
+    SpecProblem = "the runner was not made with tilingFeatureSpecs()";
+}
 
 TileDecision TileSizeAdvisor::advise(llvm::StringRef Function,
                                      const TilingFeatures &F) {
@@ -24,23 +34,16 @@ TileDecision TileSizeAdvisor::advise(llvm::StringRef Function,
   D.Sizes = F.DefaultTileSizes;
   if (!Runner)
     return D;
+  if (!SpecProblem.empty()) {
+    D.Problem = SpecProblem;
+    return D;
+  }
   if (Context != Function) {
     Context = Function.str();
     if (Error E = Runner->switchContext(Context)) {
       D.Problem = E.message();
       return D;
     }
-  }
-  int64_t *Scalars[NumScalarFeatures];
-  for (unsigned I = 0; I < NumScalarFeatures; ++I)
-    Scalars[I] = Runner->input<int64_t>(I);
-  int64_t *Ranges = Runner->input<int64_t>(NumScalarFeatures);
-  int64_t *Defaults = Runner->input<int64_t>(NumScalarFeatures + 1);
-  if (!Ranges || !Defaults ||
-      std::find(std::begin(Scalars), std::end(Scalars), nullptr) !=
-          std::end(Scalars)) {
-    D.Problem = "the runner was not made with tilingFeatureSpecs()";
-    return D;
   }
   for (unsigned I = 0; I < NumScalarFeatures; ++I)
     *Scalars[I] = F.Scalars[I];

@@ -72,6 +72,12 @@ public:
 
 private:
   std::unique_ptr<ModelRunner> Runner;
+  /// The runner's input buffers, found once (null without a runner).
+  std::array<int64_t *, NumScalarFeatures> Scalars{};
+  int64_t *Ranges = nullptr;
+  int64_t *Defaults = nullptr;
+  /// Why the runner's inputs do not fit ("" when they do).
+  std::string SpecProblem;
   std::string Context;
 };
 

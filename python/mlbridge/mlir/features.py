@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
+
+from mlbridge.plugin_logs import read_plugin_log
 
 #: The loops of a nest a decision sizes (outer first).
 MAX_TILED_LOOPS = 3
@@ -39,16 +40,4 @@ _KEYS = ("function", "operation", "features", "tile_sizes", "source", "runner_us
 def read_tiling_log(path: Path) -> List[Dict[str, Any]]:
     """The nests of a tiling log (``mlbridge-tile{log=FILE}``), one dict per
     JSON line; ValueError naming the line when one is malformed."""
-    nests = []
-    with open(path, encoding="utf-8") as lines:
-        for number, text in enumerate(lines, 1):
-            try:
-                nest = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not JSON: {err}") from None
-            if not isinstance(nest, dict) or any(key not in nest for key in _KEYS):
-                raise ValueError(f"{path}:{number}: a nest needs the keys {_KEYS}")
-            if tuple(nest["features"]) != tuple(name for name, _ in FEATURES):
-                raise ValueError(f"{path}:{number}: features {list(nest['features'])}")
-            nests.append(nest)
-    return nests
+    return read_plugin_log(path, _KEYS, [name for name, _ in FEATURES], "a nest")

@@ -219,34 +219,26 @@ def _generic(maps: Sequence[str], iterators: Sequence[str], operands: Sequence[O
     )
 
 
-def row_sum(m: int, n: int) -> Kernel:
-    a, s = Operand((m, n)), Operand((m,), output=True)
+def _sum(name: str, a: Operand, s: Operand, maps: Sequence[str]) -> Kernel:
+    """``s`` += the elements of ``a`` along the reduction loop of ``maps``
+    (parallel loop first)."""
     body = (
-        _generic(
-            ["affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>"],
-            ["parallel", "reduction"],
-            (a, s),
-        )
+        _generic(maps, ["parallel", "reduction"], (a, s))
         + "  ^bb0(%x: f32, %acc: f32):\n"
         + "    %r = arith.addf %acc, %x : f32\n"
         + "    linalg.yield %r : f32\n  }"
     )
-    return Kernel(f"row_sum_{m}x{n}", (a, s), body)
+    return Kernel(name, (a, s), body)
+
+
+def row_sum(m: int, n: int) -> Kernel:
+    maps = ["affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>"]
+    return _sum(f"row_sum_{m}x{n}", Operand((m, n)), Operand((m,), output=True), maps)
 
 
 def column_sum(m: int, n: int) -> Kernel:
-    a, s = Operand((m, n)), Operand((n,), output=True)
-    body = (
-        _generic(
-            ["affine_map<(j, i) -> (i, j)>", "affine_map<(j, i) -> (j)>"],
-            ["parallel", "reduction"],
-            (a, s),
-        )
-        + "  ^bb0(%x: f32, %acc: f32):\n"
-        + "    %r = arith.addf %acc, %x : f32\n"
-        + "    linalg.yield %r : f32\n  }"
-    )
-    return Kernel(f"column_sum_{m}x{n}", (a, s), body)
+    maps = ["affine_map<(j, i) -> (i, j)>", "affine_map<(j, i) -> (j)>"]
+    return _sum(f"column_sum_{m}x{n}", Operand((m, n)), Operand((n,), output=True), maps)
 
 
 def elementwise_chain(m: int, n: int) -> Kernel:
