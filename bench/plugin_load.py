@@ -8,7 +8,9 @@ A file of one small function is compiled by ``clang-19 -Oz -c`` plain, and
 with the plugin under the runners ``default`` (LLVM's own decision through
 the bridge), ``constant:0``, ``aot`` (a module compiled by mlbridge-aot) and
 ``onnx`` (ONNX Runtime), over and over, the configurations alternating
-round by round. Each compilation's CPU time (user + system, of clang and its
+round by round. A file without call sites is compiled plain and with the
+``onnx`` runner, lazy (the default: ONNX Runtime is never loaded, no
+decision is asked) and ``load=eager``. Each compilation's CPU time (user + system, of clang and its
 cc1 child) is read from the kernel; per configuration the median over the
 rounds, and the extra over plain clang paired round by round (median and
 range) are printed, with the date, the compiler and the CPU regime (this
@@ -35,6 +37,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int y) { return f(y) - f(y + 1); }\n"
+#: A file without call sites: the inliner asks nothing, so the lazy onnx
+#: runner never loads ONNX Runtime (load=eager does).
+SOURCE_NO_CALL = "int g(int y) { return y * 3 + 1; }\n"
+#: Configurations compiling SOURCE_NO_CALL (the rest compile SOURCE).
+NO_CALL = ("plain, no call site", "onnx, no call site", "onnx eager, no call")
 
 
 def _policy_onnx(path: Path) -> None:
@@ -96,6 +103,9 @@ def _configs(plugin: Path, work: Path) -> Dict[str, Optional[List[str]]]:
         "plugin, constant:0": runner("-mlbridge-runner=constant:0"),
         "plugin, aot": runner("-mlbridge-runner=aot", f"-mlbridge-model={aot}"),
         "plugin, onnx": runner("-mlbridge-runner=onnx", f"-mlbridge-model={model}"),
+        NO_CALL[0]: None,
+        NO_CALL[1]: runner("-mlbridge-runner=onnx", f"-mlbridge-model={model}"),
+        NO_CALL[2]: runner(f"-mlbridge-runner=onnx:{model},load=eager"),
     }
 
 
@@ -125,11 +135,14 @@ def main() -> int:
         work = Path(tmp)
         source = work / "one.c"
         source.write_text(SOURCE)
+        no_call = work / "no_call.c"
+        no_call.write_text(SOURCE_NO_CALL)
         configs = _configs(plugin, work)
         times: Dict[str, List[float]] = {name: [] for name in configs}
         for round_ in range(args.rounds + 1):  # the first round warms the caches
             for name, flags in configs.items():
-                command = [args.clang, "-Oz", "-c", *(flags or []), str(source)]
+                src = no_call if name in NO_CALL else source
+                command = [args.clang, "-Oz", "-c", *(flags or []), str(src)]
                 ms = _cpu_ms(command + ["-o", str(work / "one.o")])
                 if round_:
                     times[name].append(ms)
@@ -149,8 +162,10 @@ def main() -> int:
         f"{report['compiler']}, {report['regime']}, {args.rounds} rounds"
     )
     print(f"  {'':<22} {'median ms':>10} {'extra ms: median [min..max]':>30}")
+    print("  (the no-call rows: over plain on the file without call sites)")
     for name, values in times.items():
-        extra = sorted(v - p for v, p in zip(values, plain))
+        base = times[NO_CALL[0]] if name in NO_CALL else plain
+        extra = sorted(v - p for v, p in zip(values, base))
         row = {
             "name": name,
             "median_ms": round(statistics.median(values), 2),

@@ -15,6 +15,7 @@
 ///   pipe:/tmp/run/inline,connect_timeout_ms=60000,call_timeout_ms=1000
 ///   grpc:unix:/tmp/run/model.sock,mode=streaming
 ///   onnx:/models/inline.onnx,threads=1
+///   onnx:/models/inline.onnx,load=eager
 ///   aot:/models/inline_policy.so
 ///   constant:1
 ///   echo:inlining_default
@@ -101,6 +102,12 @@ struct RunnerConfig {
   std::chrono::milliseconds Timeout{10000};
   /// ONNX Runtime: threads inside one operator.
   int Threads = 1;
+  /// ONNX Runtime (key load=lazy|eager): load ONNX Runtime and the model's
+  /// session at the first evaluation (lazy, the default; the model's inputs
+  /// and outputs are still checked against the specs at creation), or at
+  /// creation (eager: every error ONNX Runtime can find is reported then).
+  /// A compiler process that makes no decision then pays nothing for it.
+  bool LazyLoad = true;
   /// Largest message a remote runner sends or accepts.
   size_t MaxMessageBytes = DefaultMaxMessageBytes;
 

@@ -32,6 +32,8 @@ KINDS: Tuple[str, ...] = ("pipe", "grpc", "onnx", "aot", "constant", "echo", "to
 PROTOCOLS = ("mlgo", "extended", "shm")
 #: Serialisations of the extended pipe protocol.
 FORMATS: Tuple[str, ...] = ("bitstream", "json", "protobuf")
+#: When the onnx runner loads ONNX Runtime: at its first evaluation, or at creation.
+LOADS: Tuple[str, ...] = ("lazy", "eager")
 #: The default deadline of remote runners, in milliseconds.
 DEFAULT_TIMEOUT_MS = 10000
 #: Longest timeout accepted (INT32_MAX ms, about 24 days).
@@ -48,7 +50,7 @@ _KEYS: Dict[str, Tuple[str, ...]] = {
         "max_message_bytes",
     ),
     "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms", "max_message_bytes"),
-    "onnx": ("threads",),
+    "onnx": ("threads", "load"),
     "torch": ("threads",),
 }
 _NEEDS = {
@@ -79,6 +81,8 @@ class RunnerConfig:
     connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     threads: int = 1
+    #: ONNX Runtime: load it at the first evaluation (lazy) or at creation (eager).
+    load: str = "lazy"
     max_message_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
@@ -107,6 +111,7 @@ class RunnerConfig:
         if self.kind not in KINDS:
             raise RunnerConfigError(f"unknown runner '{self.kind}' ({', '.join(KINDS)})")
         _choice("protocol", self.protocol, PROTOCOLS)
+        _choice("load", self.load, LOADS)
         if self.kind == "pipe" and self.protocol != "extended" and self.format != "bitstream":
             raise RunnerConfigError(
                 f"runner configuration: format={self.format} needs "
@@ -152,6 +157,8 @@ class RunnerConfig:
                 out += f",max_message_bytes={self.max_message_bytes}"
         if self.kind in ("onnx", "torch") and self.threads != default.threads:
             out += f",threads={self.threads}"
+        if self.kind == "onnx" and self.load != default.load:
+            out += f",load={self.load}"
         return out
 
     def plugin_env(self) -> Dict[str, str]:
@@ -204,6 +211,7 @@ _APPLY: Dict[str, Callable[[Dict[str, object], str, str], None]] = {
         "max_message_bytes", _integer(v, 1, _INT64[1], k)
     ),
     "threads": lambda f, k, v: f.__setitem__("threads", _integer(v, 1, 1024, k)),
+    "load": lambda f, k, v: f.__setitem__("load", _choice(k, v, LOADS)),
 }
 
 

@@ -43,6 +43,7 @@ const char *keysOf(RunnerKind Kind) {
     return "mode, timeout_ms, connect_timeout_ms, call_timeout_ms, "
            "max_message_bytes";
   case RunnerKind::Onnx:
+    return "threads, load";
   case RunnerKind::Torch:
     return "threads";
   case RunnerKind::Aot:
@@ -125,6 +126,12 @@ Error applyKey(RunnerConfig &C, std::string_view Key, std::string_view Value) {
     if (!N)
       return N.takeError();
     C.Threads = int(*N);
+    return Error::success();
+  }
+  if (C.Kind == RunnerKind::Onnx && Key == "load") {
+    if (Value != "lazy" && Value != "eager")
+      return Bad("lazy or eager");
+    C.LazyLoad = Value == "lazy";
     return Error::success();
   }
   return makeError(ErrorCode::InvalidArgument, "runner configuration: '",
@@ -250,6 +257,8 @@ std::string RunnerConfig::str() const {
   if ((Kind == RunnerKind::Onnx || Kind == RunnerKind::Torch) &&
       Threads != Default.Threads)
     Out += ",threads=" + std::to_string(Threads);
+  if (Kind == RunnerKind::Onnx && !LazyLoad)
+    Out += ",load=eager";
   return Out;
 }
 
@@ -258,7 +267,7 @@ bool operator==(const RunnerConfig &A, const RunnerConfig &B) {
          A.Protocol == B.Protocol && A.Serialization == B.Serialization &&
          A.Streaming == B.Streaming && A.ConnectTimeout == B.ConnectTimeout &&
          A.Timeout == B.Timeout && A.Threads == B.Threads &&
-         A.MaxMessageBytes == B.MaxMessageBytes;
+         A.LazyLoad == B.LazyLoad && A.MaxMessageBytes == B.MaxMessageBytes;
 }
 
 } // namespace mlbridge

@@ -46,7 +46,9 @@ const char *runnerModuleFile(RunnerKind Kind);
 /// directory \p Dir when it has one (grpc, onnx, torch) and \p Factories lacks
 /// it; nothing to do for the other kinds. Errors (Unsupported) name the module:
 /// missing or not loadable (with the loader's reason), without the entry
-/// point, or of another mlbridge version.
+/// point, or of another mlbridge version. The onnx module (with ONNX Runtime)
+/// is loaded by the factory, with the model: at the first evaluation unless
+/// the configuration says load=eager (see deferOnnxLoading()).
 Error addModuleRunners(RunnerKind Kind, const std::string &Dir,
                        RunnerFactories &Factories);
 

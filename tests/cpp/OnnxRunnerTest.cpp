@@ -6,8 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlbridge/OnnxModelRunner.h"
+#include "mlbridge/RunnerConfig.h"
 
+#include "OnnxModelBytes.h"
 #include "TestHelpers.h"
+
+#include <fstream>
 
 #include <cmath>
 #include <cstdlib>
@@ -125,6 +129,81 @@ TEST_F(OnnxRunner, BadInputsAreClearErrors) {
   ASSERT_FALSE(bool(NoSuchOutput));
   EXPECT_NE(NoSuchOutput.error().message().find("no output 'advice'"),
             std::string::npos);
+}
+
+namespace {
+/// The onnx runner of \p Config over the two_io model's specs.
+Expected<std::unique_ptr<ModelRunner>> twoIo(const std::string &Config) {
+  RunnerFactories F = RunnerFactories::core();
+  addOnnxRunners(F);
+  auto C = RunnerConfig::parse(Config);
+  if (!C)
+    return C.takeError();
+  return createRunner(*C,
+                      {TensorSpec::of<int64_t>("a", {1, 3}),
+                       TensorSpec::of<float>("b", {1, 3}),
+                       TensorSpec::of<int64_t>("feature_the_model_ignores")},
+                      {TensorSpec::of<int64_t>("best", {1, 1})}, F);
+}
+} // namespace
+
+TEST_F(OnnxRunner, LazyAndEagerLoadingGiveTheSameRunner) {
+  for (const char *Load : {"", ",load=eager"}) {
+    ASSERT_EXPECTED(R, twoIo("onnx:" + Dir + "/two_io.onnx" + Load));
+    // Known before ONNX Runtime is loaded, from the model file itself.
+    EXPECT_TRUE((*R)->readsInput(0));
+    EXPECT_TRUE((*R)->readsInput(1));
+    EXPECT_FALSE((*R)->readsInput(2));
+    for (int Round = 0; Round < 3; ++Round) {
+      int64_t *A = (*R)->input<int64_t>(0);
+      float *B = (*R)->input<float>(1);
+      A[0] = 1, A[1] = 5, A[2] = 2 + Round;
+      B[0] = 0.5f, B[1] = -4.0f, B[2] = 0.25f;
+      auto Best = (*R)->evaluate<int64_t>();
+      ASSERT_TRUE(bool(Best)) << Load << ": " << Best.error().toString();
+      EXPECT_EQ(*Best, 2);
+      A[0] = 9;
+      EXPECT_EQ(*(*R)->evaluate<int64_t>(), 0) << Load;
+    }
+  }
+}
+
+TEST_F(OnnxRunner, LazyLoadingStillRefusesAModelOfOtherSpecsAtCreation) {
+  auto Missing = twoIo("onnx:" + Dir + "/nope.onnx");
+  ASSERT_FALSE(bool(Missing));
+  EXPECT_NE(Missing.error().message().find("nope.onnx"), std::string::npos);
+  auto Other = twoIo("onnx:" + Dir + "/mlp.onnx");
+  ASSERT_FALSE(bool(Other));
+  EXPECT_NE(Other.error().message().find("needs input 'x'"), std::string::npos);
+}
+
+TEST_F(OnnxRunner, WhatOnlyOnnxRuntimeFindsFailsTheFirstEvaluation) {
+  // Of the right interface, but of an operator no ONNX opset has.
+  OnnxGraphParts G;
+  G.Nodes = {onnxNode("NoSuchOp", {"a"}, {"best"})};
+  G.Inputs = {onnxTensorValue("a", 7, {1, 3})};
+  G.Outputs = {onnxTensorValue("best", 7, {1, 1})};
+  std::string Path = Dir + "/no_such_op.onnx";
+  {
+    std::ofstream F(Path, std::ios::binary);
+    F << onnxModel(G);
+  }
+  auto Eager = twoIo("onnx:" + Path + ",load=eager");
+  ASSERT_FALSE(bool(Eager));
+  EXPECT_NE(Eager.error().message().find("NoSuchOp"), std::string::npos);
+
+  ASSERT_EXPECTED(R, twoIo("onnx:" + Path));
+  EXPECT_FALSE((*R)->readsInput(1));
+  Error First = (*R)->evaluate();
+  ASSERT_TRUE(bool(First));
+  EXPECT_EQ(First.code(), Eager.error().code());
+  EXPECT_NE(First.message().find("NoSuchOp"), std::string::npos);
+  EXPECT_NE(First.message().find(Path), std::string::npos);
+  // Not tried again: later evaluations fail fast, naming the first error.
+  Error Second = (*R)->evaluate();
+  ASSERT_TRUE(bool(Second));
+  EXPECT_EQ(Second.code(), ErrorCode::Broken);
+  EXPECT_NE(Second.message().find("NoSuchOp"), std::string::npos);
 }
 
 namespace {

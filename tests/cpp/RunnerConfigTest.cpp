@@ -50,6 +50,7 @@ RunnerConfig expected(const nlohmann::json &Defaults,
       std::chrono::milliseconds(F["connect_timeout_ms"].get<int64_t>());
   C.Timeout = std::chrono::milliseconds(F["timeout_ms"].get<int64_t>());
   C.Threads = F["threads"].get<int>();
+  C.LazyLoad = F["load"].get<std::string>() == "lazy";
   C.MaxMessageBytes = F["max_message_bytes"].get<size_t>();
   return C;
 }
