@@ -60,6 +60,8 @@ class ProgramResult:
     fallbacks: int = 0
     compared: int = 0
     agreed: int = 0
+    #: Modules (one compiler process each) that asked the model at least once.
+    deciding: int = 0
 
     @property
     def agreement(self) -> Optional[float]:
@@ -73,12 +75,14 @@ def _children_cpu() -> float:
 
 def _read_stats(path: Path) -> Dict[str, int]:
     totals = {"decisions": 0, "inlined": 0, "fallbacks": 0, "compared": 0, "agreed": 0}
+    deciding = 0
     if path.exists():
         for line in path.read_text().splitlines():
             row = json.loads(line)
             for key in totals:
                 totals[key] += int(row[key])
-    return totals
+            deciding += int(row["decisions"]) > 0
+    return {**totals, "deciding": deciding}
 
 
 def compile_program(
