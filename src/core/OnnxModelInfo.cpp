@@ -7,12 +7,10 @@
 #include "mlbridge/OnnxModelInfo.h"
 
 #include "support/ProtoWire.h"
+#include "support/ReadFile.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
+#include <cstdint>
 #include <unordered_set>
 
 namespace mlbridge {
@@ -320,28 +318,12 @@ Expected<OnnxModelInfo> readOnnxModelInfo(std::string_view Bytes) {
 }
 
 Expected<OnnxModelInfo> readOnnxModelInfoFile(const std::string &Path) {
-  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (Fd < 0)
-    return makeError(ErrorCode::InvalidArgument, "cannot load ONNX model '",
-                     Path, "': ", std::strerror(errno));
-  std::string Bytes;
-  char Chunk[1 << 16];
-  int Errno = 0;
-  for (;;) {
-    ssize_t N = ::read(Fd, Chunk, sizeof(Chunk));
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N < 0)
-      Errno = errno;
-    if (N <= 0)
-      break;
-    Bytes.append(Chunk, size_t(N));
-  }
-  ::close(Fd);
-  if (Errno)
-    return makeError(ErrorCode::InvalidArgument, "cannot load ONNX model '",
-                     Path, "': ", std::strerror(Errno));
-  auto Info = readOnnxModelInfo(Bytes);
+  // One ModelProto is at most 2 GiB (protobuf's limit; larger weights live
+  // in external data files, which the interface does not need).
+  auto Bytes = readRegularFile(Path, INT32_MAX, "ONNX model");
+  if (!Bytes) // ONNX Runtime reports every model it cannot load so
+    return Error(ErrorCode::InvalidArgument, Bytes.error().message());
+  auto Info = readOnnxModelInfo(*Bytes);
   if (!Info)
     return Info.error().withContext("cannot load ONNX model '" + Path + "'");
   return Info;

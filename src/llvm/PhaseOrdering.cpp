@@ -23,6 +23,8 @@
 
 #include "mlbridge/llvm/PhaseOrdering.h"
 
+#include "support/ReadFile.h"
+
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -43,18 +45,12 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <array>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace mlbridge::phase {
 
@@ -94,46 +90,6 @@ public:
 private:
   std::string &FirstError;
 };
-
-/// Reads file \p Path, refusing one larger than \p Max bytes before
-/// reading it.
-Expected<std::string> readCapped(const std::string &Path, uint64_t Max) {
-  auto Fail = [&](ErrorCode Code, const std::string &Why) {
-    return makeError(Code, "cannot load module '", Path, "': ", Why);
-  };
-  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (Fd < 0)
-    return Fail(ErrorCode::IO, std::strerror(errno));
-  struct Closer {
-    int Fd;
-    ~Closer() { ::close(Fd); }
-  } Close{Fd};
-  struct stat St;
-  if (::fstat(Fd, &St) != 0)
-    return Fail(ErrorCode::IO, std::strerror(errno));
-  if (!S_ISREG(St.st_mode))
-    return Fail(ErrorCode::IO, "not a regular file");
-  if (static_cast<uint64_t>(St.st_size) > Max)
-    return Fail(ErrorCode::TooLarge, std::to_string(St.st_size) +
-                                         " bytes, more than the limit of " +
-                                         std::to_string(Max));
-  std::string Bytes(static_cast<size_t>(St.st_size) + 1, '\0');
-  size_t Got = 0;
-  while (Got < Bytes.size()) {
-    ssize_t N = ::read(Fd, Bytes.data() + Got, Bytes.size() - Got);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N < 0)
-      return Fail(ErrorCode::IO, std::strerror(errno));
-    if (N == 0)
-      break;
-    Got += static_cast<size_t>(N);
-  }
-  if (Got > static_cast<uint64_t>(St.st_size))
-    return Fail(ErrorCode::IO, "the file grew while it was read");
-  Bytes.resize(Got);
-  return Bytes;
-}
 
 /// The TargetMachine for \p M's triple, or null (no triple, or a target this
 /// LLVM lacks: passes then use target-independent defaults).
@@ -364,7 +320,8 @@ Expected<std::unique_ptr<Session>> Session::create(SessionOptions Options) {
 }
 
 Error Session::loadFile(const std::string &Path) {
-  Expected<std::string> Bytes = readCapped(Path, P->Options.MaxInputBytes);
+  Expected<std::string> Bytes =
+      readRegularFile(Path, P->Options.MaxInputBytes, "module");
   if (!Bytes)
     return Bytes.takeError();
   return loadBytes(*Bytes, Path);

@@ -10,6 +10,8 @@
 #include "TestHelpers.h"
 
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlbridge;
 using namespace mlbridge::test;
@@ -159,6 +161,15 @@ TEST(OnnxModelInfo, FilesAreReadAndMissingOnesNamed) {
     std::ofstream F(Path, std::ios::binary);
     F << "\x3a\x05garbage";
   }
+  std::string Fifo = Path + ".fifo";
+  ::unlink(Fifo.c_str());
+  ASSERT_EQ(::mkfifo(Fifo.c_str(), 0600), 0);
+  auto NotAFile = readOnnxModelInfoFile(Fifo); // never waits for a writer
+  ::unlink(Fifo.c_str());
+  ASSERT_FALSE(bool(NotAFile));
+  EXPECT_EQ(NotAFile.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(NotAFile.error().message().find("not a regular file"),
+            std::string::npos);
   auto Bad = readOnnxModelInfoFile(Path);
   ASSERT_FALSE(bool(Bad));
   EXPECT_NE(Bad.error().message().find("': not an ONNX model"),
