@@ -48,15 +48,19 @@ private:
       return R.takeError();
     }
     std::unique_ptr<ModelRunner> Made = std::move(*R);
+    // What the caller was told at creation must still hold: a model file
+    // replaced since then may read inputs the caller no longer fills.
     bool Same = Made->numInputs() == Inputs.size() &&
                 Made->numOutputs() == Outputs.size();
     for (size_t I = 0; Same && I < Inputs.size(); ++I)
-      Same = Made->inputSpec(I) == Inputs.spec(I);
+      Same = Made->inputSpec(I) == Inputs.spec(I) &&
+             Made->readsInput(I) == Reads[I];
     for (size_t I = 0; Same && I < Outputs.size(); ++I)
       Same = Made->outputSpec(I) == Outputs.spec(I);
     if (!Same) {
       Error E(ErrorCode::InvalidArgument,
-              "deferred runner: the runner made has other specs");
+              "deferred runner: the runner made has other specs or reads "
+              "other inputs than the one created (was the model replaced?)");
       markBroken(E);
       return E;
     }

@@ -206,6 +206,38 @@ TEST_F(OnnxRunner, WhatOnlyOnnxRuntimeFindsFailsTheFirstEvaluation) {
   EXPECT_NE(Second.message().find("NoSuchOp"), std::string::npos);
 }
 
+TEST_F(OnnxRunner, AModelReplacedBeforeTheFirstEvaluationIsRefused) {
+  // Both models are of the specs; the second reads the input the first does
+  // not, which the caller was told it need not fill.
+  auto Echo = [](const char *In) {
+    OnnxGraphParts G;
+    G.Nodes = {onnxNode("Identity", {In}, {"w"})};
+    G.Inputs = {onnxTensorValue(In, 7, {1})};
+    G.Outputs = {onnxTensorValue("w", 7, {1})};
+    return onnxModel(G);
+  };
+  std::string Path = Dir + "/replaced.onnx";
+  auto Write = [&](const std::string &Bytes) {
+    std::ofstream F(Path, std::ios::binary | std::ios::trunc);
+    F << Bytes;
+  };
+  RunnerFactories F = RunnerFactories::core();
+  addOnnxRunners(F);
+  Write(Echo("u"));
+  ASSERT_EXPECTED(R, createRunner(*RunnerConfig::parse("onnx:" + Path),
+                                  {TensorSpec::of<int64_t>("u"),
+                                   TensorSpec::of<int64_t>("v")},
+                                  {TensorSpec::of<int64_t>("w")}, F));
+  EXPECT_TRUE((*R)->readsInput(0));
+  EXPECT_FALSE((*R)->readsInput(1));
+  Write(Echo("v"));
+  *(*R)->input<int64_t>(0) = 5;
+  Error E = (*R)->evaluate();
+  ASSERT_TRUE(bool(E)) << "an answer from an input nobody filled";
+  EXPECT_NE(E.message().find("reads other inputs"), std::string::npos);
+  EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
+}
+
 namespace {
 /// Policies exported from PyTorch by tools/export_torch_test_models.py under
 /// the system Python (Debian's python3-torch), with torch's outputs.
