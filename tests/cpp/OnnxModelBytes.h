@@ -23,6 +23,19 @@
 namespace mlbridge {
 namespace test {
 
+/// A ValueInfoProto called \p Name whose TypeProto has field \p TypeField
+/// (1 tensor_type, 4 sequence_type, ...) holding \p TypeBody.
+inline std::string onnxValue(const std::string &Name, uint32_t TypeField,
+                             const std::string &TypeBody) {
+  using namespace protowire;
+  std::string TypeProto;
+  appendBytesField(TypeProto, TypeField, TypeBody);
+  std::string V;
+  appendBytesField(V, 1, Name);
+  appendBytesField(V, 2, TypeProto);
+  return V;
+}
+
 /// A ValueInfoProto of a tensor: element type \p Type (onnx.proto's), and
 /// \p Dims (-1: a symbolic dimension "n"); \p Shaped false: no shape.
 inline std::string onnxTensorValue(const std::string &Name, int32_t Type,
@@ -42,29 +55,19 @@ inline std::string onnxTensorValue(const std::string &Name, int32_t Type,
   appendVarintField(Tensor, 1, uint64_t(Type));
   if (Shaped)
     appendBytesField(Tensor, 2, Shape);
-  std::string TypeProto;
-  appendBytesField(TypeProto, 1, Tensor);
-  std::string V;
-  appendBytesField(V, 1, Name);
-  appendBytesField(V, 2, TypeProto);
-  return V;
+  return onnxValue(Name, 1, Tensor);
 }
 
 /// A ValueInfoProto of a sequence of float tensors.
 inline std::string onnxSequenceValue(const std::string &Name) {
   using namespace protowire;
-  std::string Elem;
   std::string Tensor;
-  appendVarintField(Tensor, 1, 1);
+  appendVarintField(Tensor, 1, 1); // elem_type float
+  std::string Elem;                // TypeProto of the elements
   appendBytesField(Elem, 1, Tensor);
   std::string Sequence;
   appendBytesField(Sequence, 1, Elem);
-  std::string TypeProto;
-  appendBytesField(TypeProto, 4, Sequence);
-  std::string V;
-  appendBytesField(V, 1, Name);
-  appendBytesField(V, 2, TypeProto);
-  return V;
+  return onnxValue(Name, 4, Sequence);
 }
 
 /// A NodeProto: \p Op of \p Inputs giving \p Outputs.
