@@ -14,9 +14,10 @@
 ///    bitstream, JSON or protobuf, several typed outputs and model-side
 ///    error reports;
 ///  - PipeProtocol::SharedMemory has the extended handshake, then passes the
-///    tensors through a file both sides map (BASE.shm) and uses the FIFOs as
-///    doorbells only: with the two processes on two CPUs, each side spins
-///    briefly for the other's answer and no system call is made per call.
+///    tensors through memory both sides map (a memfd the compiler side seals
+///    against resizing, so no peer can make an access fault) and uses the
+///    FIFOs as doorbells only: with the two processes on two CPUs, each side
+///    spins briefly for the other's answer and no system call is made per call.
 /// Every open, read and write has a deadline; EOF is an error; SIGPIPE never
 /// kills the process (the runner holds a read end of its own on the FIFO it
 /// writes, so a write never meets a FIFO without readers). Once the model
@@ -109,8 +110,6 @@ private:
   Error evaluateMlgo();
   Error evaluateExtended();
   Error evaluateShared();
-  /// Creates BASE.shm with its header (SharedMemory protocol).
-  Error createSharedRegion();
   Error handshake();
   /// Records \p E as fatal for the channel and returns it.
   Error fail(Error E);

@@ -451,8 +451,7 @@ class FdWriter:
 class HostEnds:
     """The model side's two open ends of a channel; close with :meth:`close`.
 
-    ``base`` is the channel's base path when known (the shm protocol's file
-    is ``BASE.shm``).
+    ``base`` is the channel's base path when known.
     """
 
     def __init__(self, writer: FdWriter, reader: FdReader, base: Optional[str] = None) -> None:

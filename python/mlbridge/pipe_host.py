@@ -69,6 +69,7 @@ from mlbridge.shared_memory import (
     SharedMemoryError,
     SharedRegion,
     check_platform,
+    region_path,
     serve_shared,
     spin_allowed,
 )
@@ -400,12 +401,13 @@ class PipeHost:
                 and all(type(c) is int and 0 <= c < _MAX_CPUS for c in cpus)
             ):
                 raise ProtocolError("bad handshake: 'cpus' must list the compiler's CPUs")
-            if ends.base is None:
-                raise ProtocolError("the shm format needs the channel's path (serve(base))")
             try:
                 check_platform()
                 region = SharedRegion.open(
-                    ends.base + ".shm", session.features, session.outputs, self.max_bytes
+                    region_path(header.get("shm")),
+                    session.features,
+                    session.outputs,
+                    self.max_bytes,
                 )
             except SharedMemoryError as err:
                 raise ProtocolError(str(err)) from err

@@ -1,17 +1,22 @@
-"""The model side of the ``shm`` pipe protocol: tensors in a file both sides map.
+"""The model side of the ``shm`` pipe protocol: tensors in memory both sides map.
 
-The compiler creates ``BASE.shm`` next to the channel's FIFOs and declares the
-session with the extended handshake (format ``"shm"``, plus the CPUs it may
-run on). Each decision then goes through the file: the compiler writes the
-features and bumps the request sequence word, the host answers in place and
-sets the reply sequence word to it. The FIFOs only carry rings, written when
-the other side said it sleeps; with the two processes on two CPUs both spin
-briefly instead and no system call is made per decision (docs/protocol.md).
+The compiler creates the region as an anonymous file (a memfd) whose size it
+seals, and declares the session with the extended handshake (format
+``"shm"``, the CPUs it may run on, and ``"shm":{"pid":P,"fd":N}``, where the
+host opens the region as ``/proc/P/fd/N``). Each decision then goes through
+the region: the compiler writes the features and bumps the request sequence
+word, the host answers in place and sets the reply sequence word to it. The
+FIFOs only carry rings, written when the other side said it sleeps; with the
+two processes on two CPUs both spin briefly instead and no system call is
+made per decision (docs/protocol.md).
 
-The file comes from the peer: it is mapped only if it is a regular file of
-this user, not readable by others, whose header agrees word for word with the
-layout the host computes from the declared specs (so every offset and size is
-the host's own, checked against its budget first).
+The region comes from the peer: it is mapped only if it is a regular file of
+this user sealed against shrinking, growing and further seals (so no access
+to the mapping can fault with SIGBUS, whatever the compiler does later),
+whose size and header agree word for word with the layout the host computes
+from the declared specs (so every offset and size is the host's own, checked
+against its budget first). Opening ``/proc/P/fd/N`` needs the kernel's
+ptrace read access to P: a process of the same user.
 
 The host's side relies on x86-64's memory order (stores are seen in program
 order; loads are not reordered with loads): other machines refuse the format.
@@ -22,6 +27,7 @@ where each side stores "I sleep" and then reads the other's word.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import platform
@@ -143,8 +149,25 @@ def check_platform() -> None:
         )
 
 
+#: The seals a region must carry: its size can never change.
+REQUIRED_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+#: The largest process id and file descriptor a handshake may name.
+MAX_PID, MAX_FD = 1 << 22, 1 << 20
+
+
+def region_path(where: Any) -> str:
+    """The path of the region a handshake's ``"shm"`` entry names
+    (``{"pid": P, "fd": N}``), or :class:`SharedMemoryError`."""
+    if not isinstance(where, dict) or set(where) != {"pid", "fd"}:
+        raise SharedMemoryError('bad handshake: \'shm\' must be {"pid": P, "fd": N}')
+    pid, fd = where["pid"], where["fd"]
+    if not (type(pid) is int and 0 < pid <= MAX_PID and type(fd) is int and 0 <= fd <= MAX_FD):
+        raise SharedMemoryError(f"bad handshake: no region can be at pid {pid!r} fd {fd!r}")
+    return f"/proc/{pid}/fd/{fd}"
+
+
 class SharedRegion:
-    """``BASE.shm`` checked against the session's specs and mapped."""
+    """The compiler's sealed memfd, checked against the session's specs and mapped."""
 
     def __init__(self, mm: mmap.mmap, layout: Layout) -> None:
         self.mm = mm
@@ -160,20 +183,26 @@ class SharedRegion:
         outputs: Sequence[TensorSpec],
         max_bytes: int,
     ) -> "SharedRegion":
-        """Map ``path`` after checking it (see the module doc); else
-        :class:`SharedMemoryError` saying what is wrong."""
+        """Map ``path`` (see :func:`region_path`) after checking it (see the
+        module doc); else :class:`SharedMemoryError` saying what is wrong."""
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as err:
             raise SharedMemoryError(f"cannot open {path}: {err.strerror}") from None
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise SharedMemoryError(f"{path} is not a regular file")
-            if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            if info.st_uid != os.geteuid():
+                raise SharedMemoryError(f"{path} belongs to uid {info.st_uid}, not this user")
+            try:
+                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError:
+                seals = 0  # a file that cannot carry seals
+            if seals & REQUIRED_SEALS != REQUIRED_SEALS:
                 raise SharedMemoryError(
-                    f"{path} must belong to this user and be private (mode 0600), "
-                    f"not uid {info.st_uid} mode {stat.S_IMODE(info.st_mode):o}"
+                    f"{path} is not sealed against resizing (seals {seals:#x}, "
+                    f"needed {REQUIRED_SEALS:#x}): not an mlbridge region"
                 )
             head = os.pread(fd, _LAYOUT_WORDS.size, 0)
             if len(head) != _LAYOUT_WORDS.size:
@@ -334,12 +363,14 @@ def serve_shared(
 
 
 __all__ = [
+    "REQUIRED_SEALS",
     "Decisions",
     "Layout",
     "SharedMemoryError",
     "SharedRegion",
     "check_platform",
     "compute_layout",
+    "region_path",
     "serve_shared",
     "spin_allowed",
 ]

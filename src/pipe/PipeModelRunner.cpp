@@ -134,15 +134,14 @@ Error PipeModelRunner::connect() {
   auto Until = fifo::Clock::now() + Options.OpenTimeout;
   std::unique_ptr<SharedSession> Shared;
   if (Options.Protocol == PipeProtocol::SharedMemory) {
-    // The file exists, header written, before the model side may look.
+    // The region exists, header written, before the model side may look.
     auto Layout =
         shm::computeLayout(Inputs, Outputs,
                            uint32_t(std::min<size_t>(Options.MaxMessageBytes,
                                                      SharedMessageCapacity)));
     if (!Layout)
       return fail(Layout.takeError());
-    auto Region =
-        fifo::SharedRegion::create(Options.ChannelBase + ".shm", Layout->Total);
+    auto Region = fifo::SharedRegion::create(Layout->Total);
     if (!Region)
       return fail(Region.takeError());
     Shared = std::make_unique<SharedSession>();
@@ -185,8 +184,14 @@ Error PipeModelRunner::connect() {
     Header.push_back(']');
   }
   if (Conn->Shared) {
+    // The model side opens the region as /proc/PID/fd/FD.
     Header.append(",\"cpus\":");
     appendCpuList(Header);
+    Header.append(",\"shm\":{\"pid\":");
+    json::appendUInt(Header, uint64_t(::getpid()));
+    Header.append(",\"fd\":");
+    json::appendUInt(Header, uint64_t(Conn->Shared->Region.fd()));
+    Header.push_back('}');
   }
   Header.append("}\n");
   if (Error E = fifo::writeAll(Conn->Out, Header, Until, "sending the header"))
@@ -366,25 +371,16 @@ Error PipeModelRunner::evaluateShared() {
     if (++S.Sleeps % 256 == 0)
       S.Spin = S.MaxSpin;
   }
-  uint32_t Status = load(B, shm::ReplyStatus, __ATOMIC_RELAXED);
-  if (Status == shm::StatusError) {
-    uint32_t Length =
-        std::min(load(B, shm::ErrorLength, __ATOMIC_RELAXED),
-                 std::min<uint32_t>(S.Layout.MessageCapacity, 4096));
-    return makeError(
-        ErrorCode::ModelFailure, "model side reported: ",
-        std::string(reinterpret_cast<const char *>(B + S.Layout.MessageOffset),
-                    Length));
+  Error Why;
+  switch (shm::readReply(B, S.Layout, Outputs, Why)) {
+  case shm::ReplyKind::Result:
+    return Error::success();
+  case shm::ReplyKind::ModelError: // this call only
+    return Why;
+  case shm::ReplyKind::Malformed:
+    break;
   }
-  if (Status != shm::StatusResult)
-    return fail(makeError(ErrorCode::Protocol,
-                          "the model side wrote reply "
-                          "status ",
-                          std::to_string(Status), " (0: result, 1: error)"));
-  for (size_t I = 0; I < Outputs.size(); ++I)
-    std::memcpy(Outputs.data(I), B + S.Layout.OutputOffsets[I],
-                Outputs.spec(I).byteSize());
-  return Error::success();
+  return fail(std::move(Why));
 }
 
 } // namespace mlbridge

@@ -1,4 +1,4 @@
-//===- pipe/SharedRegion.cpp - A file mapped shared between processes -----===//
+//===- pipe/SharedRegion.cpp - Sealed memory shared between processes -----===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //
@@ -11,61 +11,47 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <utility>
 
 namespace mlbridge {
 namespace fifo {
 
-Expected<SharedRegion> SharedRegion::create(const std::string &Path,
-                                            size_t Size) {
-  auto Failed = [&](const char *What) {
-    return makeError(ErrorCode::IO, "cannot ", What, " the shared memory '",
-                     Path, "': ", std::strerror(errno));
-  };
-  // A stale file of an earlier session is replaced, never reused: O_EXCL
-  // then makes sure the file mapped is the one made here.
-  if (::unlink(Path.c_str()) != 0 && errno != ENOENT)
-    return Failed("replace");
-  int FD = ::open(Path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (FD < 0)
-    return Failed("create");
-  if (::ftruncate(FD, off_t(Size)) != 0) {
-    Error E = Failed("size");
-    ::close(FD);
-    ::unlink(Path.c_str());
-    return E;
-  }
-  void *Map = ::mmap(nullptr, Size, PROT_READ | PROT_WRITE, MAP_SHARED, FD, 0);
-  int MapErrno = errno;
-  ::close(FD); // the mapping keeps the file
-  if (Map == MAP_FAILED) {
-    errno = MapErrno;
-    Error E = Failed("map");
-    ::unlink(Path.c_str());
-    return E;
-  }
+int requiredSeals() { return F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL; }
+
+Expected<SharedRegion> SharedRegion::create(size_t Size) {
   SharedRegion R;
-  R.Path = Path;
+  auto Failed = [&](const char *What) {
+    return makeError(ErrorCode::IO, "cannot ", What,
+                     " the shared memory: ", std::strerror(errno));
+  };
+  R.FD = ::memfd_create("mlbridge-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (R.FD < 0)
+    return Failed("create");
+  if (::ftruncate(R.FD, off_t(Size)) != 0)
+    return Failed("size");
+  // Sealed before the model side can know of it: from here on nobody can
+  // change its size, so the mapping below never faults.
+  if (::fcntl(R.FD, F_ADD_SEALS, requiredSeals()) != 0)
+    return Failed("seal");
+  void *Map =
+      ::mmap(nullptr, Size, PROT_READ | PROT_WRITE, MAP_SHARED, R.FD, 0);
+  if (Map == MAP_FAILED)
+    return Failed("map");
   R.Data = static_cast<uint8_t *>(Map);
   R.Size = Size;
   return R;
 }
 
 SharedRegion::SharedRegion(SharedRegion &&Other) noexcept
-    : Path(std::move(Other.Path)), Data(Other.Data), Size(Other.Size) {
-  Other.Data = nullptr;
-  Other.Size = 0;
-  Other.Path.clear();
-}
+    : FD(std::exchange(Other.FD, -1)), Data(std::exchange(Other.Data, nullptr)),
+      Size(std::exchange(Other.Size, 0)) {}
 
 SharedRegion &SharedRegion::operator=(SharedRegion &&Other) noexcept {
   if (this != &Other) {
     reset();
-    Path = std::move(Other.Path);
-    Data = Other.Data;
-    Size = Other.Size;
-    Other.Data = nullptr;
-    Other.Size = 0;
-    Other.Path.clear();
+    FD = std::exchange(Other.FD, -1);
+    Data = std::exchange(Other.Data, nullptr);
+    Size = std::exchange(Other.Size, 0);
   }
   return *this;
 }
@@ -75,11 +61,11 @@ SharedRegion::~SharedRegion() { reset(); }
 void SharedRegion::reset() {
   if (Data)
     ::munmap(Data, Size);
-  if (!Path.empty())
-    ::unlink(Path.c_str());
+  if (FD >= 0)
+    ::close(FD);
+  FD = -1;
   Data = nullptr;
   Size = 0;
-  Path.clear();
 }
 
 } // namespace fifo

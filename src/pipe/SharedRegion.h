@@ -1,4 +1,4 @@
-//===- pipe/SharedRegion.h - A file mapped shared between processes -*- C++
+//===- pipe/SharedRegion.h - Sealed memory shared between processes -*- C++
 //-*-//
 //
 // Part of mlbridge, under the Apache License v2.0.
@@ -6,9 +6,12 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Internal: the file of the shared-memory protocol, created by the compiler
-/// side (mode 0600, next to the channel's FIFOs), mapped shared, unmapped
-/// and removed on destruction.
+/// Internal: the memory of the shared-memory protocol, created by the
+/// compiler side as an anonymous file (memfd) whose size is sealed: neither
+/// side can shrink or grow it, so no access to the mapping can fault
+/// (SIGBUS) whatever the peer does. The model side opens it as
+/// /proc/PID/fd/FD (the handshake names both) and refuses it unless the
+/// seals are there.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -19,37 +22,38 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace mlbridge {
 namespace fifo {
 
-/// A zero-filled file of a fixed size mapped shared; owns the file.
+/// The seals every region carries: no shrinking, no growing, no new seals.
+int requiredSeals();
+
+/// A zero-filled sealed memfd of a fixed size mapped shared; owns both.
 class SharedRegion {
 public:
-  /// Creates \p Path (replacing a file of that name), \p Size bytes of
-  /// zeros, and maps it.
-  static Expected<SharedRegion> create(const std::string &Path, size_t Size);
+  /// Creates a memfd of \p Size bytes of zeros, seals its size, maps it.
+  static Expected<SharedRegion> create(size_t Size);
 
   SharedRegion() = default;
   SharedRegion(SharedRegion &&Other) noexcept;
   SharedRegion &operator=(SharedRegion &&Other) noexcept;
   SharedRegion(const SharedRegion &) = delete;
   SharedRegion &operator=(const SharedRegion &) = delete;
-  /// Unmaps the region and removes its file.
+  /// Unmaps the region and closes its descriptor.
   ~SharedRegion();
 
   /// The mapped bytes.
   uint8_t *data() const { return Data; }
   /// The mapping's size.
   size_t size() const { return Size; }
-  /// The file's path.
-  const std::string &path() const { return Path; }
+  /// The memfd (close-on-exec), which the model side opens through /proc.
+  int fd() const { return FD; }
 
 private:
   void reset();
 
-  std::string Path;
+  int FD = -1;
   uint8_t *Data = nullptr;
   size_t Size = 0;
 };

@@ -6,6 +6,7 @@
 
 #include "pipe/ShmLayout.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mlbridge {
@@ -63,6 +64,33 @@ void writeHeader(uint8_t *Base, const Layout &L) {
   put32(Base, ReplyBytes, L.ReplyBytes);
   put32(Base, MessageOffset, L.MessageOffset);
   put32(Base, MessageCapacity, L.MessageCapacity);
+}
+
+ReplyKind readReply(const uint8_t *Base, const Layout &L,
+                    TensorBuffers &Outputs, Error &Why) {
+  auto Load = [&](Word W) {
+    return __atomic_load_n(reinterpret_cast<const uint32_t *>(Base + W),
+                           __ATOMIC_RELAXED);
+  };
+  uint32_t Status = Load(ReplyStatus);
+  if (Status == StatusError) {
+    uint32_t Length = std::min(Load(ErrorLength),
+                               std::min<uint32_t>(L.MessageCapacity, 4096));
+    Why = makeError(
+        ErrorCode::ModelFailure, "model side reported: ",
+        std::string(reinterpret_cast<const char *>(Base + L.MessageOffset),
+                    Length));
+    return ReplyKind::ModelError;
+  }
+  if (Status != StatusResult) {
+    Why = makeError(ErrorCode::Protocol, "the model side wrote reply status ",
+                    std::to_string(Status), " (0: result, 1: error)");
+    return ReplyKind::Malformed;
+  }
+  for (size_t I = 0; I < Outputs.size(); ++I)
+    std::memcpy(Outputs.data(I), Base + L.OutputOffsets[I],
+                Outputs.spec(I).byteSize());
+  return ReplyKind::Result;
 }
 
 } // namespace shm

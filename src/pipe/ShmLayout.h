@@ -81,6 +81,17 @@ Expected<Layout> computeLayout(const TensorBuffers &Inputs,
 /// Writes \p L's header words (and the magic) at \p Base.
 void writeHeader(uint8_t *Base, const Layout &L);
 
+/// How the model side answered.
+enum class ReplyKind { Result, ModelError, Malformed };
+
+/// Reads the model side's answer from the region at \p Base (laid out as
+/// \p L; the peer may have written anything into it): its outputs into
+/// \p Outputs (Result), or a ModelFailure error carrying its message (at
+/// most 4096 bytes, clamped to the message area), or a Protocol error for a
+/// status other than 0 and 1. Reads nothing outside the layout.
+ReplyKind readReply(const uint8_t *Base, const Layout &L,
+                    TensorBuffers &Outputs, Error &Why);
+
 } // namespace shm
 } // namespace mlbridge
 

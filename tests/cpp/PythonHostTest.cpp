@@ -166,13 +166,10 @@ TEST_P(PythonHostShared, AllDTypesRoundTripBothWays) {
     GTEST_SKIP() << "no Python at " << testPython();
   ASSERT_EXPECTED(R, PipeModelRunner::create(allDTypeSpecs(),
                                              allDTypeSpecs("_out"), options()));
-  std::string File = (*R)->channelBase() + ".shm";
   ChildProcess Host(serveArgs((*R)->channelBase(), "echo"));
   ASSERT_TRUE(Host.started());
   expectEchoRoundTrips(**R, 200);
-  EXPECT_EQ(::access(File.c_str(), F_OK), 0);
-  R->reset(); // removes the file; the host sees EOF on its doorbell
-  EXPECT_NE(::access(File.c_str(), F_OK), 0) << File << " is left behind";
+  R->reset(); // the host sees EOF on its doorbell
   EXPECT_EQ(Host.wait(), 0);
 }
 

@@ -2,12 +2,14 @@
 
 The C++ runner against this host is tested in tests/cpp/PythonHostTest.cpp
 (PythonHostShared); these tests pin the layout and play a hostile or
-careless compiler: every file the host should not map is refused, with a
-refusal naming the problem, before anything is mapped.
+careless compiler: every region the host should not map is refused, with a
+refusal naming the problem, before anything is mapped, and no region it
+maps can be resized under it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import mmap
 import os
@@ -50,18 +52,28 @@ class FakeCompiler:
         self.layout = layout or shm.compute_layout(FEATURES, OUTPUTS, CAPACITY)
         self.seq = 0
         self.context_seq = 0
+        self.fd = self.named = -1
 
-    def create_file(self, mode: int = 0o600, header: Optional[bytes] = None) -> None:
-        path = self.base + ".shm"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
-        os.fchmod(fd, mode)
-        os.ftruncate(fd, self.layout.total)
+    def create_region(
+        self,
+        seals: int = shm.REQUIRED_SEALS,
+        header: Optional[bytes] = None,
+        size: Optional[int] = None,
+    ) -> None:
+        """The region as the C++ runner makes it: a memfd, sized, sealed, mapped."""
+        self.fd = os.memfd_create("test-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.fd, self.layout.total if size is None else size)
         if header is None:
             header = struct.pack("<8s8I", *self.layout.words())
-        os.pwrite(fd, header, 0)
-        self.mm = mmap.mmap(fd, self.layout.total)
-        os.close(fd)
+        os.pwrite(self.fd, header, 0)
+        if seals:
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, seals)
+        self.mm = mmap.mmap(self.fd, self.layout.total)
         self.words = memoryview(self.mm).cast("I")
+
+    def where(self) -> Dict[str, int]:
+        """The handshake's "shm" entry: the region, or the file named instead."""
+        return {"pid": os.getpid(), "fd": self.fd if self.named < 0 else self.named}
 
     def open(self, handshake: Dict[str, Any]) -> bytes:
         """Open the FIFOs in LLVM's order, send the handshake, return the reply."""
@@ -109,15 +121,19 @@ class FakeCompiler:
     def close(self) -> None:
         self.out.close()
         self.inp.close()
+        for fd in (self.fd, self.named):
+            if fd >= 0:
+                os.close(fd)
 
 
-def handshake(**changes: Any) -> Dict[str, Any]:
+def handshake(c: FakeCompiler, **changes: Any) -> Dict[str, Any]:
     hello: Dict[str, Any] = {
         "mlbridge": 1,
         "format": "shm",
         "features": [s.to_json() for s in FEATURES],
         "outputs": [s.to_json() for s in OUTPUTS],
         "cpus": [0, 1],
+        "shm": c.where(),
     }
     hello.update(changes)
     return hello
@@ -130,7 +146,7 @@ def run(
     result: Dict[str, Any] = {}
     with create_channel() as channel:
         compiler = FakeCompiler(channel.base)
-        (prepare or (lambda c: c.create_file()))(compiler)
+        (prepare or (lambda c: c.create_region()))(compiler)
 
         def host() -> None:
             try:
@@ -165,7 +181,7 @@ def test_decisions_contexts_and_policy_errors():
     answers = []
 
     def script(c: FakeCompiler) -> None:
-        assert c.open(handshake()) == b'{"mlbridge":1}\n'
+        assert c.open(handshake(c)) == b'{"mlbridge":1}\n'
         assert c.words[shm.SPIN_ALLOWED // 4] == 1  # two CPUs between them
         answers.append(c.decide(1, [1, 2, 3, 4]))
         c.switch_context("main")
@@ -183,45 +199,74 @@ def test_decisions_contexts_and_policy_errors():
 
 def refusal(prepare: Callable[[FakeCompiler], None], match: str, **changes: Any) -> None:
     replies = []
-    result = run(lambda c: replies.append(c.open(handshake(**changes))), lambda f: 0, prepare)
+    result = run(lambda c: replies.append(c.open(handshake(c, **changes))), lambda f: 0, prepare)
     assert isinstance(result.get("error"), ProtocolError), result
     assert match in str(result["error"]), result["error"]
     reply = json.loads(replies[0])
     assert reply["mlbridge"] == 1 and match in reply["error"]
 
 
-def test_a_missing_file_is_refused():
-    refusal(lambda c: None, "cannot open")
+def test_a_handshake_without_a_region_is_refused():
+    refusal(lambda c: c.create_region(), "'shm' must be", shm=None)
 
 
-def test_a_file_others_may_read_is_refused():
-    refusal(lambda c: c.create_file(mode=0o644), "mode 0600")
+@pytest.mark.parametrize(
+    "where", [{"pid": 0, "fd": 3}, {"pid": 1, "fd": -1}, {"pid": "1", "fd": 3}]
+)
+def test_a_region_nowhere_is_refused(where):
+    refusal(lambda c: c.create_region(), "no region can be", shm=where)
 
 
-def test_a_symbolic_link_is_refused(tmp_path):
-    target = tmp_path / "elsewhere"
-    target.write_bytes(b"\0" * 65920)
+def test_a_closed_descriptor_is_refused():
+    refusal(lambda c: c.create_region(), "cannot open", shm={"pid": os.getpid(), "fd": 1 << 20})
+
+
+@pytest.mark.parametrize(
+    "seals", [0, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW]
+)
+def test_a_region_the_compiler_could_resize_is_refused(seals):
+    refusal(lambda c: c.create_region(seals=seals), "not sealed against resizing")
+
+
+def test_a_regular_file_is_refused(tmp_path):
+    """An ordinary file (the protocol's first version) can be truncated under
+    the host's mapping: refused, and nothing is written to it."""
+    path = tmp_path / "region"
+    layout = shm.compute_layout(FEATURES, OUTPUTS, CAPACITY)
+    path.write_bytes(struct.pack("<8s8I", *layout.words()).ljust(layout.total, b"\0"))
+    before = path.read_bytes()
 
     def prepare(c: FakeCompiler) -> None:
-        os.symlink(target, c.base + ".shm")
+        c.create_region()
+        c.named = os.open(path, os.O_RDWR)
 
-    refusal(prepare, "cannot open")
-    assert target.read_bytes() == b"\0" * 65920  # nothing written through it
+    refusal(prepare, "not sealed against resizing")
+    assert path.read_bytes() == before
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+
+    def prepare(c: FakeCompiler) -> None:
+        c.create_region()
+        c.named = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+
+    refusal(prepare, "not a regular file")
 
 
 def test_a_header_that_disagrees_with_the_specs_is_refused():
     def prepare(c: FakeCompiler) -> None:
         words = list(c.layout.words())
         words[5] = 4  # the reply somewhere else (into the request)
-        c.create_file(header=struct.pack("<8s8I", *words))
+        c.create_region(header=struct.pack("<8s8I", *words))
 
     refusal(prepare, "disagrees with the layout")
 
 
 def test_a_file_of_another_size_is_refused():
     def prepare(c: FakeCompiler) -> None:
-        c.create_file()
-        os.truncate(c.base + ".shm", c.layout.total + 4096)
+        c.create_region(size=c.layout.total + 4096)
 
     total = shm.compute_layout(FEATURES, OUTPUTS, CAPACITY).total
     refusal(prepare, f"holds {total + 4096} bytes")
@@ -230,19 +275,50 @@ def test_a_file_of_another_size_is_refused():
 def test_an_oversized_message_area_is_refused():
     def prepare(c: FakeCompiler) -> None:
         c.layout = shm.compute_layout(FEATURES, OUTPUTS, 1 << 20)
-        c.create_file()
+        c.create_region()
 
     refusal(prepare, "over the limit")
 
 
 @pytest.mark.parametrize("cpus", [None, [], "0", [-1], [0, "1"], list(range(70000))])
 def test_a_bad_cpu_list_is_refused(cpus):
-    refusal(lambda c: c.create_file(), "'cpus'", cpus=cpus)
+    refusal(lambda c: c.create_region(), "'cpus'", cpus=cpus)
+
+
+def test_the_compiler_cannot_resize_or_replace_the_region_mid_session():
+    """What killed the host with SIGBUS when the region was a named file:
+    the compiler truncating, growing or replacing it between two decisions.
+    The seals refuse the first two; the host maps what it checked, so a
+    descriptor replaced afterwards changes nothing."""
+    answers, refused = [], []
+
+    def script(c: FakeCompiler) -> None:
+        assert c.open(handshake(c)) == b'{"mlbridge":1}\n'
+        answers.append(c.decide(1, [0, 0, 0, 0]))
+        for resize in (
+            lambda: os.ftruncate(c.fd, 0),
+            lambda: os.ftruncate(c.fd, 4096),
+            lambda: os.ftruncate(c.fd, c.layout.total * 2),
+            lambda: os.posix_fallocate(c.fd, 0, c.layout.total * 2),
+            lambda: fcntl.fcntl(c.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE),
+        ):
+            with pytest.raises(PermissionError):
+                resize()
+            refused.append(True)
+            answers.append(c.decide(2, [0, 0, 0, 0]))
+        small = os.memfd_create("other", os.MFD_CLOEXEC)
+        os.dup2(small, c.fd)  # the number now names an empty file
+        os.close(small)
+        answers.append(c.decide(3, [0, 0, 0, 0]))
+
+    result = run(script, lambda f: int(f["x"][0]))
+    assert "error" not in result, result
+    assert answers == [1, 2, 2, 2, 2, 2, 3] and len(refused) == 5
 
 
 def test_a_context_length_beyond_the_area_ends_the_session():
     def script(c: FakeCompiler) -> None:
-        c.open(handshake())
+        c.open(handshake(c))
         c.words[shm.CONTEXT_LENGTH // 4] = CAPACITY + 1
         c.words[shm.CONTEXT_SEQ // 4] = 1
         c.seq += 1

@@ -647,7 +647,6 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
         assert objects[0] == objects[1]
         stats = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
         assert stats and stats[-1]["decisions"] > 0 and stats[-1]["fallbacks"] == 0, stats
-        assert not Path(f"{channel}.shm").exists()  # removed with the compiler's runner
     finally:
         server.terminate()
         server.wait(30)

@@ -23,6 +23,7 @@ with atheris.instrument_imports(include=["mlbridge"]):
     import mlbridge.codecs
     import mlbridge.framing
     import mlbridge.pipe_host
+    import mlbridge.shared_memory
     import mlbridge.training_log
     from mlbridge.codecs.tensor_buffer import TensorBuffer
     from mlbridge.errors import MlbridgeError
@@ -34,6 +35,7 @@ INSTRUMENTED = (
     mlbridge.codecs,
     mlbridge.framing,
     mlbridge.pipe_host,
+    mlbridge.shared_memory,
     mlbridge.training_log,
 )
 
