@@ -40,6 +40,7 @@ from mlbridge.cli_errors import (
     run_command,
     warn,
 )
+from mlbridge.output_files import open_output_file
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
 from mlbridge.train.cli import add_parser as add_train_parser
@@ -404,7 +405,7 @@ def _require_executable(program: str, what: str, hint: str = "") -> None:
 def _open_output(path: str, option: str) -> BinaryIO:
     """``path`` opened for writing; an OSError is one line naming ``option``."""
     try:
-        return open(path, "wb")
+        return open_output_file(path)
     except OSError as err:
         raise CommandError(f"{option} {path}: cannot write: {err.strerror or err}") from None
 

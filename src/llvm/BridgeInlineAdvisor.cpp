@@ -6,6 +6,7 @@
 
 #include "BridgeInlineAdvisor.h"
 #include "InlineRunners.h"
+#include "support/AppendFile.h"
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/IR/Module.h"
@@ -240,15 +241,12 @@ void BridgeInlineAdvisor::writeStats() {
       ",\"after_size_stop\":" + std::to_string(AfterSizeStop) +
       ",\"first_error\":" + jsonString(FirstError) + "}\n";
   // One write() per line with O_APPEND: parallel compilations can share it.
-  int Fd = ::open(Options.StatsPath.c_str(),
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (Fd < 0) {
-    report("cannot open " + Options.StatsPath);
-    return;
-  }
-  if (::write(Fd, Line.data(), Line.size()) != ssize_t(Line.size()))
+  AppendFile Stats;
+  std::string Problem;
+  if (!Stats.open(Options.StatsPath, Problem))
+    report("statistics: " + Problem);
+  else if (!Stats.append(Line))
     report("cannot write " + Options.StatsPath);
-  ::close(Fd);
 }
 
 } // namespace mlbridge

@@ -7,9 +7,12 @@
 #include "mlbridge/TrainingLogWriter.h"
 
 #include "support/Json.h"
+#include "support/OutputFile.h"
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace mlbridge {
 
@@ -45,10 +48,15 @@ Expected<TrainingLogWriter> TrainingLogWriter::create(
   if (Advice && !Advice->isValid())
     return Advice->validationError().withContext("training log advice");
   TrainingLogWriter W;
-  W.File.reset(std::fopen(Path.c_str(), "wb"));
-  if (!W.File)
+  auto Fd = openOutputFile(Path, O_TRUNC, "training log");
+  if (!Fd)
+    return Fd.takeError();
+  W.File.reset(::fdopen(*Fd, "wb"));
+  if (!W.File) {
+    ::close(*Fd);
     return makeError(ErrorCode::IO, "cannot create training log '", Path,
                      "': ", std::strerror(errno));
+  }
   W.Path = Path;
   W.Buffer = header(Features, Score, Advice);
   W.Features = std::move(Features);

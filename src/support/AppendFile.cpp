@@ -6,6 +6,8 @@
 
 #include "support/AppendFile.h"
 
+#include "support/OutputFile.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -19,15 +21,14 @@ AppendFile::~AppendFile() {
 }
 
 bool AppendFile::open(const std::string &Path, std::string &Problem) {
-  int Opened =
-      ::open(Path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (Opened < 0) {
-    Problem = "cannot open '" + Path + "': " + std::strerror(errno);
+  auto Opened = openOutputFile(Path, O_APPEND, "the log");
+  if (!Opened) {
+    Problem = Opened.takeError().message();
     return false;
   }
   if (Fd >= 0)
     ::close(Fd);
-  Fd = Opened;
+  Fd = *Opened;
   return true;
 }
 

@@ -27,8 +27,8 @@ public:
   AppendFile &operator=(const AppendFile &) = delete;
   ~AppendFile();
 
-  /// Opens \p Path (created with mode 0644); false and \p Problem set when
-  /// it cannot be.
+  /// Opens \p Path (created with mode 0644) through openOutputFile(); false
+  /// and \p Problem set when it cannot be (not a regular file included).
   bool open(const std::string &Path, std::string &Problem);
   /// Whether a file is open.
   bool isOpen() const { return Fd >= 0; }

@@ -5,6 +5,7 @@
 #include "TestHelpers.h"
 
 #include <cstdio>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mlbridge;
@@ -50,4 +51,35 @@ TEST(TrainingLogWriter, UnwritablePathIsAnError) {
                                      {TensorSpec::of<float>("a")});
   ASSERT_FALSE(bool(W));
   EXPECT_EQ(W.error().code(), ErrorCode::IO);
+}
+
+TEST(TrainingLogWriter, APathThatIsNotARegularFileIsRefused) {
+  // What another user could plant in a shared directory: a FIFO (opening it
+  // for writing blocked until a reader came), a symbolic link to a file of
+  // ours (its target was truncated), a directory.
+  char Template[] = "/tmp/mlbridge-log-XXXXXX";
+  ASSERT_NE(::mkdtemp(Template), nullptr);
+  std::string Dir = Template, Victim = Dir + "/victim";
+  {
+    std::FILE *F = std::fopen(Victim.c_str(), "w");
+    ASSERT_NE(F, nullptr);
+    std::fputs("keep me", F);
+    std::fclose(F);
+  }
+  ASSERT_EQ(::mkfifo((Dir + "/fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(Victim.c_str(), (Dir + "/link").c_str()), 0);
+  ASSERT_EQ(::mkdir((Dir + "/dir").c_str(), 0700), 0);
+  for (const char *Name : {"fifo", "link", "dir"}) {
+    auto W = TrainingLogWriter::create(Dir + "/" + Name,
+                                       {TensorSpec::of<float>("a")});
+    ASSERT_FALSE(bool(W)) << Name;
+    EXPECT_EQ(W.error().code(), ErrorCode::IO);
+    EXPECT_NE(W.error().message().find(Name), std::string::npos)
+        << W.error().message();
+  }
+  EXPECT_EQ(readFile(Victim), "keep me");
+  for (const char *Name : {"fifo", "link", "victim"})
+    ::unlink((Dir + "/" + Name).c_str());
+  ::rmdir((Dir + "/dir").c_str());
+  ::rmdir(Dir.c_str());
 }

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Dict
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The helpers the Python tests share (hostile_paths).
+sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 
 @pytest.fixture(scope="session")

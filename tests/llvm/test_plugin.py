@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
+from hostile_paths import KINDS, plant
 
 from mlbridge.training_log import read_training_log
 
@@ -317,6 +318,31 @@ def test_torchscript_model_in_process_reproduces_clang_oz(plugin, compiler_env, 
         s = stats(tmp_path / f"{source.stem}.jsonl")
         assert s["fallbacks"] == 0 and s["decisions"] > 0, (source.name, s)
         assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_statistics_file_that_is_not_a_regular_file_is_refused(
+    plugin, compiler_env, ir, tmp_path, kind
+):
+    """A planted FIFO blocked opt forever; a planted symbolic link had the
+    statistics appended to its target."""
+    path, unchanged = plant(tmp_path, kind)
+    opt(ir, tmp_path / "plain.ll", None, compiler_env)
+    command = [
+        "opt-19",
+        f"-load-pass-plugin={plugin}",
+        "-passes=default<Oz>",
+        str(ir),
+        "-S",
+        "-o",
+        str(tmp_path / "plugin.ll"),
+    ]
+    env = {**compiler_env, "MLBRIDGE_RUNNER": "default", "MLBRIDGE_STATS": str(path)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "statistics: cannot open the log" in done.stderr, done.stderr
+    assert (tmp_path / "plain.ll").read_bytes() == (tmp_path / "plugin.ll").read_bytes()
+    unchanged()
 
 
 def test_the_plugin_links_neither_grpc_nor_onnx_runtime(plugin):

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from compiler_plugins import compiler_env as plugin_compiler_env
 from compiler_plugins import plugin_under_test
+from hostile_paths import KINDS, plant
 
 from mlbridge.gcc import FACTORS, FEATURE_NAMES, UnrollPolicy, read_decision_log
 
@@ -371,6 +372,14 @@ def test_bad_options_are_reported_and_gcc_decides(plugin, tmp_path):
 def test_an_unwritable_log_is_reported(plugin, tmp_path):
     done = gcc(LOOPS, tmp_path / "x.o", plugin, [f"log={tmp_path / 'no' / 'log.jsonl'}"])
     assert "the decision log: cannot open" in done.stderr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_log_that_is_not_a_regular_file_is_refused(plugin, tmp_path, kind):
+    log, unchanged = plant(tmp_path, kind)
+    done = gcc(LOOPS, tmp_path / "x.o", plugin, [f"log={log}"], timeout=60)
+    assert "the decision log: cannot open" in done.stderr, done.stderr
+    unchanged()
 
 
 def test_plugin_arguments_win_over_the_environment(plugin, tmp_path):

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pytest
 from compiler_plugins import compiler_env, plugin_under_test
+from hostile_paths import KINDS, plant
 
 from mlbridge.linear_policy import Layout, LinearChoicePolicy
 from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels, read_tiling_log
@@ -339,6 +340,14 @@ def test_bad_configurations_and_logs_are_reported(plugin, tmp_path):
         plugin, tmp_path, [f"log={tmp_path / 'no' / 'log.jsonl'}"], "the tiling log: cannot open"
     )
     assert done.returncode == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_log_that_is_not_a_regular_file_is_refused(plugin, tmp_path, kind):
+    log, unchanged = plant(tmp_path, kind)
+    done = assert_falls_back(plugin, tmp_path, [f"log={log}"], "the tiling log: cannot open")
+    assert done.returncode == 0
+    unchanged()
 
 
 @pytest.mark.skipif(

@@ -15,6 +15,7 @@ from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
 from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
+from mlbridge.output_files import open_output_file
 from mlbridge.policies import InlineDefault
 from mlbridge.training_log import read_training_log
 
@@ -39,17 +40,23 @@ class Dataset:
 
 def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:
     """Compiles ``source`` with the default policy served over pipes, logging
-    every decision to ``log``; returns the number of decisions."""
-    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", "/dev/null"]
-    with open(log, "wb") as stream:
-        result = run_compiler(
-            command,
-            {"inline": InlineDefault()},
-            logs={"inline": stream},
-            include_default=True,
-            timeout=900,
-            io_timeout=120,
-        )
+    every decision to ``log``; returns the number of decisions. The object
+    (and anything the compiler names after it) goes beside ``log``, in the
+    work directory, and is removed."""
+    obj = log.with_suffix(".o")
+    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
+    try:
+        with open_output_file(log) as stream:
+            result = run_compiler(
+                command,
+                {"inline": InlineDefault()},
+                logs={"inline": stream},
+                include_default=True,
+                timeout=900,
+                io_timeout=120,
+            )
+    finally:
+        obj.unlink(missing_ok=True)
     if not result.ok:
         raise MlbridgeError(f"collecting from {source.name}: {result.error}")
     return result.decisions
