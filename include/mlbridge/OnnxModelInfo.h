@@ -23,6 +23,7 @@
 #include "mlbridge/Error.h"
 #include "mlbridge/TensorSpec.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -57,7 +58,16 @@ struct OnnxModelInfo {
 /// The ONNX element type (TensorProto.DataType) of \p Type.
 int32_t onnxElementType(DType Type);
 
-/// Reads the interface of the serialized ModelProto in \p Bytes.
+/// The memory readOnnxModelInfo() may take for a model of N bytes:
+/// OnnxModelInfoMemoryFactor * N + OnnxModelInfoMemoryBase bytes, counted
+/// before each allocation (a model of many empty graph inputs cannot make
+/// the reader allocate much more than the model's own size).
+inline constexpr size_t OnnxModelInfoMemoryFactor = 8;
+/// See OnnxModelInfoMemoryFactor.
+inline constexpr size_t OnnxModelInfoMemoryBase = size_t(1) << 20;
+
+/// Reads the interface of the serialized ModelProto in \p Bytes; TooLarge
+/// when it would take more memory than OnnxModelInfoMemoryFactor allows.
 Expected<OnnxModelInfo> readOnnxModelInfo(std::string_view Bytes);
 
 /// Reads the interface of the ONNX model file at \p Path; a missing or

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_set>
 
 namespace mlbridge {
 
@@ -71,8 +70,59 @@ Expected<uint64_t> varintOf(WireType W, WireReader &R, const char *Field) {
   return R.readVarint();
 }
 
+/// The memory the reader may still take (OnnxModelInfoMemoryFactor bytes
+/// per byte of the model, plus OnnxModelInfoMemoryBase), charged before each
+/// allocation.
+class MemoryBudget {
+public:
+  explicit MemoryBudget(size_t ModelBytes)
+      : Left(ModelBytes > (SIZE_MAX - OnnxModelInfoMemoryBase) /
+                              OnnxModelInfoMemoryFactor
+                 ? SIZE_MAX
+                 : ModelBytes * OnnxModelInfoMemoryFactor +
+                       OnnxModelInfoMemoryBase),
+        Total(Left) {}
+
+  /// Takes \p Bytes from the budget; TooLarge when it is spent.
+  Error charge(size_t Bytes) {
+    if (Bytes > Left)
+      return makeError(ErrorCode::TooLarge,
+                       "the model's interface would take more than ",
+                       std::to_string(Total), " bytes of memory to read (",
+                       std::to_string(OnnxModelInfoMemoryFactor),
+                       " per byte of the model, plus ",
+                       std::to_string(OnnxModelInfoMemoryBase), ")");
+    Left -= Bytes;
+    return Error::success();
+  }
+
+  /// Makes room for one more element in \p V, charging what it allocates:
+  /// the capacity doubles (so the vector never grows on its own).
+  template <typename T> Error roomForOneMore(std::vector<T> &V) {
+    if (V.size() < V.capacity())
+      return Error::success();
+    size_t Grown = std::max<size_t>(4, V.capacity() * 2);
+    if (Error E = charge((Grown - V.capacity()) * sizeof(T)))
+      return E;
+    V.reserve(Grown);
+    return Error::success();
+  }
+
+  /// Copies \p Bytes into \p Out, charging them.
+  Error assign(std::string &Out, std::string_view Bytes) {
+    if (Error E = charge(Bytes.size()))
+      return E;
+    Out.assign(Bytes.data(), Bytes.size());
+    return Error::success();
+  }
+
+private:
+  size_t Left, Total;
+};
+
 /// Reads TypeProto.Tensor.shape into \p V.
-Error readShape(std::string_view Bytes, OnnxValueInfo &V) {
+Error readShape(std::string_view Bytes, OnnxValueInfo &V,
+                MemoryBudget &Budget) {
   V.HasShape = true;
   return forEachField(
       Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
@@ -94,13 +144,16 @@ Error readShape(std::string_view Bytes, OnnxValueInfo &V) {
                                      return true;
                                    }))
           return E;
+        if (Error E = Budget.roomForOneMore(V.Dims))
+          return E;
         V.Dims.push_back(Value);
         return true;
       });
 }
 
 /// Reads a ValueInfoProto.
-Expected<OnnxValueInfo> readValueInfo(std::string_view Bytes) {
+Expected<OnnxValueInfo> readValueInfo(std::string_view Bytes,
+                                      MemoryBudget &Budget) {
   OnnxValueInfo V;
   auto OnTensor = [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
     if (F == TensorElemType) {
@@ -114,7 +167,7 @@ Expected<OnnxValueInfo> readValueInfo(std::string_view Bytes) {
       auto S = bytesOf(W, R, "shape");
       if (!S)
         return S.takeError();
-      if (Error E = readShape(*S, V))
+      if (Error E = readShape(*S, V, Budget))
         return E;
       return true;
     }
@@ -139,7 +192,8 @@ Expected<OnnxValueInfo> readValueInfo(std::string_view Bytes) {
         if (!B)
           return B.takeError();
         if (F == ValueName) {
-          V.Name.assign(B->data(), B->size());
+          if (Error E = Budget.assign(V.Name, *B))
+            return E;
           return true;
         }
         if (Error E = forEachField(*B, OnType))
@@ -151,9 +205,9 @@ Expected<OnnxValueInfo> readValueInfo(std::string_view Bytes) {
   return V;
 }
 
-/// The name of a TensorProto.
-Expected<std::string> tensorName(std::string_view Bytes) {
-  std::string Name;
+/// The name of a TensorProto (a view into \p Bytes).
+Expected<std::string_view> tensorName(std::string_view Bytes) {
+  std::string_view Name;
   if (Error E = forEachField(
           Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
             if (F != TensorName)
@@ -161,62 +215,89 @@ Expected<std::string> tensorName(std::string_view Bytes) {
             auto B = bytesOf(W, R, "a tensor's name");
             if (!B)
               return B.takeError();
-            Name.assign(B->data(), B->size());
+            Name = *B;
             return true;
           }))
     return E;
   return Name;
 }
 
-/// Reads a GraphProto into \p Info; initializer names go to \p Weights.
-Error readGraph(std::string_view Bytes, OnnxModelInfo &Info,
-                std::unordered_set<std::string> &Weights) {
+/// The name of the initializer in field \p F of a GraphProto (a view).
+Expected<std::string_view> initializerName(uint32_t F, WireType W,
+                                           WireReader &R) {
+  auto B = bytesOf(W, R, "an initializer");
+  if (!B)
+    return B.takeError();
+  std::string_view Tensor = *B;
+  if (F == GraphSparseInit) { // its name is that of its values
+    Tensor = {};
+    if (Error E = forEachField(
+            *B,
+            [&](uint32_t SF, WireType SW, WireReader &SR) -> Expected<bool> {
+              if (SF != SparseValues)
+                return false;
+              auto Values = bytesOf(SW, SR, "sparse values");
+              if (!Values)
+                return Values.takeError();
+              Tensor = *Values;
+              return true;
+            }))
+      return E;
+  }
+  return tensorName(Tensor);
+}
+
+/// Reads the inputs and outputs of a GraphProto into \p Info.
+Error readGraphInterface(std::string_view Bytes, OnnxModelInfo &Info,
+                         MemoryBudget &Budget) {
   return forEachField(
       Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
         if (F == GraphInput || F == GraphOutput) {
           const char *Role = F == GraphInput ? "graph input" : "graph output";
+          auto &Values = F == GraphInput ? Info.Inputs : Info.Outputs;
           auto B = bytesOf(W, R, Role);
           if (!B)
             return B.takeError();
-          auto V = readValueInfo(*B);
+          if (Error E = Budget.roomForOneMore(Values))
+            return E;
+          auto V = readValueInfo(*B, Budget);
           if (!V)
-            return makeError(ErrorCode::Protocol, "in ", Role, " #",
-                             std::to_string(F == GraphInput
-                                                ? Info.Inputs.size()
-                                                : Info.Outputs.size()),
-                             ": ", V.error().message());
-          (F == GraphInput ? Info.Inputs : Info.Outputs)
-              .push_back(std::move(*V));
+            return Error(V.error().code(), "in " + std::string(Role) + " #" +
+                                               std::to_string(Values.size()) +
+                                               ": " + V.error().message());
+          Values.push_back(std::move(*V));
           return true;
         }
         if (F == GraphInitializer || F == GraphSparseInit) {
-          auto B = bytesOf(W, R, "an initializer");
-          if (!B)
-            return B.takeError();
-          std::string_view Tensor = *B;
-          if (F == GraphSparseInit) { // its name is that of its values
-            Tensor = {};
-            if (Error E = forEachField(*B,
-                                       [&](uint32_t SF, WireType SW,
-                                           WireReader &SR) -> Expected<bool> {
-                                         if (SF != SparseValues)
-                                           return false;
-                                         auto Values =
-                                             bytesOf(SW, SR, "sparse values");
-                                         if (!Values)
-                                           return Values.takeError();
-                                         Tensor = *Values;
-                                         return true;
-                                       }))
-              return E;
-          }
-          auto Name = tensorName(Tensor);
+          // Checked here, named in the second pass (nothing is kept).
+          auto Name = initializerName(F, W, R);
           if (!Name)
             return Name.takeError();
-          Weights.insert(std::move(*Name));
           return true;
         }
         return false;
+      });
+}
+
+/// Marks in \p IsWeight the inputs (sorted by name in \p ByName) that an
+/// initializer of the GraphProto \p Bytes names.
+Error markWeights(std::string_view Bytes, const OnnxModelInfo &Info,
+                  const std::vector<size_t> &ByName,
+                  std::vector<bool> &IsWeight) {
+  return forEachField(
+      Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
+        if (F != GraphInitializer && F != GraphSparseInit)
+          return false;
+        auto Name = initializerName(F, W, R);
+        if (!Name)
+          return Name.takeError();
+        auto It = std::lower_bound(ByName.begin(), ByName.end(), *Name,
+                                   [&](size_t I, std::string_view N) {
+                                     return Info.Inputs[I].Name < N;
+                                   });
+        for (; It != ByName.end() && Info.Inputs[*It].Name == *Name; ++It)
+          IsWeight[*It] = true;
+        return true;
       });
 }
 
@@ -289,31 +370,54 @@ int32_t onnxElementType(DType Type) {
 
 Expected<OnnxModelInfo> readOnnxModelInfo(std::string_view Bytes) {
   OnnxModelInfo Info;
-  std::unordered_set<std::string> Weights;
+  MemoryBudget Budget(Bytes.size());
+  // Two passes over the graphs (repeated messages merge, as protobuf
+  // parsers do): the interface, then the initializers that give some
+  // inputs defaults. No initializer name is copied.
+  auto ForEachGraph = [&](auto OnGraph) {
+    return forEachField(
+        Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
+          if (F != ModelGraph)
+            return false;
+          auto B = bytesOf(W, R, "graph");
+          if (!B)
+            return B.takeError();
+          if (Error E = OnGraph(*B))
+            return E;
+          return true;
+        });
+  };
   bool HasGraph = false;
-  Error E = forEachField(
-      Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
-        if (F != ModelGraph)
-          return false;
-        auto B = bytesOf(W, R, "graph");
-        if (!B)
-          return B.takeError();
-        HasGraph = true; // repeated messages merge, as protobuf parsers do
-        if (Error E = readGraph(*B, Info, Weights))
-          return E;
-        return true;
-      });
-  if (E)
-    return makeError(ErrorCode::InvalidArgument, "not an ONNX model (",
-                     E.message(), ")");
+  if (Error E = ForEachGraph([&](std::string_view Graph) {
+        HasGraph = true;
+        return readGraphInterface(Graph, Info, Budget);
+      }))
+    return E.code() == ErrorCode::TooLarge
+               ? std::move(E)
+               : makeError(ErrorCode::InvalidArgument, "not an ONNX model (",
+                           E.message(), ")");
   if (!HasGraph)
     return makeError(ErrorCode::InvalidArgument,
                      "not an ONNX model (no graph)");
-  Info.Inputs.erase(std::remove_if(Info.Inputs.begin(), Info.Inputs.end(),
-                                   [&](const OnnxValueInfo &V) {
-                                     return Weights.count(V.Name) != 0;
-                                   }),
-                    Info.Inputs.end());
+  if (Error E = Budget.charge(Info.Inputs.size() * (sizeof(size_t) + 1)))
+    return E;
+  std::vector<size_t> ByName(Info.Inputs.size());
+  for (size_t I = 0; I < ByName.size(); ++I)
+    ByName[I] = I;
+  std::sort(ByName.begin(), ByName.end(), [&](size_t A, size_t B) {
+    return Info.Inputs[A].Name < Info.Inputs[B].Name;
+  });
+  std::vector<bool> IsWeight(Info.Inputs.size(), false);
+  if (Error E = ForEachGraph([&](std::string_view Graph) {
+        return markWeights(Graph, Info, ByName, IsWeight);
+      }))
+    return makeError(ErrorCode::InvalidArgument, "not an ONNX model (",
+                     E.message(), ")");
+  size_t Kept = 0;
+  for (size_t I = 0; I < Info.Inputs.size(); ++I)
+    if (!IsWeight[I] && Kept++ != I)
+      Info.Inputs[Kept - 1] = std::move(Info.Inputs[I]);
+  Info.Inputs.resize(Kept);
   return Info;
 }
 

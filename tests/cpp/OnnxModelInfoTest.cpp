@@ -176,3 +176,28 @@ TEST(OnnxModelInfo, FilesAreReadAndMissingOnesNamed) {
             std::string::npos)
       << Bad.error().message();
 }
+
+TEST(OnnxModelInfo, MemoryIsBoundedByTheModelsSize) {
+  // 500,000 empty graph inputs (2 bytes each on the wire) took about 60
+  // bytes of memory per byte of the model; the reader now refuses them once
+  // its budget (8 per byte, plus 1 MiB) is spent, before allocating more.
+  OnnxGraphParts Empty;
+  Empty.Inputs.assign(500000, "");
+  Empty.Outputs = {onnxTensorValue("y", OnnxFloat, {1})};
+  std::string Bytes = onnxModel(Empty);
+  auto Info = readOnnxModelInfo(Bytes);
+  ASSERT_FALSE(bool(Info));
+  EXPECT_EQ(Info.error().code(), ErrorCode::TooLarge);
+  EXPECT_NE(Info.error().message().find("bytes of memory"), std::string::npos)
+      << Info.error().message();
+  // Many initializers cost nothing: their names are never copied.
+  OnnxGraphParts Weights = Empty;
+  Weights.Inputs = {onnxTensorValue("x", OnnxFloat, {1}),
+                    onnxTensorValue("w0", OnnxFloat, {1})};
+  for (int I = 0; I < 100000; ++I)
+    Weights.Initializers.push_back(onnxInitializer("w" + std::to_string(I), 1));
+  auto WeightsInfo = readOnnxModelInfo(onnxModel(Weights));
+  ASSERT_TRUE(bool(WeightsInfo)) << WeightsInfo.error().toString();
+  ASSERT_EQ(WeightsInfo->Inputs.size(), 1u);
+  EXPECT_EQ(WeightsInfo->Inputs[0].Name, "x");
+}

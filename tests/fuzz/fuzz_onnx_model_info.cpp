@@ -8,7 +8,11 @@
 // it): the onnx runner reads untrusted model files with it before ONNX
 // Runtime sees them. A model that parses must accept the specs its own
 // interface describes (checkOnnxInterface, every input read), and refuse
-// specs of another element type. Seeds: tests/fuzz/corpus/fuzz_onnx_model_info.
+// specs of another element type; and reading it must never hold more memory
+// than the documented budget (OnnxModelInfoMemoryFactor per byte of the
+// model plus OnnxModelInfoMemoryBase; this target's operator new counts the
+// bytes live while the reader runs, libFuzzer's -rss_limit_mb bounds the
+// rest). Seeds: tests/fuzz/corpus/fuzz_onnx_model_info.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,9 +20,37 @@
 
 #include "mlbridge/OnnxModelInfo.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <malloc.h>
+#include <new>
 #include <optional>
 
 using namespace mlbridge;
+
+namespace {
+/// Bytes allocated through operator new and not yet freed while Counting,
+/// and their peak.
+bool Counting = false;
+long long Live = 0, Peak = 0;
+} // namespace
+
+void *operator new(size_t N) {
+  void *P = std::malloc(N ? N : 1);
+  if (!P)
+    throw std::bad_alloc();
+  if (Counting) {
+    Live += (long long)malloc_usable_size(P);
+    Peak = std::max(Peak, Live);
+  }
+  return P;
+}
+void operator delete(void *P) noexcept {
+  if (P && Counting)
+    Live -= (long long)malloc_usable_size(P);
+  std::free(P);
+}
+void operator delete(void *P, size_t) noexcept { operator delete(P); }
 
 namespace {
 /// The DType of an ONNX element type, if mlbridge has one.
@@ -45,7 +77,18 @@ std::optional<TensorSpec> specOf(const OnnxValueInfo &V) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  Live = Peak = 0;
+  Counting = true;
   auto Info = readOnnxModelInfo(fuzz::asView(Data, Size));
+  Counting = false;
+  // The budget charges what it allocates; strings add their terminators,
+  // errors their messages.
+  long long Budget = (long long)((OnnxModelInfoMemoryFactor + 1) * Size +
+                                 OnnxModelInfoMemoryBase + 65536);
+  if (Peak > Budget)
+    fuzz::die("the model's interface took more memory than its budget",
+              makeError(ErrorCode::TooLarge, std::to_string(Peak), " > ",
+                        std::to_string(Budget)));
   if (!Info)
     return 0;
   std::vector<TensorSpec> Inputs, Outputs;
