@@ -6,6 +6,8 @@
 
 #include "mlbridge/llvm/PhaseProtocol.h"
 
+#include "PhaseWorker.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -73,19 +75,32 @@ Expected<ObservationWriter> ObservationWriter::bind(ModelRunner &Runner) {
   return W;
 }
 
+Observation Observation::of(const Session &S, Status St, int64_t Module) {
+  Observation O;
+  if (S.hasModule())
+    O.Features = S.features();
+  O.Count = S.instructionCount();
+  O.Initial = S.initialInstructionCount();
+  O.Baseline = S.baselineInstructionCount();
+  O.StatusCode = static_cast<int64_t>(St);
+  O.Module = S.hasModule() ? Module : -1;
+  O.Steps = S.steps();
+  return O;
+}
+
 void ObservationWriter::write(const Session &S, Status St,
                               int64_t Module) const {
-  const autophase::FeatureVector &F = S.features();
-  if (S.hasModule())
-    std::copy(F.begin(), F.end(), Features);
-  else
-    std::fill(Features, Features + autophase::NumFeatures, 0);
-  *Count = S.instructionCount();
-  *Initial = S.initialInstructionCount();
-  *Baseline = S.baselineInstructionCount();
-  *StatusCode = static_cast<int64_t>(St);
-  *ModuleIndex = S.hasModule() ? Module : -1;
-  *Steps = S.steps();
+  write(Observation::of(S, St, Module));
+}
+
+void ObservationWriter::write(const Observation &O) const {
+  std::copy(O.Features.begin(), O.Features.end(), Features);
+  *Count = O.Count;
+  *Initial = O.Initial;
+  *Baseline = O.Baseline;
+  *StatusCode = O.StatusCode;
+  *ModuleIndex = O.Module;
+  *Steps = O.Steps;
 }
 
 namespace {
@@ -185,6 +200,21 @@ bool Trainer::run(int64_t C, int64_t Arg) {
   return false;
 }
 
+/// The turn of command \p C whose worker crashed (\p Why): the command
+/// failed, and no module is loaded (the next worker starts from \p S).
+WorkerReply crashed(int64_t C, int64_t Arg, const Error &Why,
+                    const Session &S) {
+  auto Cmd = static_cast<Command>(C);
+  Status St = Cmd == Command::Load    ? Status::LoadFailed
+              : Cmd == Command::Apply ? Status::ActionFailed
+              : Cmd == Command::Write ? Status::WriteFailed
+                                      : Status::InvalidCommand;
+  return WorkerReply{Observation::of(S, St, -1), false,
+                     "command " + std::to_string(C) + " (argument " +
+                         std::to_string(Arg) + "): " + Why.message() +
+                         "; no module is loaded now"};
+}
+
 } // namespace
 
 Error serveTraining(ModelRunner &Runner, Session &S, const TrainingOptions &O) {
@@ -197,12 +227,22 @@ Error serveTraining(ModelRunner &Runner, Session &S, const TrainingOptions &O) {
   Expected<size_t> ArgumentOut = Runner.outputIndex("argument");
   if (!ArgumentOut)
     return ArgumentOut.takeError();
+  // The trainer and the session are copied into each worker at its fork;
+  // these (the parent's) never change.
   Trainer T(S, O);
+  PhaseWorker Worker(
+      [&](int64_t C, int64_t Arg) {
+        bool End = T.run(C, Arg);
+        return WorkerReply{Observation::of(S, T.status(), T.module()), End,
+                           T.context()};
+      },
+      O.StepTimeout);
+  WorkerReply Turn{Observation::of(S, Status::Ok, -1), false, ""};
   std::string Context;
   for (;;) {
-    W->write(S, T.status(), T.module());
-    if (T.context() != Context) {
-      Context = T.context();
+    W->write(Turn.Obs);
+    if (Turn.Context != Context) {
+      Context = Turn.Context;
       if (Error E = Runner.switchContext(Context))
         return E;
     }
@@ -217,8 +257,12 @@ Error serveTraining(ModelRunner &Runner, Session &S, const TrainingOptions &O) {
     if (C->Size != 1 || A->Size != 1)
       return makeError(ErrorCode::TypeMismatch,
                        "'command' and 'argument' must have one element each");
-    if (T.run((*C)[0], (*A)[0]))
+    Expected<WorkerReply> Done = Worker.run((*C)[0], (*A)[0]);
+    if (!Done)
+      Done = crashed((*C)[0], (*A)[0], Done.takeError(), S);
+    if (Done->End)
       return Error::success();
+    Turn = std::move(*Done);
   }
 }
 

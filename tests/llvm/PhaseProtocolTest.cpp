@@ -299,3 +299,67 @@ TEST(PhaseProtocol, DescriptionListsActionsFeaturesAndCodes) {
 }
 
 } // namespace
+
+namespace {
+/// Textual IR that overflows the stack of LLVM 19's parser: \p Depth
+/// nested array types, or \p Depth nested constant expressions.
+std::string nestedTypes(int Depth) {
+  std::string Type = "i8";
+  std::string Open, Close;
+  for (int I = 0; I < Depth; ++I) {
+    Open += "[1 x ";
+    Close += "]";
+  }
+  return "%t = type " + Open + Type + Close + "\n@g = global ptr null\n";
+}
+std::string nestedConstants(int Depth) {
+  std::string Open, Close;
+  for (int I = 0; I < Depth; ++I) {
+    Open += "getelementptr (i8, ptr ";
+    Close += ", i64 1)";
+  }
+  return "@x = global i8 0\n@g = global ptr " + Open + "@x" + Close + "\n";
+}
+} // namespace
+
+class PhaseCrash : public ::testing::TestWithParam<int> {};
+
+TEST_P(PhaseCrash, AModuleThatCrashesLLVMsParserCostsItsLoadNotTheService) {
+  phase_test::TempDir Dir;
+  std::string Crasher =
+      Dir.write("crash.ll", GetParam() == 0 ? nestedTypes(300000)
+                                            : nestedConstants(300000));
+  std::string Good =
+      Dir.write("loop.bc", phase_test::toBitcode(phase_test::LoopModule));
+  TrainingOptions O{{Crasher, Good}, ""};
+  std::unique_ptr<ScriptedRunner> R = ScriptedRunner::create(
+      commandSpecs(), {{Load, 1},
+                       {Load, 0}, // crashes the worker holding module 1
+                       {Apply, actionIndex("sroa")}, // a fresh worker
+                       {Load, 1},
+                       {Apply, actionIndex("sroa")},
+                       {End, 0}});
+  std::unique_ptr<Session> S = newSession();
+  Error E = serveTraining(*R, *S, O);
+  ASSERT_FALSE(E) << E.toString();
+  const std::vector<Turn> &T = R->Turns;
+  ASSERT_EQ(T.size(), 6u);
+  EXPECT_EQ(T[1].Status, Ok);
+  EXPECT_EQ(T[2].Status, LoadFailed);
+  EXPECT_NE(T[2].Context.find("LLVM crashed"), std::string::npos)
+      << T[2].Context;
+  EXPECT_EQ(T[2].Module, -1);
+  EXPECT_EQ(T[3].Status, NoModule);
+  EXPECT_EQ(T[4].Status, Ok);
+  EXPECT_EQ(T[4].Module, 1);
+  EXPECT_EQ(T[5].Status, Ok);
+  EXPECT_EQ(T[5].Steps, 1);
+  EXPECT_FALSE(S->hasModule()); // the service's own session is untouched
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PhaseCrash, ::testing::Values(0, 1),
+                         [](const auto &Info) {
+                           return Info.param == 0
+                                      ? std::string("NestedTypes")
+                                      : std::string("NestedConstants");
+                         });

@@ -489,6 +489,29 @@ def test_a_corrupt_module_is_skipped_and_recorded(bundled, odd_modules):
     assert children() == []
 
 
+def test_a_module_that_crashes_llvm_costs_its_episode_not_the_service(tmp_path, odd_modules):
+    """LLVM 19's parser overflows its stack on deeply nested types: the
+    service loads modules in a worker process, so the service survives."""
+    _, text = odd_modules
+    crasher = tmp_path / "crasher.ll"
+    depth = 300_000
+    crasher.write_text("%t = type " + "[1 x " * depth + "i8" + "]" * depth + "\n")
+    env = PhaseOrderingEnv([crasher, text])
+    try:
+        env.reset(options={"module": "sum"})
+        pid = env.unwrapped.service_pid
+        with pytest.raises(EnvError, match="crasher gives no episode"):
+            env.reset(options={"module": "crasher"})
+        assert "LLVM crashed" in env.skipped["crasher"], env.skipped
+        assert env.unwrapped.service_pid == pid  # the same service
+        _, info = env.reset(options={"module": "sum"})
+        assert info["module"] == "sum" and env.step(0)[3] in (False, True)
+        assert env.unwrapped.service_pid == pid
+    finally:
+        env.close()
+    assert children() == []
+
+
 # -- resources -------------------------------------------------------------------------
 
 

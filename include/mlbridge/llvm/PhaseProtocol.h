@@ -47,6 +47,7 @@
 #include "mlbridge/TensorSpec.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -116,6 +117,17 @@ std::vector<TensorSpec> commandSpecs();
 /// The output in deployment: `action`.
 std::vector<TensorSpec> actionSpecs();
 
+/// The values of one observation, in the order of observationSpecs().
+struct Observation {
+  autophase::FeatureVector Features{};
+  int64_t Count = 0, Initial = 0, Baseline = 0;
+  int64_t StatusCode = 0, Module = -1, Steps = 0;
+
+  /// The observation of \p S after a command of status \p St, with the
+  /// module index \p Module (-1 when \p S holds no module).
+  static Observation of(const Session &S, Status St, int64_t Module);
+};
+
 /// Writes observations into a runner's inputs.
 class ObservationWriter {
 public:
@@ -124,6 +136,8 @@ public:
   static Expected<ObservationWriter> bind(ModelRunner &Runner);
   /// Fills the inputs from \p S, \p St and the module index \p Module.
   void write(const Session &S, Status St, int64_t Module) const;
+  /// Fills the inputs with \p O.
+  void write(const Observation &O) const;
 
 private:
   ObservationWriter() = default;
@@ -142,11 +156,19 @@ struct TrainingOptions {
   std::vector<std::string> Modules;
   /// Where WRITE writes the current module ("": WRITE fails).
   std::string Output;
+  /// The longest one command may take; past it the worker carrying it out
+  /// is stopped and the command fails as a crash does.
+  std::chrono::milliseconds StepTimeout = std::chrono::hours(1);
 };
 
 /// Serves the training protocol on \p Runner (made with observationSpecs()
 /// and commandSpecs()) until the END command (success) or a runner error
 /// (returned: a timeout, the peer gone, a reply of the wrong shape).
+/// Commands run on a copy of \p S in a child process (\p S itself is never
+/// changed): when LLVM crashes on a module (loading it or applying an
+/// action), the command fails (LoadFailed, ActionFailed, WriteFailed or
+/// InvalidCommand, the context saying how the child ended), no module is
+/// loaded any more, and the next command runs in a fresh child.
 Error serveTraining(ModelRunner &Runner, Session &S, const TrainingOptions &O);
 
 /// How chooseSequence ended.
