@@ -7,7 +7,8 @@ made it, separated by NUL bytes). Each module is one program, compiled from
 its ``.bc``.
 
 The recorded options (``.cmd``, or ``global_command_override`` when the
-description has one) are read and checked, not used: they are ``clang
+description has one) are read and checked, not used (the programs have
+no flags: nothing of them reaches a command line): they are ``clang
 -cc1`` options, which the clang driver does not accept, and what they say
 that matters for the code is already in the bitcode (the target triple and
 data layout, each function's attributes: target CPU and features, ``optsize``
