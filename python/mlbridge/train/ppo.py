@@ -5,32 +5,33 @@ resumable checkpoints, and the policy exported to ONNX at the end.
 A run directory holds everything::
 
     OUT/checkpoints/ppo_<steps>_steps.zip   every --checkpoint-every steps
+    OUT/checkpoints/state.json             the checkpoints written, with their SHA-256
     OUT/logs/progress.csv                  SB3's metrics, one row per update
     OUT/final.zip                          the trained model (SB3 format)
     OUT/policy.onnx                        the deployable policy
     OUT/run.json                           the configuration and the timings
 
 Training again with the same ``OUT`` and ``resume=True`` continues from the
-newest checkpoint up to ``timesteps`` in total.
+newest checkpoint the run recorded up to ``timesteps`` in total, its
+weights loaded as data only (:mod:`mlbridge.train.checkpoints`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
 from mlbridge.train.tasks import Task, get_task
 from mlbridge.train.warm_start import warm_start
 
-#: Checkpoint file names written by SB3's CheckpointCallback.
-_CHECKPOINT = re.compile(r"^ppo_(\d+)_steps\.zip$")
+if TYPE_CHECKING:
+    from mlbridge.train.checkpoints import Hyperparameters
 
 
 @dataclass
@@ -60,14 +61,28 @@ class TrainConfig:
 
 
 def latest_checkpoint(directory: Path) -> Optional[Path]:
-    """The checkpoint with the most steps in ``directory``, if any."""
-    found = []
-    if directory.is_dir():
-        for path in directory.iterdir():
-            match = _CHECKPOINT.match(path.name)
-            if match:
-                found.append((int(match.group(1)), path))
-    return max(found)[1] if found else None
+    """The checkpoint with the most steps that the run in ``directory``
+    recorded, if any."""
+    from mlbridge.train.checkpoints import RunState
+
+    state = RunState.load(directory)
+    entry = state.latest() if state else None
+    return None if entry is None else directory / entry.file
+
+
+def _hyperparameters(config: TrainConfig, task: Task) -> "Hyperparameters":
+    from mlbridge.train.checkpoints import Hyperparameters
+
+    return Hyperparameters(
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        ent_coef=config.entropy,
+        gamma=task.gamma if config.gamma is None else config.gamma,
+        gae_lambda=task.gae_lambda,
+        seed=config.seed,
+    )
 
 
 def _logger(directory: Path) -> Any:
@@ -83,9 +98,9 @@ def train(config: TrainConfig) -> Dict[str, Any]:
     """Trains (or resumes), saves, exports; returns the run's summary."""
     try:
         from stable_baselines3 import PPO
-        from stable_baselines3.common.callbacks import CheckpointCallback
 
         from mlbridge.gym.vec_env import PoolVecEnv
+        from mlbridge.train.checkpoints import CheckpointCallback, RunState
     except ImportError as err:
         raise MlbridgeError(
             f"training needs stable-baselines3 and torch ({err}); "
@@ -109,24 +124,14 @@ def train(config: TrainConfig) -> Dict[str, Any]:
     try:
         #: the environment's raw feature names (the wrapper keeps some)
         names = venv.get_attr("feature_names")[0]
-        resume_from = latest_checkpoint(checkpoints) if config.resume else None
+        state = RunState.load(checkpoints) if config.resume else None
+        resume_from = state.latest() if state else None
+        if state is None or resume_from is None:
+            state = RunState(checkpoints, _hyperparameters(config, task))
+            state.save()
+        model = PPO("MlpPolicy", venv, device="cpu", **state.hyperparameters.ppo_kwargs())
         if resume_from is not None:
-            model = PPO.load(str(resume_from), env=venv, device="cpu")
-        else:
-            model = PPO(
-                "MlpPolicy",
-                venv,
-                n_steps=config.n_steps,
-                batch_size=config.batch_size,
-                n_epochs=config.epochs,
-                learning_rate=config.learning_rate,
-                ent_coef=config.entropy,
-                gamma=task.gamma if config.gamma is None else config.gamma,
-                gae_lambda=task.gae_lambda,
-                seed=config.seed,
-                device="cpu",
-                policy_kwargs={"net_arch": [64, 64]},
-            )
+            state.restore(model, resume_from)
         warm = None
         if resume_from is None and config.warm_start and task.warm_start_feature:
             kept = task.wrapper.names(names)
@@ -138,11 +143,7 @@ def train(config: TrainConfig) -> Dict[str, Any]:
             )
         model.set_logger(_logger(config.out / "logs"))
         remaining = max(0, config.timesteps - model.num_timesteps)
-        callback = CheckpointCallback(
-            save_freq=max(1, config.checkpoint_every // config.workers),
-            save_path=str(checkpoints),
-            name_prefix="ppo",
-        )
+        callback = CheckpointCallback(state, max(1, config.checkpoint_every // config.workers))
         model.learn(
             total_timesteps=remaining,
             callback=callback,
@@ -150,14 +151,14 @@ def train(config: TrainConfig) -> Dict[str, Any]:
             progress_bar=config.progress,
         )
         model.save(str(config.out / "final.zip"))
-        model.save(str(checkpoints / f"ppo_{model.num_timesteps}_steps.zip"))
+        state.save_checkpoint(model)
         task.export(model.policy, config.out / "policy.onnx", names)
     finally:
         venv.close()
     summary = {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "timesteps": int(model.num_timesteps),
-        "resumed_from": None if resume_from is None else str(resume_from),
+        "resumed_from": None if resume_from is None else str(checkpoints / resume_from.file),
         "warm_start": warm,
         "seconds": round(time.monotonic() - started, 1),
         "policy": str(config.out / "policy.onnx"),
