@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from mlbridge import child_process
 from mlbridge._version import __version__
 from mlbridge.errors import MlbridgeError
 
@@ -229,7 +230,7 @@ def _pkg_config_prefix() -> Optional[Path]:
     if shutil.which("pkg-config") is None:
         return None
     try:
-        done = subprocess.run(
+        done = child_process.run(
             ["pkg-config", "--variable=prefix", "mlbridge"],
             capture_output=True,
             text=True,

@@ -12,13 +12,13 @@ program is part of the native half (CMake package), found by
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Sequence, TextIO, Tuple
 
 import numpy as np
 
+from mlbridge import child_process
 from mlbridge.native import NativeError, deploy_replay_path
 
 #: The features the demo policy reads, in the order of the replay file.
@@ -84,7 +84,7 @@ def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]], out: 
     export_policy_onnx(model)
     write_cases(records, cases)
     policy = str(Path(__file__).resolve().parent / "policy.py") + ":policy"
-    done = subprocess.run(
+    done = child_process.run(
         [str(replay), model, cases, sys.executable, policy],
         capture_output=True,
         text=True,

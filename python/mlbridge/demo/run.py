@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, TextIO
 
+from mlbridge import child_process
 from mlbridge.demo.policy import CountingPolicy
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler, text_size
@@ -50,7 +51,7 @@ def demo_program(source: str, workdir: str, records: Optional[list] = None) -> D
     name = os.path.basename(source)
     plain = os.path.join(workdir, name + ".default.o")
     served = os.path.join(workdir, name + ".policy.o")
-    done = subprocess.run(
+    done = child_process.run(
         [CLANG, *FLAGS, source, "-o", plain],
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from mlbridge import child_process
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
 from mlbridge.gym.corpus_modules import EnvError, environment_modules, start_drawn
 from mlbridge.gym.corpus_modules import SkipModule as _Skip
@@ -604,7 +605,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         if module.name not in self._oz_sizes:
             output = Path(self._workdir()) / "oz.o"
             try:
-                done = subprocess.run(
+                done = child_process.run(
                     self._command(module, output),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
 
@@ -69,7 +70,7 @@ def _prepare_one(program: Program, source: Path, cache_dir: Path, clang: str) ->
         tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
         command = [clang, *MODULE_FLAGS, *program.flags, str(source), "-o", str(tmp)]
         try:
-            done = subprocess.run(
+            done = child_process.run(
                 command,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

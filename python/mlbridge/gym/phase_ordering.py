@@ -34,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from mlbridge import child_process
 from mlbridge.channel import ChannelError, make_fifos, open_host_ends
 from mlbridge.codecs import FORMATS
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
@@ -90,7 +91,7 @@ def describe_service(service: Union[str, os.PathLike]) -> Dict[str, Any]:
         if key in _DESCRIBED:
             return _DESCRIBED[key]
         try:
-            done = subprocess.run(
+            done = child_process.run(
                 [key, "--list-actions"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
@@ -158,12 +159,8 @@ class _Service:
         self.channel = make_fifos(base)
         try:
             with open(stderr_path, "wb") as stderr:
-                self.proc = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    start_new_session=True,
+                self.proc = child_process.popen(
+                    command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
                 )
         except OSError as err:
             self.channel.close()
@@ -211,21 +208,7 @@ class _Service:
         """Stops the service's process group: SIGTERM and SIGCONT (a stopped
         service handles them too), SIGKILL when it has not exited after
         :data:`_KILL_GRACE` seconds; returns once it has exited."""
-        if self.proc.poll() is not None:
-            return
-        self._signal(signal.SIGTERM)
-        self._signal(signal.SIGCONT)
-        try:
-            self.proc.wait(_KILL_GRACE)
-        except subprocess.TimeoutExpired:
-            self._signal(signal.SIGKILL)
-            self.proc.wait()
-
-    def _signal(self, signum: int) -> None:
-        try:
-            os.killpg(self.proc.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.proc.stop(_KILL_GRACE)
 
     def stderr_tail(self) -> str:
         """The end of what the service wrote to stderr."""

@@ -6,9 +6,11 @@ One API whatever runs the workers::
         rollouts = pool.rollout(None, steps=200)      # 200 random steps per worker
 
 - ``backend="ray"``: each worker is a Ray actor (one CPU) holding its
-  compiler session; ``address=None`` starts Ray on this machine
-  (``ray.init()``), ``address="auto"`` or ``"HOST:PORT"`` joins a cluster
-  started with ``ray start``. Actors are spread over the nodes.
+  compiler session; ``address=None`` (or ``"local"``) starts a private Ray
+  instance on this machine, listening on the loopback interface only, its
+  files in a 0700 directory of its own (removed at :meth:`WorkerPool.close`);
+  ``address="auto"`` or ``"HOST:PORT"`` joins a cluster started with
+  ``ray start`` (docs/ray.md). Actors are spread over the nodes.
 - ``backend="process"``: each worker is a local process (``spawn``), for a
   machine without Ray.
 - ``backend="serial"``: the workers run in the caller's process, one after
@@ -21,7 +23,11 @@ raises :class:`WorkerError` naming the worker, and the pool stays usable for
 
 from __future__ import annotations
 
+import ipaddress
 import multiprocessing
+import os
+import shutil
+import tempfile
 import traceback
 from abc import ABC, abstractmethod
 from multiprocessing.connection import Connection
@@ -29,6 +35,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import cloudpickle  # type: ignore[import-untyped]
 
+from mlbridge.child_process import die_with_parent, from_lasting_thread
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.workers import ActionFn, EnvWrapper, Rollout, RolloutWorker
 
@@ -128,8 +135,9 @@ class SerialPool(WorkerPool):
         self._workers = []
 
 
-def _process_main(conn: Connection, payload: bytes) -> None:
+def _process_main(conn: Connection, payload: bytes, parent: int) -> None:
     """A process worker: builds its RolloutWorker, then serves calls."""
+    die_with_parent(parent)  # and so do its compilers (mlbridge.child_process)
     try:
         worker = RolloutWorker(*cloudpickle.loads(payload))
         conn.send(("ok", None))
@@ -175,10 +183,12 @@ class ProcessPool(WorkerPool):
                 ours, theirs = context.Pipe()
                 payload = cloudpickle.dumps((env_id, dict(env_kwargs), seed + i, wrapper))
                 proc = context.Process(
-                    target=_process_main, args=(theirs, payload), name=f"mlbridge-worker-{i}"
+                    target=_process_main,
+                    args=(theirs, payload, os.getpid()),
+                    name=f"mlbridge-worker-{i}",
                 )
                 proc.daemon = True
-                proc.start()
+                from_lasting_thread(proc.start)
                 theirs.close()
                 self._conns.append(ours)
                 self._procs.append(proc)
@@ -231,6 +241,14 @@ class ProcessPool(WorkerPool):
         self._conns, self._procs = [], []
 
 
+#: ``ray.init`` options of every pool that starts or joins Ray.
+_RAY_OPTIONS: Dict[str, Any] = {
+    "include_dashboard": False,
+    "log_to_driver": False,
+    "configure_logging": False,
+}
+
+
 class RayPool(WorkerPool):
     """One Ray actor (one CPU) per worker, spread over the cluster's nodes."""
 
@@ -249,13 +267,13 @@ class RayPool(WorkerPool):
 
         self._ray = ray
         self._started_ray = False
+        #: The 0700 directory holding the files of the Ray instance we started.
+        self._private_dir: Optional[str] = None
         if not ray.is_initialized():
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            if address in (None, "local"):  # "local": Ray's name for a new instance
+                self._start_local_ray()
+            else:
+                ray.init(address=address, **_RAY_OPTIONS)
             self._started_ray = True
         actor = ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)
         self._actors: List[Any] = [
@@ -269,6 +287,38 @@ class RayPool(WorkerPool):
         except BaseException:
             self.close()
             raise
+
+    def _start_local_ray(self) -> None:
+        """Starts Ray on this machine for this pool alone: bound to the
+        loopback interface, its temporary files under a new 0700 directory."""
+        from unittest import mock
+
+        from ray._private import ray_constants
+
+        self._private_dir = tempfile.mkdtemp(prefix="mlbridge-ray-")
+        try:
+            # Ray takes a node IP of 127.0.0.1 for a mistake and replaces it by
+            # the machine's address, and then listens on every interface,
+            # unless clusters are disabled (its default on macOS and Windows).
+            with mock.patch.object(ray_constants, "ENABLE_RAY_CLUSTER", False):
+                self._ray.init(
+                    address="local",  # never RAY_ADDRESS, nor a cluster `ray start` left
+                    _temp_dir=os.path.join(self._private_dir, "ray"),  # Ray makes it 0777
+                    **_RAY_OPTIONS,
+                )
+        except BaseException:
+            self._remove_private_dir()
+            raise
+        ip = self._ray.util.get_node_ip_address()
+        if not ipaddress.ip_address(ip).is_loopback:
+            self._ray.shutdown()
+            self._remove_private_dir()
+            raise WorkerError(f"Ray started on {ip}, not on the loopback interface: stopped it")
+
+    def _remove_private_dir(self) -> None:
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
 
     def call(
         self, method: str, args: Optional[Sequence[Args]] = None, timeout: Optional[float] = None
@@ -302,6 +352,7 @@ class RayPool(WorkerPool):
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False
+        self._remove_private_dir()
 
 
 def make_pool(

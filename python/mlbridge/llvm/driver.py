@@ -10,7 +10,9 @@ advisors together). It handles the other LLVM 19 pitfalls:
   timeout) the compiler's process group is stopped *before* the pipes are
   closed: LLVM 19 busy-loops forever on a closed input. It gets SIGTERM, on
   which LLVM removes its temporary outputs (``X-1a2b3c4d.o.tmp``), then
-  SIGKILL if it still runs after :data:`KILL_GRACE_SECONDS`.
+  SIGKILL if it still runs after :data:`KILL_GRACE_SECONDS`. And when this
+  process dies, however (SIGKILL too), the compiler is killed with it
+  (:mod:`mlbridge.child_process`) instead of spinning on the closed input.
 - #6: a compiler that never opens a channel (``llc -O0``, nothing to
   allocate) is not waited for: opening gives up as soon as it exits.
 - #1/#4/#5/#7: see :mod:`mlbridge.llvm.advisors`.
@@ -19,14 +21,13 @@ advisors together). It handles the other LLVM 19 pitfalls:
 from __future__ import annotations
 
 import io
-import os
-import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
+from mlbridge import child_process
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
@@ -121,13 +122,8 @@ class CompilerProcess:
     """
 
     def __init__(self, command: Sequence[str], stdout: Any, env: Optional[Mapping[str, str]]):
-        self.proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
+        self.proc = child_process.popen(
+            list(command), stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE, env=env
         )
         self.exited = threading.Event()
         self._lock = threading.Lock()
@@ -150,21 +146,14 @@ class CompilerProcess:
             if self.exited.is_set() or self._killing:
                 return
             self._killing = True
-            self._signal(signal.SIGTERM)
-            self._signal(signal.SIGCONT)
+            self.proc.terminate()
         threading.Thread(target=self._kill_after_grace, daemon=True, name="compiler-kill").start()
 
     def _kill_after_grace(self) -> None:
         if not self.exited.wait(KILL_GRACE_SECONDS):
             with self._lock:
                 if not self.exited.is_set():
-                    self._signal(signal.SIGKILL)
-
-    def _signal(self, signum: int) -> None:
-        try:
-            os.killpg(self.proc.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+                    self.proc.kill()
 
 
 def _serve_one(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from typing import Sequence
 
+from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 
 INLINER_IR_FLAGS = ("-O1", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S")
@@ -24,7 +25,7 @@ def make_inliner_ir(
 ) -> str:
     """Compile the C/C++ file ``source`` to inlinable textual IR at ``output``."""
     command = [clang, *INLINER_IR_FLAGS, *extra_args, "-c", source, "-o", output]
-    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    done = child_process.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if done.returncode != 0:
         raise CompileError(
             f"{' '.join(command)} failed (rc {done.returncode}):\n{done.stderr.strip()}"

@@ -6,6 +6,7 @@ import re
 import subprocess
 from typing import Dict, Tuple
 
+from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 
 _CALL = re.compile(
@@ -23,7 +24,7 @@ class OutcomeError(MlbridgeError):
 
 def section_sizes(path: str, tool: str = "llvm-size-19") -> Dict[str, int]:
     """Section name -> size in bytes of the object file ``path`` (``llvm-size -A``)."""
-    done = subprocess.run(
+    done = child_process.run(
         [tool, "-A", path], stdin=subprocess.DEVNULL, capture_output=True, text=True
     )
     if done.returncode != 0:

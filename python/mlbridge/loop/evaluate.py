@@ -22,8 +22,9 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence
 
+from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.toolchain import Plugin, ProgramResult, compile_all
@@ -140,7 +141,7 @@ def _with_pipe_server(
 @contextmanager
 def pipe_server(
     command: Sequence[str], base: str, ready_timeout: float = 30.0
-) -> Iterator["subprocess.Popen[bytes]"]:
+) -> Iterator[child_process.Child]:
     """Run ``command``, a server that creates the FIFOs ``base``.in and ``base``.out.
 
     Yields the process once both FIFOs exist; kills and reaps it on leaving,
@@ -152,26 +153,30 @@ def pipe_server(
     any child it left behind, keeps open).
     """
     with tempfile.TemporaryFile() as stderr:
-        server = subprocess.Popen(
+        with child_process.popen(
             list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
-        )
-        try:
-            deadline = time.monotonic() + ready_timeout
-            while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
-                exited = server.poll() is not None
-                if exited or time.monotonic() > deadline:
-                    server.kill()
-                    server.wait()
-                    stderr.seek(0)
-                    tail = stderr.read().decode("utf-8", "replace")[-1000:]
-                    why = (
-                        f"exited with status {server.returncode}"
-                        if exited
-                        else f"was still running after {ready_timeout:g} s"
-                    )
-                    raise MlbridgeError(f"mlbridge serve did not create its FIFOs ({why}): {tail}")
-                time.sleep(0.05)
+        ) as server:  # leaving it kills and reaps the server
+            _await_fifos(server, base, ready_timeout, stderr)
             yield server
-        finally:
-            server.kill()
-            server.wait()
+
+
+def _await_fifos(
+    server: child_process.Child, base: str, ready_timeout: float, stderr: IO[bytes]
+) -> None:
+    """Returns once ``server`` made ``base``.in and ``base``.out; when it
+    exits or ``ready_timeout`` passes, stops it and raises MlbridgeError
+    with the end of its ``stderr``."""
+    deadline = time.monotonic() + ready_timeout
+    while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
+        exited = server.poll() is not None
+        if exited or time.monotonic() > deadline:
+            server.stop()
+            stderr.seek(0)
+            tail = stderr.read().decode("utf-8", "replace")[-1000:]
+            why = (
+                f"exited with status {server.returncode}"
+                if exited
+                else f"was still running after {ready_timeout:g} s"
+            )
+            raise MlbridgeError(f"mlbridge serve did not create its FIFOs ({why}): {tail}")
+        time.sleep(0.05)

@@ -5,13 +5,13 @@ loadable module for the plugin."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.collect import DECISION, Dataset
 from mlbridge.train.features import signed_log
@@ -219,7 +219,7 @@ def build_aot_module(
         "-o",
         str(module),
     ]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = child_process.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise MlbridgeError(f"compiling the AOT model failed: {done.stderr[-2000:]}")
     return module

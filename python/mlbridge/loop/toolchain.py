@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import text_size
@@ -118,7 +118,9 @@ def compile_program(
                 "-o",
                 str(obj),
             ]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+            done = child_process.run(
+                command, env=env, capture_output=True, text=True, timeout=timeout
+            )
             if done.returncode != 0:
                 raise MlbridgeError(
                     f"{program.name}: {' '.join(command)} failed "

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from mlbridge import child_process
+
 #: Lowering of tiled linalg on memrefs to the LLVM dialect.
 LOWERING = (
     "builtin.module(func.func(convert-linalg-to-loops),expand-strided-metadata,"
@@ -313,7 +315,7 @@ def tile(
     if log:
         options.append(f"log={log}")
     pipeline = "builtin.module(mlbridge-tile{" + " ".join(options) + "})"
-    return subprocess.run(
+    return child_process.run(
         [
             "mlir-opt-19",
             f"--load-pass-plugin={plugin}",
@@ -331,13 +333,13 @@ def tile(
 def run(tiled: Path, work: Path) -> Tuple[float, float]:
     """Lowers the tiled module and runs it: the fastest time (s) and the checksum."""
     lowered = work / (tiled.stem + ".llvm.mlir")
-    subprocess.run(
+    child_process.run(
         ["mlir-opt-19", f"--pass-pipeline={LOWERING}", str(tiled), "-o", str(lowered)],
         capture_output=True,
         text=True,
         check=True,
     )
-    done = subprocess.run(
+    done = child_process.run(
         [
             "mlir-cpu-runner-19",
             str(lowered),

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
+from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
 
@@ -68,7 +69,7 @@ def evaluate_phase_ordering(
             str(max_steps),
         ]
         start = time.monotonic()
-        done = subprocess.run(
+        done = child_process.run(
             command,
             stdin=subprocess.DEVNULL,
             capture_output=True,
