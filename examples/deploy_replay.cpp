@@ -23,11 +23,11 @@
 #include <fstream>
 #include <iterator>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
-extern char **environ;
 
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;
@@ -106,8 +106,16 @@ int main(int argc, char **argv) {
   for (std::string &A : Args)
     Argv.push_back(&A[0]);
   Argv.push_back(nullptr);
-  pid_t Host;
-  if (posix_spawn(&Host, Argv[0], nullptr, nullptr, Argv.data(), environ)) {
+  // The host dies with this program, whatever kills it.
+  pid_t Parent = getpid();
+  pid_t Host = fork();
+  if (Host == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == Parent)
+      execv(Argv[0], Argv.data());
+    _exit(127);
+  }
+  if (Host < 0) {
     std::fprintf(stderr, "cannot start the Python host\n");
     return 1;
   }
