@@ -135,12 +135,6 @@ class _Episode:
             self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
 
 
-def _codegen_flags(flags: Sequence[str]) -> List[str]:
-    """The module's options that still matter for a module (``-f*``,
-    ``-m*``): the preprocessor's and the language's are already applied."""
-    return [f for f in flags if f.startswith(("-f", "-m")) and f != "-mllvm"]
-
-
 def _failure(result: RunResult, episode_timeout: float) -> str:
     """Why a served compilation failed, in one message."""
     if result.timed_out:
@@ -363,7 +357,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             *([f"-fpass-plugin={plugin}"] if plugin else []),
             "-c",
             "-w",
-            *_codegen_flags(module.flags),
+            *module.codegen_flags(),
             str(module.bitcode),
             "-o",
             str(output),

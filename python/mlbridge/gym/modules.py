@@ -45,6 +45,13 @@ class Module:
     split: str
     flags: Tuple[str, ...] = ()
 
+    def codegen_flags(self) -> List[str]:
+        """The program's options that still matter when compiling the
+        module (``-f*``, ``-m*``): the preprocessor's and the language's
+        (``-D``, ``-I``, ``-x``...) are applied in the bitcode already, and
+        ``-x c`` would make clang read the bitcode as C."""
+        return [f for f in self.flags if f.startswith(("-f", "-m")) and f != "-mllvm"]
+
 
 def _module_name(program: Program, source: Path) -> str:
     return program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"

@@ -49,7 +49,9 @@ def evaluate_inlining(
     plugins = deployment_plugins(plugin, policy, work)
     rows: List[Dict[str, Any]] = []
     for module in modules:
-        program = Program(module.name, (module.bitcode,), module.flags, module.split)
+        program = Program(
+            module.name, (module.bitcode,), tuple(module.codegen_flags()), module.split
+        )
         row: Dict[str, Any] = {"module": module.name}
         for name, config in plugins.items():
             best = None
