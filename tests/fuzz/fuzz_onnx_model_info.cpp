@@ -35,22 +35,42 @@ bool Counting = false;
 long long Live = 0, Peak = 0;
 } // namespace
 
-void *operator new(size_t N) {
+namespace {
+void *allocate(size_t N) noexcept {
   void *P = std::malloc(N ? N : 1);
-  if (!P)
-    throw std::bad_alloc();
-  if (Counting) {
+  if (P && Counting) {
     Live += (long long)malloc_usable_size(P);
     Peak = std::max(Peak, Live);
   }
   return P;
 }
-void operator delete(void *P) noexcept {
+void release(void *P) noexcept {
   if (P && Counting)
     Live -= (long long)malloc_usable_size(P);
   std::free(P);
 }
-void operator delete(void *P, size_t) noexcept { operator delete(P); }
+} // namespace
+
+// Every form of new and delete that pairs with malloc/free (libFuzzer's own
+// nothrow allocations included: ASan checks that they are paired).
+void *operator new(size_t N) {
+  if (void *P = allocate(N))
+    return P;
+  throw std::bad_alloc();
+}
+void *operator new[](size_t N) { return operator new(N); }
+void *operator new(size_t N, const std::nothrow_t &) noexcept {
+  return allocate(N);
+}
+void *operator new[](size_t N, const std::nothrow_t &) noexcept {
+  return allocate(N);
+}
+void operator delete(void *P) noexcept { release(P); }
+void operator delete[](void *P) noexcept { release(P); }
+void operator delete(void *P, size_t) noexcept { release(P); }
+void operator delete[](void *P, size_t) noexcept { release(P); }
+void operator delete(void *P, const std::nothrow_t &) noexcept { release(P); }
+void operator delete[](void *P, const std::nothrow_t &) noexcept { release(P); }
 
 namespace {
 /// The DType of an ONNX element type, if mlbridge has one.
