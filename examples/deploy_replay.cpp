@@ -28,7 +28,6 @@
 #include <unistd.h>
 #include <vector>
 
-
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;
 
