@@ -291,24 +291,26 @@ class RayPool(WorkerPool):
     def _start_local_ray(self) -> None:
         """Starts Ray on this machine for this pool alone: bound to the
         loopback interface, its temporary files under a new 0700 directory."""
-        from unittest import mock
-
         from ray._private import ray_constants
 
         self._private_dir = tempfile.mkdtemp(prefix="mlbridge-ray-")
+        # Ray takes a node IP of 127.0.0.1 for a mistake and replaces it by
+        # the machine's address, and then listens on every interface, unless
+        # clusters are disabled (its default on macOS and Windows): disabled
+        # while it starts (a private setting: the address is checked below).
+        cluster = ray_constants.ENABLE_RAY_CLUSTER
+        ray_constants.ENABLE_RAY_CLUSTER = False
         try:
-            # Ray takes a node IP of 127.0.0.1 for a mistake and replaces it by
-            # the machine's address, and then listens on every interface,
-            # unless clusters are disabled (its default on macOS and Windows).
-            with mock.patch.object(ray_constants, "ENABLE_RAY_CLUSTER", False):
-                self._ray.init(
-                    address="local",  # never RAY_ADDRESS, nor a cluster `ray start` left
-                    _temp_dir=os.path.join(self._private_dir, "ray"),  # Ray makes it 0777
-                    **_RAY_OPTIONS,
-                )
+            self._ray.init(
+                address="local",  # never RAY_ADDRESS, nor a cluster `ray start` left
+                _temp_dir=os.path.join(self._private_dir, "ray"),  # Ray makes it 0777
+                **_RAY_OPTIONS,
+            )
         except BaseException:
             self._remove_private_dir()
             raise
+        finally:
+            ray_constants.ENABLE_RAY_CLUSTER = cluster
         ip = self._ray.util.get_node_ip_address()
         if not ipaddress.ip_address(ip).is_loopback:
             self._ray.shutdown()
