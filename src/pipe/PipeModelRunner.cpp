@@ -28,17 +28,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace mlbridge {
 
 namespace {
-/// The shm header word \p W of the region at \p Base.
-uint32_t *word(uint8_t *Base, shm::Word W) {
-  return reinterpret_cast<uint32_t *>(Base + W);
-}
-uint32_t load(uint8_t *Base, shm::Word W, int Order = __ATOMIC_ACQUIRE) {
-  return __atomic_load_n(word(Base, W), Order);
-}
-void store(uint8_t *Base, shm::Word W, uint32_t V,
-           int Order = __ATOMIC_RELEASE) {
-  __atomic_store_n(word(Base, W), V, Order);
-}
+using shm::load;
+using shm::store;
+
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();

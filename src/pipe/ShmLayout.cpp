@@ -68,13 +68,9 @@ void writeHeader(uint8_t *Base, const Layout &L) {
 
 ReplyKind readReply(const uint8_t *Base, const Layout &L,
                     TensorBuffers &Outputs, Error &Why) {
-  auto Load = [&](Word W) {
-    return __atomic_load_n(reinterpret_cast<const uint32_t *>(Base + W),
-                           __ATOMIC_RELAXED);
-  };
-  uint32_t Status = Load(ReplyStatus);
+  uint32_t Status = load(Base, ReplyStatus, __ATOMIC_RELAXED);
   if (Status == StatusError) {
-    uint32_t Length = std::min(Load(ErrorLength),
+    uint32_t Length = std::min(load(Base, ErrorLength, __ATOMIC_RELAXED),
                                std::min<uint32_t>(L.MessageCapacity, 4096));
     Why = makeError(
         ErrorCode::ModelFailure, "model side reported: ",

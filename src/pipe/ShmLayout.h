@@ -78,6 +78,21 @@ Expected<Layout> computeLayout(const TensorBuffers &Inputs,
                                const TensorBuffers &Outputs,
                                uint32_t MessageCapacity);
 
+/// The header word \p W of the region at \p Base.
+inline uint32_t *word(uint8_t *Base, Word W) {
+  return reinterpret_cast<uint32_t *>(Base + W);
+}
+/// Loads the header word \p W atomically (the peer writes it concurrently).
+inline uint32_t load(const uint8_t *Base, Word W,
+                     int Order = __ATOMIC_ACQUIRE) {
+  return __atomic_load_n(reinterpret_cast<const uint32_t *>(Base + W), Order);
+}
+/// Stores the header word \p W atomically.
+inline void store(uint8_t *Base, Word W, uint32_t V,
+                  int Order = __ATOMIC_RELEASE) {
+  __atomic_store_n(word(Base, W), V, Order);
+}
+
 /// Writes \p L's header words (and the magic) at \p Base.
 void writeHeader(uint8_t *Base, const Layout &L);
 

@@ -34,10 +34,6 @@ long long integerAfter(const std::string &Line, const std::string &Key) {
   return std::strtoll(Line.c_str() + At + Key.size() + 3, nullptr, 10);
 }
 
-uint32_t *word(uint8_t *Base, shm::Word W) {
-  return reinterpret_cast<uint32_t *>(Base + W);
-}
-
 /// The errno of every attempt to change the region's size or seals (0 when
 /// one succeeded).
 std::vector<int> tryToResize(int FD, size_t Size) {
@@ -61,8 +57,7 @@ void serveHostile(RawHost &H, uint8_t *Map, size_t Size, int FD,
   for (int Seq = 1; Seq <= Calls; ++Seq) {
     Attempts.push_back(tryToResize(FD, Size));
     auto Until = std::chrono::steady_clock::now() + 10s;
-    while (__atomic_load_n(word(Map, shm::RequestSeq), __ATOMIC_SEQ_CST) !=
-           uint32_t(Seq)) {
+    while (shm::load(Map, shm::RequestSeq, __ATOMIC_SEQ_CST) != uint32_t(Seq)) {
       if (std::chrono::steady_clock::now() > Until)
         return;
       std::this_thread::sleep_for(100us);
@@ -71,10 +66,9 @@ void serveHostile(RawHost &H, uint8_t *Map, size_t Size, int FD,
     std::memcpy(&In, Map + L.InputOffsets[0], sizeof(In));
     int64_t Out = 2 * In;
     std::memcpy(Map + L.OutputOffsets[0], &Out, sizeof(Out));
-    __atomic_store_n(word(Map, shm::ReplyStatus), shm::StatusResult,
-                     __ATOMIC_SEQ_CST);
-    __atomic_store_n(word(Map, shm::ReplySeq), uint32_t(Seq), __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(word(Map, shm::CompilerWaiting), __ATOMIC_SEQ_CST))
+    shm::store(Map, shm::ReplyStatus, shm::StatusResult, __ATOMIC_SEQ_CST);
+    shm::store(Map, shm::ReplySeq, uint32_t(Seq), __ATOMIC_SEQ_CST);
+    if (shm::load(Map, shm::CompilerWaiting, __ATOMIC_SEQ_CST))
       H.write(std::string(1, '\0'));
   }
 }
@@ -119,8 +113,8 @@ TEST(SharedRegion, AModelSideCannotResizeTheRegionUnderTheCompiler) {
     if (Map != MAP_FAILED) {
       auto *B = static_cast<uint8_t *>(Map);
       shm::Layout L;
-      L.InputOffsets = {*word(B, shm::RequestOffset)};
-      L.OutputOffsets = {*word(B, shm::ReplyOffset)};
+      L.InputOffsets = {shm::load(B, shm::RequestOffset)};
+      L.OutputOffsets = {shm::load(B, shm::ReplyOffset)};
       serveHostile(H, B, size_t(Size), FD, L, 3, Attempts);
       ::munmap(Map, size_t(Size));
     }
