@@ -268,14 +268,7 @@ Error readGraphInterface(std::string_view Bytes, OnnxModelInfo &Info,
           Values.push_back(std::move(*V));
           return true;
         }
-        if (F == GraphInitializer || F == GraphSparseInit) {
-          // Checked here, named in the second pass (nothing is kept).
-          auto Name = initializerName(F, W, R);
-          if (!Name)
-            return Name.takeError();
-          return true;
-        }
-        return false;
+        return false; // initializers: read by markWeights()
       });
 }
 
