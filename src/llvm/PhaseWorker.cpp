@@ -158,9 +158,12 @@ Expected<WorkerReply> PhaseWorker::run(int64_t Command, int64_t Arg) {
     }
   }
   if (N < ssize_t(sizeof(ReplyHead))) {
-    // EOF (the child died) or a broken socket: say how it ended.
+    // EOF (the child died) or a broken socket: say how it ended. SIGKILL
+    // first, so that a child alive behind a broken socket cannot block the
+    // wait (a dead one keeps the status it ended with).
     ::close(Socket);
     Socket = -1;
+    ::kill(Pid, SIGKILL);
     int Status = 0;
     while (::waitpid(Pid, &Status, 0) < 0 && errno == EINTR) {
     }
