@@ -449,15 +449,11 @@ class FdWriter:
 
 
 class HostEnds:
-    """The model side's two open ends of a channel; close with :meth:`close`.
+    """The model side's two open ends of a channel; close with :meth:`close`."""
 
-    ``base`` is the channel's base path when known.
-    """
-
-    def __init__(self, writer: FdWriter, reader: FdReader, base: Optional[str] = None) -> None:
+    def __init__(self, writer: FdWriter, reader: FdReader) -> None:
         self.writer = writer
         self.reader = reader
-        self.base = base
 
     def close(self) -> None:
         """Close both file descriptors (idempotent)."""
@@ -494,4 +490,4 @@ def open_host_ends(
     except BaseException:
         os.close(wfd)
         raise
-    return HostEnds(FdWriter(wfd, io_timeout), FdReader(rfd, io_timeout, watch), base)
+    return HostEnds(FdWriter(wfd, io_timeout), FdReader(rfd, io_timeout, watch))

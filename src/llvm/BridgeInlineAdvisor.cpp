@@ -15,8 +15,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fcntl.h>
-#include <unistd.h>
 
 using namespace llvm;
 

@@ -9,7 +9,6 @@
 #include "support/OutputFile.h"
 
 #include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
