@@ -9,6 +9,7 @@
     mlbridge log dump FILE
     mlbridge demo
     mlbridge loop [--quick] [--out DIR] [--corpus PATH]
+    mlbridge corpus build --recipe NAME|FILE --out DIR | packages --recipe R | info CORPUS
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
                      --cmake-dir | --libdir | --includedir | --components | --json]
     mlbridge --version
@@ -43,6 +44,8 @@ from mlbridge.cli_errors import (
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
+from mlbridge.corpus.cli import add_parser as add_corpus_parser
+from mlbridge.corpus.cli import run as run_corpus
 from mlbridge.train.cli import add_parser as add_train_parser
 from mlbridge.train.cli import run as run_train
 
@@ -336,6 +339,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_config(sub)
     add_train_parser(sub, _natural)
+    add_corpus_parser(sub, _natural)
     return parser
 
 
@@ -716,6 +720,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "loop": _cmd_loop,
         "config": _cmd_config,
         "train": run_train,
+        "corpus": run_corpus,
     }[args.command]
     return run_command(_command_name(args), lambda: handler(args))
 

@@ -8,6 +8,8 @@ from typing import Tuple
 from urllib.parse import quote
 
 TRAIN = "train"
+#: Programs that choose when to stop training (and other tuning), never trained on.
+VALIDATION = "validation"
 HELD_OUT = "held-out"
 #: Inputs clang-19 compiles as LLVM IR (bitcode, text).
 BITCODE_SUFFIXES = (".bc", ".ll")

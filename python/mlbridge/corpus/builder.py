@@ -1,0 +1,217 @@
+"""``mlbridge corpus build``: a corpus built from a recipe, resumable.
+
+The output directory holds, per project::
+
+    OUT/downloads/<debian package>/   the .dsc and tarballs (checked)
+    OUT/projects/<name>/src/          the unpacked sources
+    OUT/projects/<name>/build/        the build (cmake, meson, bear's output)
+    OUT/projects/<name>/build.log     every step's output
+    OUT/projects/<name>/done.json     what the build gave (written last)
+
+and ``OUT/mlbridge_corpus.json``, the manifest that :func:`load_corpus`
+reads: each project's split, licence, source and the compile_commands.json of
+its translation units. A project whose ``done.json`` matches its recipe
+entry is not built again, so an interrupted build resumes where it stopped;
+a project that fails is reported and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from mlbridge.corpus.build_systems import build_project
+from mlbridge.corpus.compdb import read_compdb
+from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
+from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
+from mlbridge.corpus.steps import run_step
+from mlbridge.errors import CorpusError
+
+_LOG = logging.getLogger("mlbridge.corpus")
+MANIFEST = "mlbridge_corpus.json"
+MANIFEST_FORMAT = 1
+#: Longest ``apt-get build-dep`` may take.
+BUILD_DEPS_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class BuiltProject:
+    """A project the build finished: its translation units and cost."""
+
+    name: str
+    split: str
+    translation_units: int
+    seconds: float
+
+
+@dataclass
+class BuildReport:
+    """What :func:`build_corpus` did."""
+
+    built: List[BuiltProject] = dataclasses.field(default_factory=list)
+    reused: List[BuiltProject] = dataclasses.field(default_factory=list)
+    failed: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def projects(self) -> List[BuiltProject]:
+        """Every project of the corpus now, built or reused."""
+        return self.built + self.reused
+
+
+def _fingerprint(project: ProjectRecipe) -> Any:
+    """What a finished build must match to be reused: the whole recipe entry."""
+    return json.loads(json.dumps(dataclasses.asdict(project), default=str))
+
+
+def _project_dir(out: Path, project: ProjectRecipe) -> Path:
+    return out / "projects" / project.name
+
+
+def _reusable(out: Path, project: ProjectRecipe) -> Optional[BuiltProject]:
+    done = _project_dir(out, project) / "done.json"
+    try:
+        record = json.loads(done.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("recipe") != _fingerprint(project):
+        return None
+    if not (_project_dir(out, project) / "compile_commands.json").is_file():
+        return None
+    return BuiltProject(
+        project.name, project.split, int(record["translation_units"]), float(record["seconds"])
+    )
+
+
+def _write_json(path: Path, value: Any) -> None:
+    staging = path.with_name(path.name + ".tmp")
+    staging.write_text(json.dumps(value, indent=1, sort_keys=True) + "\n", "utf-8")
+    staging.replace(path)
+
+
+def build_one(out: Path, project: ProjectRecipe, jobs: int) -> BuiltProject:
+    """Fetches, unpacks and builds ``project`` from scratch into
+    ``out/projects/<name>`` (downloads reused when they check out)."""
+    start = time.monotonic()
+    directory = _project_dir(out, project)
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    log = directory / "build.log"
+    sources = directory / "src"
+    if isinstance(project.source, DebianSource):
+        downloads = out / "downloads" / project.source.package
+        unpack_debian(fetch_debian(project.source, downloads, log), sources, log)
+    elif isinstance(project.source, ArchiveSource):
+        unpack_archive(project.source, sources)
+    compdb = build_project(project.build, sources, directory / "build", jobs, log)
+    units = len(read_compdb(compdb).programs)
+    shutil.copyfile(compdb, directory / "compile_commands.json")
+    seconds = time.monotonic() - start
+    _write_json(
+        directory / "done.json",
+        {"recipe": _fingerprint(project), "translation_units": units, "seconds": seconds},
+    )
+    return BuiltProject(project.name, project.split, units, seconds)
+
+
+def _source_record(project: ProjectRecipe) -> Dict[str, str]:
+    source = project.source
+    if isinstance(source, DebianSource):
+        return {
+            "debian": source.package,
+            "version": source.version,
+            "dsc_sha256": source.dsc_sha256,
+        }
+    return {"archive": source.path.name, "sha256": source.sha256}
+
+
+def write_manifest(out: Path, recipe: Recipe, report: BuildReport) -> None:
+    """Writes ``OUT/mlbridge_corpus.json`` for the projects built so far."""
+    built = {p.name: p for p in report.projects}
+    projects = [
+        {
+            "name": p.name,
+            "split": p.split,
+            "licence": p.licence,
+            "source": _source_record(p),
+            "translation_units": built[p.name].translation_units,
+            "compile_commands": f"projects/{p.name}/compile_commands.json",
+        }
+        for p in recipe.projects
+        if p.name in built
+    ]
+    _write_json(
+        out / MANIFEST,
+        {
+            "format": MANIFEST_FORMAT,
+            "recipe": recipe.name,
+            "projects": projects,
+            "failed": dict(sorted(report.failed.items())),
+        },
+    )
+
+
+def install_build_dependencies(recipe: Recipe, log: Path) -> None:
+    """``apt-get build-dep -y`` for every Debian package of ``recipe`` (root)."""
+    packages = recipe.debian_packages()
+    if packages:
+        run_step(
+            ["apt-get", "build-dep", "-y", *packages],
+            log.parent,
+            log,
+            "installing build dependencies (apt-get build-dep; needs root)",
+            BUILD_DEPS_TIMEOUT_S,
+        )
+
+
+def _progress(projects: Sequence[ProjectRecipe], show: bool) -> Iterable[ProjectRecipe]:
+    """``projects`` with a progress bar on stderr when asked and available."""
+    if show and sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return projects
+        return tqdm(projects, desc="corpus", unit="project", file=sys.stderr)
+    return projects
+
+
+def build_corpus(
+    recipe: Recipe,
+    out: Path,
+    jobs: int = 2,
+    only: Optional[Sequence[str]] = None,
+    progress: bool = True,
+    on_project: Optional[Callable[[ProjectRecipe, str], None]] = None,
+) -> BuildReport:
+    """Builds the projects of ``recipe`` (or those named in ``only``) into
+    ``out``, reusing finished ones; the manifest is rewritten after each.
+    ``on_project(project, outcome)`` hears "built", "reused" or the error."""
+    chosen = [recipe.project(name) for name in only] if only else list(recipe.projects)
+    out.mkdir(parents=True, exist_ok=True)
+    report = BuildReport()
+    for project in recipe.projects:  # keep the others of an earlier build listed
+        if project not in chosen and (previous := _reusable(out, project)) is not None:
+            report.reused.append(previous)
+    for project in _progress(chosen, progress):
+        previous = _reusable(out, project)
+        if previous is not None:
+            report.reused.append(previous)
+            outcome = "reused"
+        else:
+            try:
+                report.built.append(build_one(out, project, jobs))
+                outcome = "built"
+            except CorpusError as err:
+                report.failed[project.name] = str(err)
+                outcome = str(err)
+        _LOG.info("mlbridge.corpus: %s: %s", project.name, outcome)
+        if on_project is not None:
+            on_project(project, outcome)
+        write_manifest(out, recipe, report)
+    return report

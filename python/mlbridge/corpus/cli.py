@@ -1,0 +1,92 @@
+"""``mlbridge corpus``: corpora built from recipes (docs/corpus.md).
+
+::
+
+    mlbridge corpus build --recipe NAME|FILE --out DIR [--jobs N] [--only A,B]
+                          [--install-build-deps] [--no-progress]
+    mlbridge corpus packages --recipe NAME|FILE     (Debian source packages)
+    mlbridge corpus info DIR|FILE                   (programs per project and split)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from mlbridge.cli_errors import CommandError
+
+
+def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
+    """Adds ``corpus`` to the ``mlbridge`` subcommands."""
+    corpus = sub.add_parser("corpus", help="build a corpus from a recipe, or describe one")
+    actions = corpus.add_subparsers(dest="corpus_command", required=True)
+    build = actions.add_parser(
+        "build",
+        help="fetch, check and build the projects of a recipe (resumes where it stopped)",
+    )
+    build.add_argument("--recipe", required=True, help="a recipe file or a shipped recipe's name")
+    build.add_argument("--out", required=True, help="the corpus directory")
+    build.add_argument("--jobs", type=natural, default=2, help="build jobs (default: 2)")
+    build.add_argument("--only", help="comma-separated project names (default: all)")
+    build.add_argument(
+        "--install-build-deps",
+        action="store_true",
+        help="first run apt-get build-dep for the recipe's Debian packages (root)",
+    )
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    packages = actions.add_parser("packages", help="print the Debian source packages of a recipe")
+    packages.add_argument("--recipe", required=True, help="a recipe file or shipped name")
+    info = actions.add_parser("info", help="programs per project and split of a corpus")
+    info.add_argument("corpus", help="a corpus directory or file (any format of docs/corpus.md)")
+
+
+def _build(args: argparse.Namespace) -> int:
+    from mlbridge.corpus.builder import build_corpus, install_build_dependencies
+    from mlbridge.corpus.recipe import read_recipe
+
+    recipe = read_recipe(args.recipe)
+    out = Path(args.out)
+    only = [name for name in args.only.split(",") if name] if args.only else None
+    if args.install_build_deps:
+        out.mkdir(parents=True, exist_ok=True)
+        install_build_dependencies(recipe, out / "build-deps.log")
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    report = build_corpus(recipe, out, args.jobs, only, progress=not args.no_progress)
+    units = sum(p.translation_units for p in report.projects)
+    print(
+        f"{len(report.projects)} projects ({len(report.built)} built now), "
+        f"{units} translation units: {out}"
+    )
+    if report.failed:
+        for name, why in sorted(report.failed.items()):
+            print(f"failed: {name}: {why}", file=sys.stderr)
+        raise CommandError(f"{len(report.failed)} of the recipe's projects failed to build")
+    return 0
+
+
+def _packages(args: argparse.Namespace) -> int:
+    from mlbridge.corpus.recipe import read_recipe
+
+    print(" ".join(read_recipe(args.recipe).debian_packages()))
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from mlbridge.corpus.load import load_corpus
+
+    programs = load_corpus(Path(args.corpus))
+    per_project = Counter((p.name.split("/", 1)[0], p.split) for p in programs)
+    for (project, split), count in sorted(per_project.items(), key=lambda i: (i[0][1], i[0][0])):
+        print(f"{split:10} {project:32} {count:6}")
+    splits = Counter(p.split for p in programs)
+    print(", ".join(f"{split}: {count}" for split, count in sorted(splits.items())))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``mlbridge corpus``."""
+    return {"build": _build, "packages": _packages, "info": _info}[args.corpus_command](args)
