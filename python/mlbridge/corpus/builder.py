@@ -193,6 +193,7 @@ def build_corpus(
     ``out``, reusing finished ones; the manifest is rewritten after each.
     ``on_project(project, outcome)`` hears "built", "reused" or the error."""
     chosen = [recipe.project(name) for name in only] if only else list(recipe.projects)
+    out = out.resolve()  # steps run in other directories
     out.mkdir(parents=True, exist_ok=True)
     report = BuildReport()
     for project in recipe.projects:  # keep the others of an earlier build listed
