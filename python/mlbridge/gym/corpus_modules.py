@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Typ
 
 import numpy as np
 
+from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module, default_cache_dir, prepare_modules
 
@@ -34,7 +35,7 @@ __all__ = [
 _LOG = logging.getLogger("mlbridge.gym")
 
 #: Splits of the corpus an environment can take its modules from.
-SPLITS = ("train", "held-out", "all")
+SPLITS = (TRAIN, VALIDATION, HELD_OUT, "all")
 
 #: What starting an episode returns.
 T = TypeVar("T")

@@ -256,8 +256,8 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
       of bitcode files), all used; else the programs of ``corpus`` (a path in
       any format of :mod:`mlbridge.corpus`; None: the loop's default corpus,
       ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``, with the bundled demo
-      programs) in the ``split`` (``"train"``, ``"held-out"`` or ``"all"``),
-      compiled into ``cache_dir`` by :func:`prepare_modules`; ``quick`` keeps
+      programs) in the ``split`` (``"train"``, ``"validation"``, ``"held-out"``
+      or ``"all"``), compiled into ``cache_dir`` by :func:`prepare_modules`; ``quick`` keeps
       the small programs of the fetched corpus.
     - ``include_default``: LLVM's own decision is the last feature.
     - ``step_timeout``: seconds the compiler may take to reach the next call

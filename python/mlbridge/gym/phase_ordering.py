@@ -303,7 +303,7 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
       ``corpus`` (a path in any format of :mod:`mlbridge.corpus`; None: the
       loop's default corpus, ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``,
       with the bundled demo programs) in the ``split`` (``"train"``,
-      ``"held-out"`` or ``"all"``), compiled into ``cache_dir`` by
+      ``"validation"``, ``"held-out"`` or ``"all"``), compiled into ``cache_dir`` by
       :func:`~mlbridge.gym.modules.prepare_modules`; ``quick`` keeps the
       small programs of the fetched corpus.
     - ``max_steps``: actions per episode (then it is truncated).
