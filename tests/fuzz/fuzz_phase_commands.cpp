@@ -7,8 +7,8 @@
 // The training peer of the phase-ordering service sends one (command,
 // argument) pair per turn, any two int64 (docs/phase-ordering.md, "Service
 // protocol"). The input is a sequence of such pairs, carried out by the
-// service's own Trainer (src/llvm/PhaseTrainer.h) in-process on a fresh
-// Session over a fixed list of modules: textual IR, the same as bitcode,
+// service's own Trainer (src/llvm/PhaseTrainer.h) in-process on a
+// Session over a fixed list of modules: bitcode, the same as textual IR,
 // another module, an empty one, then a file that does not parse, truncated
 // bitcode and a missing path. After every command the target checks the session
 // against a model of the protocol:
@@ -114,8 +114,8 @@ struct Files {
       std::abort();
     }
     Options.Modules = {
+        Dir.write("loop.bc", Bitcode), // first: every input loads it
         Dir.write("loop.ll", phase_test::LoopModule),
-        Dir.write("loop.bc", Bitcode),
         Dir.write("switch.ll", SwitchModule),
         Dir.write("empty.ll", ""), // a module without functions
         Dir.write("broken.ll", "define i32 @f( {\n"),
@@ -289,8 +289,10 @@ int64_t nextArgument(FuzzedDataProvider &In) {
   return In.ConsumeIntegralInRange<int64_t>(-2, 70);
 }
 
-/// Commands carried out per input at most (each may run a pipeline).
-constexpr int MaxCommands = 48;
+/// Commands carried out per input at most (each may run a pipeline): the
+/// protocol's states are all a few commands apart, and short inputs keep
+/// the executions per second up.
+constexpr int MaxCommands = 12;
 
 /// The session most inputs start from: created once (creating one parses
 /// the action table), then brought to the same state by LOAD 0 at the start
