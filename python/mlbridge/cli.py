@@ -41,11 +41,11 @@ from mlbridge.cli_errors import (
     run_command,
     warn,
 )
+from mlbridge.corpus.cli import add_parser as add_corpus_parser
+from mlbridge.corpus.cli import run as run_corpus
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
-from mlbridge.corpus.cli import add_parser as add_corpus_parser
-from mlbridge.corpus.cli import run as run_corpus
 from mlbridge.train.cli import add_parser as add_train_parser
 from mlbridge.train.cli import run as run_train
 

@@ -277,3 +277,25 @@ def test_duplicate_project_names_are_refused(tmp_path):
 def test_an_unknown_recipe_names_the_shipped_ones():
     with pytest.raises(CorpusError, match="shipped"):
         read_recipe("no-such-recipe")
+
+
+#: Projects reserved for independent evaluation: no recipe of the project
+#: builds them, under any name.
+RESERVED = ("zopfli", "lmdb", "expat", "lua", "tree-sitter", "treesitter", "cmark")
+
+
+def test_the_shipped_recipe_is_large_split_by_project_and_avoids_reserved_projects():
+    from mlbridge.corpus.recipe import DebianSource, shipped_recipes
+
+    recipe = read_recipe("debian-c")
+    assert "debian-c" in shipped_recipes()
+    assert len(recipe.projects) >= 30
+    splits: Dict[str, int] = {}
+    for project in recipe.projects:
+        splits[project.split] = splits.get(project.split, 0) + 1
+        assert isinstance(project.source, DebianSource)
+        for word in (project.name, project.source.package):
+            assert not any(r in word.lower() for r in RESERVED), word
+        assert project.licence
+    assert splits["test"] >= 8 and splits["validation"] >= 3 and splits["train"] >= 15
+    assert len(set(recipe.debian_packages())) == len(recipe.projects)

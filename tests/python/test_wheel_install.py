@@ -366,6 +366,7 @@ def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
         "mlbridge/_version.py",
         "mlbridge/demo/data/expr.c",
         "mlbridge/aot/kernels.h",
+        "mlbridge/corpus/recipes/debian-c.json",
     ):
         assert name in names, name
     assert not any(n.startswith(("build_proto", "setup")) for n in names)
@@ -455,6 +456,8 @@ def test_imports_from_the_venv_with_package_data(venv: Venv) -> None:
     ).stdout.splitlines()
     assert Path(out[0]).is_relative_to(venv.root)
     assert out[1].split() == ["demo-expr", "demo-hashtable", "demo-kernels"]
+    packages = venv.run("mlbridge", "corpus", "packages", "--recipe", "debian-c").stdout.split()
+    assert len(packages) >= 30 and "libyaml" in packages
 
 
 def test_serve_grpc_with_a_client(venv: Venv, tmp_path: Path) -> None:
