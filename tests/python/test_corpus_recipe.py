@@ -299,3 +299,43 @@ def test_the_shipped_recipe_is_large_split_by_project_and_avoids_reserved_projec
         assert project.licence
     assert splits["test"] >= 8 and splits["validation"] >= 3 and splits["train"] >= 15
     assert len(set(recipe.debian_packages())) == len(recipe.projects)
+
+
+def test_a_second_build_of_the_same_corpus_at_once_is_refused(tmp_path):
+    import fcntl
+
+    recipe = read_recipe(str(_recipe(tmp_path, [_project("a", "make", "0" * 64)])))
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(CorpusError, match="another"):
+            build_corpus(recipe, out, progress=False)
+
+
+def test_a_damaged_record_means_build_again(tmp_path):
+    path = tmp_path / "p.tar.gz"
+    digest = _archive(path, {"x.c": b"int x;\n"})
+    recipe = read_recipe(str(_recipe(tmp_path, [_project("p", "make", digest)])))
+    from mlbridge.corpus.builder import _reusable
+
+    project = recipe.projects[0]
+    directory = tmp_path / "out" / "projects" / "p"
+    directory.mkdir(parents=True)
+    (directory / "compile_commands.json").write_text("[]")
+    from mlbridge.corpus.builder import _fingerprint
+
+    right = _fingerprint(project)
+    for record in (
+        "not json",
+        "[]",
+        json.dumps({"recipe": 1, "translation_units": 1, "seconds": 1}),
+        json.dumps({"recipe": right, "seconds": 1}),
+        json.dumps({"recipe": right, "translation_units": "many", "seconds": 1}),
+    ):
+        (directory / "done.json").write_text(record)
+        assert _reusable(tmp_path / "out", project) is None
+    (directory / "done.json").write_text(
+        json.dumps({"recipe": right, "translation_units": 1, "seconds": 1})
+    )
+    assert _reusable(tmp_path / "out", project) is not None

@@ -18,14 +18,16 @@ a project that fails is reported and the others go on.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import logging
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from mlbridge.corpus.build_systems import build_project
 from mlbridge.corpus.compdb import read_compdb
@@ -84,9 +86,11 @@ def _reusable(out: Path, project: ProjectRecipe) -> Optional[BuiltProject]:
         return None
     if not (_project_dir(out, project) / "compile_commands.json").is_file():
         return None
-    return BuiltProject(
-        project.name, project.split, int(record["translation_units"]), float(record["seconds"])
-    )
+    try:
+        units, seconds = int(record["translation_units"]), float(record["seconds"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return BuiltProject(project.name, project.split, units, seconds)
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -195,6 +199,29 @@ def build_corpus(
     chosen = [recipe.project(name) for name in only] if only else list(recipe.projects)
     out = out.resolve()  # steps run in other directories
     out.mkdir(parents=True, exist_ok=True)
+    with _exclusive(out):
+        return _build_all(recipe, out, jobs, chosen, progress, on_project)
+
+
+@contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """Holds ``OUT/.lock``: a second build of the same corpus fails at once."""
+    with open(out / ".lock", "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CorpusError(f"{out}: another `mlbridge corpus build` is building it") from None
+        yield
+
+
+def _build_all(
+    recipe: Recipe,
+    out: Path,
+    jobs: int,
+    chosen: Sequence[ProjectRecipe],
+    progress: bool,
+    on_project: Optional[Callable[[ProjectRecipe, str], None]],
+) -> BuildReport:
     report = BuildReport()
     for project in recipe.projects:  # keep the others of an earlier build listed
         if project not in chosen and (previous := _reusable(out, project)) is not None:
