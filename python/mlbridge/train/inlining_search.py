@@ -1,0 +1,170 @@
+"""Searching one module's inlining decisions for a smaller ``.text`` than
+``-Oz``'s own: the labels that imitation of search learns from.
+
+A compilation asks the inliner's questions in order; a *flip set* names the
+questions (by their index) whose answer is the opposite of LLVM's own
+decision, every other one being LLVM's. Answering by index is a policy like
+any other (flipping question ``i`` can change which questions come after
+it), and compiling with the same flip set gives the same object.
+
+:func:`search_module` measures LLVM's own decisions (exactly ``-Oz``: the
+size cap is lifted as for LLVM's default inliner), then every single flip (or
+a random sample of ``budget`` of them), then adds the flips that made the
+module smaller one at a time, best first, keeping each that still helps.
+The best compilation's :class:`Trace` holds the features of every question
+it asked and the answer it gave.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from mlbridge.errors import MlbridgeError
+from mlbridge.llvm import run_compiler
+from mlbridge.llvm.outcomes import text_size
+from mlbridge.loop.collect import DEFAULT_FEATURE
+from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
+from mlbridge.policy import Session
+
+#: Longest one compilation of a search may take (seconds).
+COMPILE_TIMEOUT_S = 600.0
+
+
+class SearchError(MlbridgeError):
+    """A compilation of the search failed (its message says why)."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One compilation: each question's features (rows, in ``names``
+    order), LLVM's decision and the answer given, and the object's ``.text``."""
+
+    names: Tuple[str, ...]
+    features: np.ndarray  # int64 [questions, len(names)]
+    defaults: np.ndarray  # int64 [questions]
+    decisions: np.ndarray  # int64 [questions]
+    text_bytes: int
+
+    @property
+    def questions(self) -> int:
+        return len(self.decisions)
+
+
+class _Flipped:
+    """Answers LLVM's decision, flipped at the questions of ``flips``, and
+    records every question."""
+
+    wants_default = True
+    echoes_default = True  # no size cap: no flip is exactly -Oz
+
+    def __init__(self, flips: FrozenSet[int]) -> None:
+        self.flips = flips
+        self.names: Tuple[str, ...] = ()
+        self.rows: List[List[int]] = []
+        self.defaults: List[int] = []
+        self.decisions: List[int] = []
+
+    def begin(self, session: Session) -> None:
+        self.names = tuple(s.name for s in session.features if s.name != DEFAULT_FEATURE)
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> int:
+        default = int(np.asarray(features[DEFAULT_FEATURE]).reshape(-1)[0])
+        decision = default ^ 1 if len(self.decisions) in self.flips else default
+        self.rows.append([int(np.asarray(features[n]).reshape(-1)[0]) for n in self.names])
+        self.defaults.append(default)
+        self.decisions.append(decision)
+        return decision
+
+
+def compile_with_flips(
+    source: Path, flags: Sequence[str], flips: FrozenSet[int], work: Path
+) -> Trace:
+    """Compiles ``source`` with ``clang-19 -Oz -c FLAGS`` answering LLVM's
+    decisions flipped at ``flips``; the trace of that compilation."""
+    obj = work / "search.o"
+    policy = _Flipped(flips)
+    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
+    result = run_compiler(
+        command,
+        {"inline": policy},
+        include_default=True,
+        timeout=COMPILE_TIMEOUT_S,
+        io_timeout=COMPILE_TIMEOUT_S,
+    )
+    try:
+        if not result.ok:
+            raise SearchError(f"compiling {source} with {len(flips)} flips: {result.error}")
+        size = text_size(str(obj))
+    finally:
+        obj.unlink(missing_ok=True)
+    width = len(policy.names)
+    return Trace(
+        policy.names,
+        np.asarray(policy.rows, np.int64).reshape(-1, width),
+        np.asarray(policy.defaults, np.int64),
+        np.asarray(policy.decisions, np.int64),
+        size,
+    )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What :func:`search_module` found: LLVM's own compilation, the best
+    one, its flips, and the compilations it took."""
+
+    default: Trace
+    best: Trace
+    flips: FrozenSet[int]
+    compilations: int
+
+    @property
+    def ratio(self) -> float:
+        """Best ``.text`` / ``-Oz``'s (1.0 for an empty one)."""
+        return self.best.text_bytes / self.default.text_bytes if self.default.text_bytes else 1.0
+
+
+Compile = Callable[[Path, Sequence[str], FrozenSet[int], Path], Trace]
+
+
+def search_module(
+    source: Path,
+    flags: Sequence[str],
+    budget: int = 200,
+    seed: int = 0,
+    work: Optional[Path] = None,
+    compile: Compile = compile_with_flips,
+) -> SearchResult:
+    """Single flips (all, or ``budget`` drawn at random), then the improving
+    ones added greedily; see the module's docstring. ``compile`` compiles
+    with a flip set (:func:`compile_with_flips`)."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        where = Path(tmp)
+        default = compile(source, flags, frozenset(), where)
+        compilations = 1
+        questions = list(range(default.questions))
+        if len(questions) > budget:
+            questions = sorted(rng.sample(questions, budget))
+        singles: Dict[int, Trace] = {}
+        for i in questions:
+            trace = compile(source, flags, frozenset({i}), where)
+            compilations += 1
+            if trace.text_bytes < default.text_bytes:
+                singles[i] = trace
+        best, flips = default, frozenset[int]()
+        for i in sorted(singles, key=lambda i: (singles[i].text_bytes, i)):
+            candidate = flips | {i}
+            if flips:
+                trace = compile(source, flags, candidate, where)
+                compilations += 1
+            else:
+                trace = singles[i]  # the best single flip, compiled already
+            if trace.text_bytes < best.text_bytes:
+                best, flips = trace, candidate
+    return SearchResult(default, best, flips, compilations)

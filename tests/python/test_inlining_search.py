@@ -1,0 +1,108 @@
+"""Searching a module's inlining decisions (mlbridge.train.inlining_search):
+LLVM's own decisions are exactly -Oz, a flip set is a deterministic policy,
+and the greedy search keeps only what makes .text smaller."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import FrozenSet, Sequence
+
+import numpy as np
+import pytest
+
+from mlbridge.llvm.outcomes import text_size
+from mlbridge.train.inlining_search import Trace, compile_with_flips, search_module
+
+needs_clang = pytest.mark.skipif(not shutil.which("clang-19"), reason="needs clang-19")
+
+SOURCE = """
+static int g;
+static int step(int x) { g += x; return g * 3 + (x ^ 5); }
+struct S { int a, b, c, d; };
+static int mix(struct S *s, int x) {
+  s->a += x * 3; s->b ^= s->a >> 2; s->c += s->b * x; s->d -= s->c >> 1;
+  return s->a + s->b + s->c + s->d;
+}
+int f1(int y) { return step(y) + step(y + 1) + step(y + 2); }
+int f2(struct S *s, int y) { return mix(s, y) * 2 + step(y); }
+int f3(struct S *s, int y) { return mix(s, y + 3) - mix(s, y); }
+"""
+
+
+@needs_clang
+def test_no_flip_is_exactly_oz_and_a_flip_set_is_deterministic(tmp_path):
+    source = tmp_path / "m.c"
+    source.write_text(SOURCE)
+    plain = tmp_path / "plain.o"
+    subprocess.run(["clang-19", "-Oz", "-c", "-w", str(source), "-o", str(plain)], check=True)
+    default = compile_with_flips(source, [], frozenset(), tmp_path)
+    assert default.text_bytes == text_size(str(plain))
+    assert default.questions >= 4
+    assert "inlining_default" not in default.names
+    assert default.features.shape == (default.questions, len(default.names))
+    assert np.array_equal(default.decisions, default.defaults)
+    flips = frozenset({0, default.questions - 1})
+    once = compile_with_flips(source, [], flips, tmp_path)
+    again = compile_with_flips(source, [], flips, tmp_path)
+    assert once.text_bytes == again.text_bytes
+    assert np.array_equal(once.decisions, again.decisions)
+    assert once.decisions[0] != once.defaults[0]
+    flipped = [i for i in range(once.questions) if once.decisions[i] != once.defaults[i]]
+    assert set(flipped) <= flips
+
+
+@needs_clang
+def test_the_search_never_returns_more_than_oz_and_its_trace_is_its_flips(tmp_path):
+    source = tmp_path / "m.c"
+    source.write_text(SOURCE)
+    result = search_module(source, [], budget=3, seed=1)
+    assert result.best.text_bytes <= result.default.text_bytes
+    assert result.ratio <= 1.0
+    assert 1 + min(3, result.default.questions) <= result.compilations
+    flipped = {
+        i
+        for i in range(result.best.questions)
+        if result.best.decisions[i] != result.best.defaults[i]
+    }
+    assert flipped == set(result.flips)
+
+
+def _synthetic(sizes):
+    """A compile function whose .text is ``sizes(flips)``: the search's logic alone."""
+    calls = []
+
+    def compile(source: Path, flags: Sequence[str], flips: FrozenSet[int], work: Path) -> Trace:
+        calls.append(flips)
+        n = 4
+        defaults = np.zeros(n, np.int64)
+        decisions = np.array([1 if i in flips else 0 for i in range(n)], np.int64)
+        return Trace(("f",), np.zeros((n, 1), np.int64), defaults, decisions, sizes(flips))
+
+    return compile, calls
+
+
+def test_greedy_keeps_the_best_single_flip_and_drops_one_that_stops_helping(tmp_path):
+    def sizes(flips):
+        return 100 - 3 * (0 in flips) - 2 * (2 in flips) + 4 * ({0, 2} <= flips) + 5 * (3 in flips)
+
+    compile, calls = _synthetic(sizes)
+    result = search_module(Path("m.c"), [], work=tmp_path, compile=compile)
+    assert result.flips == frozenset({0}) and result.best.text_bytes == 97
+    # LLVM's own, four single flips, then only {0, 2} (the best single is reused).
+    assert calls == [frozenset(), *(frozenset({i}) for i in range(4)), frozenset({0, 2})]
+    assert result.compilations == 6
+
+
+def test_greedy_adds_flips_that_still_help_and_samples_within_the_budget(tmp_path):
+    def sizes(flips):
+        return 100 - 3 * (0 in flips) - 2 * (2 in flips) - 1 * (1 in flips)
+
+    compile, calls = _synthetic(sizes)
+    result = search_module(Path("m.c"), [], work=tmp_path, compile=compile)
+    assert result.flips == frozenset({0, 1, 2}) and result.best.text_bytes == 94
+    compile, calls = _synthetic(sizes)
+    sampled = search_module(Path("m.c"), [], budget=2, seed=3, work=tmp_path, compile=compile)
+    assert all(len(c) == 1 for c in calls[1:3]) and len(calls) <= 1 + 2 + 2
+    assert sampled.best.text_bytes <= 100
