@@ -106,3 +106,40 @@ def test_greedy_adds_flips_that_still_help_and_samples_within_the_budget(tmp_pat
     sampled = search_module(Path("m.c"), [], budget=2, seed=3, work=tmp_path, compile=compile)
     assert all(len(c) == 1 for c in calls[1:3]) and len(calls) <= 1 + 2 + 2
     assert sampled.best.text_bytes <= 100
+
+
+@needs_clang
+def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
+    from mlbridge.corpus.program import TRAIN, Program
+    from mlbridge.train.search_labels import per_project, read_results, search_programs, unit_key
+
+    good = tmp_path / "m.c"
+    good.write_text(SOURCE)
+    broken = tmp_path / "broken.c"
+    broken.write_text("int f( {\n")
+    programs = [
+        Program("proj/m.c", (good,), (), TRAIN),
+        Program("proj/broken.c", (broken,), (), TRAIN),
+    ]
+    out = tmp_path / "labels"
+    seen = []
+    results = search_programs(programs, out, budget=2, on_unit=seen.append)
+    assert [r.program for r in results] == ["proj/m.c", "proj/broken.c"]
+    ok, failed = results
+    assert ok.error == "" and ok.best_text <= ok.oz_text and ok.questions >= 4
+    assert failed.error and failed.oz_text == 0
+    labels = np.load(out / f"{unit_key(programs[0])}.npz")
+    assert labels["features"].shape == (len(labels["decisions"]), len(labels["names"]))
+    assert "inlining_default" not in list(labels["names"])
+    again = search_programs(programs, out, budget=2, on_unit=seen.append)
+    assert len(seen) == 2 and again == results
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    with open(out / "results.jsonl", "a") as torn:
+        torn.write('{"program": "proj/x.c", "proj')  # an interrupted write
+    assert set(read_results(out)) == {"proj/m.c", "proj/broken.c"}
+    other = tmp_path / "n.c"
+    other.write_text("int n(int x) { return x + 1; }\n")
+    search_programs([*programs, Program("proj/n.c", (other,), (), TRAIN)], out, budget=2)
+    assert set(read_results(out)) == {"proj/m.c", "proj/broken.c", "proj/n.c"}
+    table = per_project(results)
+    assert table["proj"]["units"] == 1 and table["proj"]["ratio"] == ok.best_text / ok.oz_text

@@ -1,0 +1,132 @@
+"""Searching every translation unit of a corpus split
+(:func:`~mlbridge.train.inlining_search.search_module`), resumable: the
+labels imitation of search learns from, and a measure of how much smaller
+than ``-Oz`` inlining decisions alone can make each project.
+
+The output directory holds one ``<key>.npz`` per unit (the best
+compilation's features, LLVM's decisions and the answers, its flips) and
+``results.jsonl``, one line per unit (program, project, questions, ``.text``
+under ``-Oz`` and at best, compilations, seconds). A unit already in
+``results.jsonl`` is not searched again; a unit whose compilation fails is
+recorded with its error and skipped by later runs as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from mlbridge.corpus.program import Program
+from mlbridge.errors import MlbridgeError
+from mlbridge.output_files import open_output_file
+from mlbridge.train.inlining_search import search_module
+
+RESULTS = "results.jsonl"
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """One line of ``results.jsonl``."""
+
+    program: str
+    project: str
+    questions: int
+    oz_text: int
+    best_text: int
+    compilations: int
+    seconds: float
+    error: str = ""
+
+
+def unit_key(program: Program) -> str:
+    """A file name for ``program``'s labels (its name may hold slashes)."""
+    return hashlib.sha256(program.name.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def read_results(out: Path) -> Dict[str, UnitResult]:
+    """The units recorded in ``out/results.jsonl``, by program name (a torn
+    last line, from an interrupted run, is ignored)."""
+    results: Dict[str, UnitResult] = {}
+    path = out / RESULTS
+    if not path.is_file():
+        return results
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            record = UnitResult(**json.loads(line))
+        except (ValueError, TypeError):
+            continue
+        results[record.program] = record
+    return results
+
+
+def search_programs(
+    programs: Sequence[Program],
+    out: Path,
+    budget: int = 200,
+    seed: int = 0,
+    on_unit: Optional[Callable[[UnitResult], None]] = None,
+) -> List[UnitResult]:
+    """Searches each single-source program of ``programs`` not yet in
+    ``out``; returns every unit's result, old and new, in ``programs`` order."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = read_results(out)
+    results = out / RESULTS
+    if results.is_file() and not results.read_bytes().endswith(b"\n"):
+        with open_output_file(results, append=True) as stream:
+            stream.write(b"\n")  # after a line torn by an interrupted run
+    for program in programs:
+        if program.name in done or len(program.sources) != 1:
+            continue
+        start = time.monotonic()
+        project = program.name.split("/", 1)[0]
+        try:
+            found = search_module(program.sources[0], program.flags, budget, seed, work=out)
+        except MlbridgeError as err:
+            record = UnitResult(program.name, project, 0, 0, 0, 0, 0.0, str(err)[:500])
+        else:
+            best = found.best
+            np.savez_compressed(
+                out / f"{unit_key(program)}.npz",
+                names=np.asarray(best.names),
+                features=best.features,
+                defaults=best.defaults,
+                decisions=best.decisions,
+                flips=np.asarray(sorted(found.flips), np.int64),
+            )
+            record = UnitResult(
+                program.name,
+                project,
+                found.default.questions,
+                found.default.text_bytes,
+                best.text_bytes,
+                found.compilations,
+                round(time.monotonic() - start, 2),
+            )
+        with open_output_file(results, append=True) as stream:
+            stream.write((json.dumps(record.__dict__) + "\n").encode("utf-8"))
+        done[program.name] = record
+        if on_unit is not None:
+            on_unit(record)
+    return [done[p.name] for p in programs if p.name in done]
+
+
+def per_project(results: Sequence[UnitResult]) -> Dict[str, Dict[str, float]]:
+    """Per project: units searched, ``-Oz`` and best ``.text`` in total, and
+    their ratio."""
+    table: Dict[str, Dict[str, float]] = {}
+    for r in results:
+        if r.error:
+            continue
+        row = table.setdefault(r.project, {"units": 0, "oz_text": 0, "best_text": 0})
+        row["units"] += 1
+        row["oz_text"] += r.oz_text
+        row["best_text"] += r.best_text
+    for row in table.values():
+        row["ratio"] = row["best_text"] / row["oz_text"] if row["oz_text"] else 1.0
+    return table
