@@ -143,3 +143,56 @@ def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
     assert set(read_results(out)) == {"proj/m.c", "proj/broken.c", "proj/n.c"}
     table = per_project(results)
     assert table["proj"]["units"] == 1 and table["proj"]["ratio"] == ok.best_text / ok.oz_text
+
+
+def test_labels_become_a_dataset_with_flipped_rows_repeated(tmp_path):
+    import json
+
+    from mlbridge.corpus.program import TRAIN, Program
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.train.search_labels import RESULTS, labels_dataset, unit_key
+
+    programs = [Program(f"p/{n}.c", (tmp_path / f"{n}.c",), (), TRAIN) for n in "abc"]
+    lines = []
+    for program, decisions in zip(programs[:2], ([0, 1, 0], [1, 1])):
+        n = len(decisions)
+        np.savez_compressed(
+            tmp_path / f"{unit_key(program)}.npz",
+            names=np.asarray(["x", "y"]),
+            features=np.arange(2 * n, dtype=np.int64).reshape(n, 2),
+            defaults=np.zeros(n, np.int64),
+            decisions=np.asarray(decisions, np.int64),
+            flips=np.zeros(0, np.int64),
+        )
+        lines.append(
+            {
+                "program": program.name,
+                "project": "p",
+                "questions": n,
+                "oz_text": 10,
+                "best_text": 9,
+                "compilations": 3,
+                "seconds": 0.1,
+            }
+        )
+    lines.append(
+        {
+            "program": "p/c.c",
+            "project": "p",
+            "questions": 0,
+            "oz_text": 0,
+            "best_text": 0,
+            "compilations": 0,
+            "seconds": 0.0,
+            "error": "did not compile",
+        }
+    )
+    (tmp_path / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    data = labels_dataset(tmp_path, programs)
+    assert data.names == ["x", "y"] and len(data) == 5
+    assert data.decisions.tolist() == [0, 1, 0, 1, 1]
+    heavy = labels_dataset(tmp_path, programs, repeat_flipped=3)
+    assert heavy.decisions.tolist() == [0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1]
+    assert heavy.programs.count("p/b.c") == 6
+    with pytest.raises(MlbridgeError, match="no searched unit"):
+        labels_dataset(tmp_path, programs[2:])

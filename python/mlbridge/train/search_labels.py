@@ -24,6 +24,7 @@ import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
+from mlbridge.loop.collect import Dataset
 from mlbridge.output_files import open_output_file
 from mlbridge.train.inlining_search import search_module
 
@@ -130,3 +131,42 @@ def per_project(results: Sequence[UnitResult]) -> Dict[str, Dict[str, float]]:
     for row in table.values():
         row["ratio"] = row["best_text"] / row["oz_text"] if row["oz_text"] else 1.0
     return table
+
+
+def labels_dataset(out: Path, programs: Sequence[Program], repeat_flipped: int = 1) -> Dataset:
+    """The call sites of the best compilations of ``programs`` searched into
+    ``out`` (units with an error or not searched are left out), labelled with
+    the answers that compilation gave: a Dataset for
+    :func:`mlbridge.loop.imitation.train_imitation`. Rows whose answer is not
+    LLVM's (the flips that made a unit smaller, rare) are repeated
+    ``repeat_flipped`` times."""
+    if repeat_flipped < 1:
+        raise ValueError("repeat_flipped must be at least 1")
+    done = read_results(out)
+    names: Optional[List[str]] = None
+    rows: List[np.ndarray] = []
+    labels: List[np.ndarray] = []
+    origin: List[str] = []
+    for program in programs:
+        record = done.get(program.name)
+        if record is None or record.error:
+            continue
+        with np.load(out / f"{unit_key(program)}.npz") as unit:
+            unit_names = [str(n) for n in unit["names"]]
+            features, defaults, decisions = unit["features"], unit["defaults"], unit["decisions"]
+        if names is None:
+            names = unit_names
+        elif unit_names != names:
+            raise MlbridgeError(f"{program.name}: its labels have other features than the rest")
+        weight = np.where(decisions != defaults, repeat_flipped, 1)
+        rows.append(np.repeat(features, weight, axis=0))
+        labels.append(np.repeat(decisions, weight))
+        origin += [program.name] * int(weight.sum())
+    if names is None:
+        raise MlbridgeError(f"{out}: no searched unit among the {len(programs)} programs")
+    return Dataset(
+        names,
+        np.concatenate(rows).astype(np.int64),
+        np.concatenate(labels).astype(np.int64),
+        origin,
+    )
