@@ -347,7 +347,7 @@ def test_what_is_not_a_corpus(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="does not exist"):
         load_corpus(tmp_path / "none")
     write(tmp_path, {"x.json": "[]", "empty/README": ""})
-    with pytest.raises(CorpusError, match="neither a compile_commands.json nor"):
+    with pytest.raises(CorpusError, match="but none of mlbridge_corpus.json, compile_commands"):
         load_corpus(tmp_path / "x.json")
     with pytest.raises(CorpusError, match="no C programs in"):
         load_corpus(tmp_path / "empty")

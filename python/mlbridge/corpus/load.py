@@ -34,7 +34,7 @@ def detect(path: Path) -> Tuple[str, Path]:
         if path.name == compdb.NAME:
             return COMPDB, path
         raise CorpusError(
-            f"the corpus {path} is a file, but not a {built.NAME}, {compdb.NAME} or {mlgo.NAME}"
+            f"the corpus {path} is a file, but none of {built.NAME}, {compdb.NAME}, {mlgo.NAME}"
         )
     if not path.is_dir():
         raise CorpusError(f"the corpus {path} does not exist (not a directory nor a file)")
