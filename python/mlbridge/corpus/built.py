@@ -7,18 +7,16 @@ project, never by file."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List
 
-from mlbridge.corpus.compdb import read_compdb
+from mlbridge.corpus.compdb import CompilationDatabase, read_compdb, report_dropped
 from mlbridge.corpus.files import inside, read_json
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 from mlbridge.errors import CorpusError
 
-_LOG = logging.getLogger("mlbridge.corpus")
 NAME = "mlbridge_corpus.json"
 #: A recipe's split names, as Program splits.
 SPLIT_OF = {"train": TRAIN, "validation": VALIDATION, "test": HELD_OUT}
@@ -55,10 +53,5 @@ def built_programs(path: Path) -> List[Program]:
         programs += [
             replace(p, name=f"{project['name']}/{p.name}", split=split) for p in database.programs
         ]
-    if dropped:
-        _LOG.warning(
-            "mlbridge.corpus: %s: %d options not on the allow-list dropped (docs/corpus.md)",
-            path,
-            sum(dropped.values()),
-        )
+    report_dropped(CompilationDatabase(path, programs, dict(dropped)))
     return programs

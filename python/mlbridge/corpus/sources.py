@@ -4,9 +4,9 @@ recipe's SHA-256, and unpacked into a directory of their own.
 
 Nothing here trusts the files: a ``.dsc`` must have the recipe's SHA-256
 before anything it lists is used, every file it lists must have the SHA-256
-the ``.dsc`` gives, and archives are unpacked only when every member is a file, a directory or a
-link inside the tree, at a relative path without ``..`` (no devices, no
-setuid bits).
+the ``.dsc`` gives, and archives are unpacked only when every member is a
+file, a directory or a link inside the tree, at a relative path without
+``..`` (no devices, no setuid bits).
 """
 
 from __future__ import annotations
