@@ -90,6 +90,7 @@ def test_greedy_keeps_the_best_single_flip_and_drops_one_that_stops_helping(tmp_
     compile, calls = _synthetic(sizes)
     result = search_module(Path("m.c"), [], work=tmp_path, compile=compile)
     assert result.flips == frozenset({0}) and result.best.text_bytes == 97
+    assert result.single_deltas().tolist() == [-3, 0, -2, 5] and result.tried().all()
     # LLVM's own, four single flips, then only {0, 2} (the best single is reused).
     assert calls == [frozenset(), *(frozenset({i}) for i in range(4)), frozenset({0, 2})]
     assert result.compilations == 6
@@ -106,6 +107,9 @@ def test_greedy_adds_flips_that_still_help_and_samples_within_the_budget(tmp_pat
     sampled = search_module(Path("m.c"), [], budget=2, seed=3, work=tmp_path, compile=compile)
     assert all(len(c) == 1 for c in calls[1:3]) and len(calls) <= 1 + 2 + 2
     assert sampled.best.text_bytes <= 100
+    tried = sampled.tried()
+    assert tried.sum() == 2 and set(np.flatnonzero(tried)) == {min(c) for c in calls[1:3]}
+    assert (sampled.single_deltas()[~tried] == 0).all()
 
 
 @needs_clang
@@ -196,3 +200,50 @@ def test_labels_become_a_dataset_with_flipped_rows_repeated(tmp_path):
     assert heavy.programs.count("p/b.c") == 6
     with pytest.raises(MlbridgeError, match="no searched unit"):
         labels_dataset(tmp_path, programs[2:])
+
+
+def test_single_flips_become_a_weighted_dataset_of_flips_that_paid(tmp_path):
+    import json
+
+    from mlbridge.corpus.program import TRAIN, Program
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.loop.collect import DEFAULT_FEATURE
+    from mlbridge.train.search_labels import RESULTS, flip_dataset, unit_key
+
+    program = Program("p/a.c", (tmp_path / "a.c",), (), TRAIN)
+    n = 4
+    arrays = dict(
+        names=np.asarray(["x", "y"]),
+        features=np.zeros((n, 2), np.int64),
+        defaults=np.zeros(n, np.int64),
+        decisions=np.zeros(n, np.int64),
+        flips=np.zeros(0, np.int64),
+    )
+    np.savez_compressed(tmp_path / f"{unit_key(program)}.npz", **arrays)
+    record = {
+        "program": program.name,
+        "project": "p",
+        "questions": n,
+        "oz_text": 1000,
+        "best_text": 990,
+        "compilations": 5,
+        "seconds": 0.1,
+    }
+    (tmp_path / RESULTS).write_text(json.dumps(record) + "\n")
+    with pytest.raises(MlbridgeError, match="older mlbridge"):
+        flip_dataset(tmp_path, [program])
+    np.savez_compressed(
+        tmp_path / f"{unit_key(program)}.npz",
+        **arrays,
+        default_features=np.arange(2 * n, dtype=np.int64).reshape(n, 2),
+        default_decisions=np.asarray([1, 0, 1, 0], np.int64),
+        single_deltas=np.asarray([-10, 0, 900, -1], np.int64),
+        tried=np.asarray([True, True, True, False]),
+    )
+    data, weights = flip_dataset(tmp_path, [program], neutral_weight=0.25, max_weight=512)
+    assert data.names == ["x", "y", DEFAULT_FEATURE]
+    assert data.features.tolist() == [[0, 1, 1], [2, 3, 0], [4, 5, 1]]
+    assert data.decisions.tolist() == [1, 0, 0]
+    assert weights.tolist() == [10.0, 0.25, 512.0]
+    with pytest.raises(ValueError):
+        flip_dataset(tmp_path, [program], neutral_weight=0)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mlbridge.loop import search
-from mlbridge.loop.collect import DECISION, Dataset
+from mlbridge.loop.collect import DECISION, DEFAULT_FEATURE, Dataset
 from mlbridge.loop.imitation import EXCLUDED, Policy, build_aot_module, signed_log, train_imitation
 from mlbridge.loop.report import Progress
 from mlbridge.loop.run import summary_markdown
@@ -50,9 +50,39 @@ def llvm_like_dataset(rows: int = 3000, seed: int = 1) -> Dataset:
     return Dataset(list(NAMES), features, decisions, ["synthetic"] * rows)
 
 
+def flip_dataset(rows: int = 3000, seed: int = 2):
+    """Call sites where flipping LLVM's decision pays (label 1) when it
+    declined a callee with one user (inlining deletes it) or inlined a
+    costly one; each row weighed by the bytes at stake."""
+    rng = np.random.default_rng(seed)
+    cost = rng.integers(-400, 400, rows) * rng.integers(1, 30, rows)
+    users = rng.integers(1, 6, rows)
+    default = (cost <= 0).astype(np.int64)
+    features = np.stack(
+        [cost, users, rng.integers(1, 40, rows), rng.integers(10, 100000, rows), default], axis=1
+    ).astype(np.int64)
+    flip = np.where(default == 0, users == 1, cost < -2000).astype(np.int64)
+    weights = np.where(flip == 1, 20.0, 1.0).astype(np.float32)
+    names = ["cost_estimate", "callee_users", "callsite_height", "node_count", DEFAULT_FEATURE]
+    return Dataset(names, features, flip, ["synthetic"] * rows), weights
+
+
 @pytest.fixture(scope="module")
 def trained():
     return train_imitation(llvm_like_dataset(), epochs=60)
+
+
+@pytest.fixture(scope="module")
+def trained_flips():
+    data, weights = flip_dataset()
+    return train_imitation(
+        data, hidden=(16,), epochs=60, weights=weights, flips=True, weight_decay=1e-3
+    )
+
+
+@pytest.fixture(params=["decides", "flips"])
+def any_trained(request):
+    return request.getfixturevalue("trained" if request.param == "decides" else "trained_flips")
 
 
 def test_imitation_learns_the_rule_and_skips_excluded_features(trained):
@@ -64,6 +94,34 @@ def test_imitation_learns_the_rule_and_skips_excluded_features(trained):
     keep = [NAMES.index(n) for n in policy.names]
     agree = (policy.decide(fresh.features[:, keep]) == fresh.decisions).mean()
     assert agree >= 0.98
+
+
+def test_a_residual_policy_flips_llvms_decision_where_flipping_pays(trained_flips):
+    policy, curve = trained_flips
+    assert policy.flips and DEFAULT_FEATURE in policy.names and "node_count" not in policy.names
+    assert curve.loss[-1] < curve.loss[0]
+    data, weights = flip_dataset(2000, seed=9)
+    x = data.features[:, [data.names.index(n) for n in policy.names]]
+    default = data.features[:, data.names.index(DEFAULT_FEATURE)]
+    decided = policy.decide(x)
+    assert set(np.unique(decided)) <= {0, 1}
+    right = (decided != default) == data.decisions
+    # Weighed by the bytes at stake, as it was trained.
+    assert (right * weights).sum() / weights.sum() >= 0.95
+    # Where it never fires, it is LLVM.
+    quiet = policy.copy()
+    quiet.layers[-1][1][1] -= 1e6
+    assert np.array_equal(quiet.decide(x), default)
+
+
+def test_a_residual_policy_needs_llvms_decision_and_weights_are_checked():
+    with pytest.raises(ValueError, match=DEFAULT_FEATURE):
+        Policy(["a"], np.zeros(1, np.float32), np.ones(1, np.float32), [], flips=True)
+    data, weights = flip_dataset(50)
+    with pytest.raises(ValueError, match="weights"):
+        train_imitation(data, epochs=1, weights=weights[:-1], flips=True)
+    with pytest.raises(ValueError, match="weights"):
+        train_imitation(data, epochs=1, weights=weights * 0, flips=True)
 
 
 def test_signed_log_is_odd_and_monotonic():
@@ -79,6 +137,8 @@ def raw_inputs(policy: Policy, rows: int, seed: int = 3) -> np.ndarray:
     x = rng.integers(-5000, 5000, (rows, len(policy.names)))
     x[::7] = 0
     x[1::11] = 10**9
+    if DEFAULT_FEATURE in policy.names:
+        x[:, policy.names.index(DEFAULT_FEATURE)] = rng.integers(0, 2, rows)
     return x.astype(np.int64)
 
 
@@ -91,9 +151,9 @@ def confident(policy: Policy, x: np.ndarray) -> np.ndarray:
     return mask
 
 
-def test_onnx_form_decides_like_numpy_under_onnxruntime(trained, tmp_path: Path):
+def test_onnx_form_decides_like_numpy_under_onnxruntime(any_trained, tmp_path: Path):
     ort = pytest.importorskip("onnxruntime")
-    policy, _ = trained
+    policy, _ = any_trained
     path = tmp_path / "policy.onnx"
     policy.to_onnx(path)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -140,11 +200,11 @@ class AotModel(ctypes.Structure):
 
 
 @pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
-def test_aot_module_decides_like_numpy(trained, tmp_path: Path):
+def test_aot_module_decides_like_numpy(any_trained, tmp_path: Path):
     """The module the plugin loads (build_aot_module), driven through its C
     interface."""
     pytest.importorskip("onnx")
-    policy, _ = trained
+    policy, _ = any_trained
     path = tmp_path / "policy.onnx"
     policy.to_onnx(path)
     library = ctypes.CDLL(str(build_aot_module(path, tmp_path / "aot")))

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import DECISION, Dataset
+from mlbridge.loop.collect import DECISION, DEFAULT_FEATURE, Dataset
 from mlbridge.train.features import signed_log
 
 #: Features the policy does not read: callee_basic_block_count, which LLVM
@@ -29,12 +29,22 @@ CLIP = 8.0
 
 @dataclass
 class Policy:
-    """An MLP over standardised features; decision = argmax of 2 logits."""
+    """An MLP over standardised features; decision = argmax of 2 logits.
+
+    With ``flips`` the argmax is not the decision but whether to flip LLVM's
+    own (the feature ``inlining_default``, which must then be one of
+    ``names``): a residual policy, exactly LLVM's decisions where it never
+    fires."""
 
     names: List[str]
     mean: np.ndarray
     scale: np.ndarray
     layers: List[Tuple[np.ndarray, np.ndarray]]  # (W [in, out], b [out])
+    flips: bool = False
+
+    def __post_init__(self) -> None:
+        if self.flips and DEFAULT_FEATURE not in self.names:
+            raise ValueError(f"a policy that flips LLVM's decision must read {DEFAULT_FEATURE}")
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         h = np.clip((signed_log(features) - self.mean) / self.scale, -CLIP, CLIP)
@@ -45,7 +55,11 @@ class Policy:
         return h
 
     def decide(self, features: np.ndarray) -> np.ndarray:
-        return np.argmax(self.logits(features), axis=1).astype(np.int64)
+        answer = np.argmax(self.logits(features), axis=1).astype(np.int64)
+        if self.flips:
+            default = np.asarray(features)[:, self.names.index(DEFAULT_FEATURE)] != 0
+            return (default ^ (answer != 0)).astype(np.int64)
+        return answer
 
     def copy(self) -> "Policy":
         return Policy(
@@ -53,11 +67,13 @@ class Policy:
             self.mean.copy(),
             self.scale.copy(),
             [(w.copy(), b.copy()) for w, b in self.layers],
+            self.flips,
         )
 
     def to_onnx(self, path: Path) -> None:
         """Writes the policy as ONNX: one int64 [1] input per feature (LLVM's
-        names), output ``inlining_decision`` int64 [1]."""
+        names), output ``inlining_decision`` int64 [1] (for a policy that
+        flips: |inlining_default - flip|)."""
         from onnx import TensorProto, checker, helper, numpy_helper, save
 
         inits = [
@@ -90,8 +106,13 @@ class Policy:
             nodes.append(
                 helper.make_node("Relu", [f"g{i}"], [f"h{i + 1}"])
                 if i + 1 < len(self.layers)
-                else helper.make_node("ArgMax", [f"g{i}"], [DECISION], axis=1, keepdims=0)
+                else helper.make_node(
+                    "ArgMax", [f"g{i}"], ["flip" if self.flips else DECISION], axis=1, keepdims=0
+                )
             )
+        if self.flips:
+            nodes.append(helper.make_node("Sub", [DEFAULT_FEATURE, "flip"], ["signed_flip"]))
+            nodes.append(helper.make_node("Abs", ["signed_flip"], [DECISION]))
         graph = helper.make_graph(
             nodes,
             "inline_policy",
@@ -103,6 +124,53 @@ class Policy:
         model.ir_version = 8
         checker.check_model(model)
         save(model, str(path))
+
+    @classmethod
+    def from_onnx(cls, path: Path) -> "Policy":
+        """The policy :meth:`to_onnx` wrote to ``path`` (a model of another
+        shape is refused with :class:`MlbridgeError`): to fine-tune it."""
+        from onnx import load, numpy_helper
+
+        try:
+            model = load(str(path))
+        except Exception as err:  # onnx raises DecodeError, OSError, ...
+            raise MlbridgeError(f"{path}: not an ONNX model ({err})") from None
+        graph = model.graph
+        weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        names = [i.name for i in graph.input]
+        flips = any("flip" in n.output for n in graph.node)
+        layers: List[Tuple[np.ndarray, np.ndarray]] = []
+        while f"w{len(layers)}" in weights and f"b{len(layers)}" in weights:
+            i = len(layers)
+            layers.append(
+                (weights[f"w{i}"].astype(np.float32), weights[f"b{i}"].astype(np.float32))
+            )
+        width = len(names)
+        shapes_ok = (
+            "mean" in weights
+            and "inv_scale" in weights
+            and weights["mean"].shape == (width,)
+            and weights["inv_scale"].shape == (width,)
+            and bool(np.all(weights["inv_scale"] > 0))
+            and bool(layers)
+            and all(
+                w.ndim == 2 and b.shape == (w.shape[1],) and w.shape[0] == prev
+                for (w, b), prev in zip(layers, [width] + [w.shape[1] for w, _ in layers])
+            )
+            and layers[-1][0].shape[1] == 2
+        )
+        if not shapes_ok:
+            raise MlbridgeError(f"{path}: not a policy written by mlbridge's imitation training")
+        try:
+            return cls(
+                names,
+                weights["mean"].astype(np.float32),
+                (1 / weights["inv_scale"]).astype(np.float32),
+                layers,
+                flips,
+            )
+        except ValueError as err:
+            raise MlbridgeError(f"{path}: {err}") from None
 
 
 @dataclass
@@ -128,29 +196,56 @@ def train_imitation(
     weight_decay: float = 0.1,
     seed: int = 0,
     progress: Optional[Callable[[int, int, str], None]] = None,
+    weights: Optional[np.ndarray] = None,
+    flips: bool = False,
+    init: Optional[Policy] = None,
 ) -> Tuple[Policy, TrainingCurve]:
     """Fits a policy to LLVM's decisions with Adam on cross-entropy and
     decoupled weight decay; 10% of the rows (random) are held back to report
     validation agreement. ``hidden`` () is logistic regression over the
     scaled features, which generalised best to held-out programs (an MLP of
-    32x32 reached 98.5% instead of 99.0% on SQLite: it extrapolates worse)."""
-    names, x = _usable(data)
+    32x32 reached 98.5% instead of 99.0% on SQLite: it extrapolates worse).
+
+    ``weights`` (one per row, positive) weigh each row's loss; with
+    ``flips`` the labels say whether to flip LLVM's decision and the policy
+    is residual (see :class:`Policy`). ``init`` starts from that policy
+    (its features, scaling and layers; ``hidden`` and ``flips`` are its
+    own): fine-tuning."""
+    if init is not None:
+        missing = [n for n in init.names if n not in data.names]
+        if missing:
+            raise ValueError(f"the data has no feature {missing[0]!r} that the policy reads")
+        names = list(init.names)
+        x = data.features[:, [data.names.index(n) for n in names]]
+        flips = init.flips
+    else:
+        names, x = _usable(data)
     y = data.decisions
+    w_rows = np.ones(len(y), np.float32) if weights is None else np.asarray(weights, np.float32)
+    if w_rows.shape != (len(y),) or not np.all(w_rows > 0):
+        raise ValueError("weights must be one positive number per row")
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(y))
     cut = max(1, len(y) // 10)
     val, tr = order[:cut], order[cut:]
     xf = signed_log(x)
-    mean = xf[tr].mean(axis=0)
-    # At least one e-fold: a feature (almost) constant in training must not
-    # blow up where it varies.
-    scale = np.maximum(xf[tr].std(axis=0), 1.0).astype(np.float32)
-    sizes = [len(names), *hidden, 2]
-    layers = [
-        ((rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32), np.zeros(b, np.float32))
-        for a, b in zip(sizes, sizes[1:])
-    ]
-    policy = Policy(names, mean.astype(np.float32), scale, layers)
+    if init is not None:
+        policy = init.copy()
+        mean, scale, layers = policy.mean, policy.scale, policy.layers
+    else:
+        mean = xf[tr].mean(axis=0).astype(np.float32)
+        # At least one e-fold: a feature (almost) constant in training must
+        # not blow up where it varies.
+        scale = np.maximum(xf[tr].std(axis=0), 1.0).astype(np.float32)
+        sizes = [len(names), *hidden, 2]
+        layers = [
+            (
+                (rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32),
+                np.zeros(b, np.float32),
+            )
+            for a, b in zip(sizes, sizes[1:])
+        ]
+        policy = Policy(names, mean, scale, layers, flips)
     params = [p for layer in layers for p in layer]
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
@@ -171,10 +266,11 @@ def train_imitation(
             logits = acts[-1] - acts[-1].max(axis=1, keepdims=True)
             p = np.exp(logits)
             p /= p.sum(axis=1, keepdims=True)
-            total += float(-np.log(p[np.arange(len(idx)), y[idx]] + 1e-12).sum())
+            w_batch = w_rows[idx]
+            total += float((-np.log(p[np.arange(len(idx)), y[idx]] + 1e-12) * w_batch).sum())
             grad = p
             grad[np.arange(len(idx)), y[idx]] -= 1
-            grad /= len(idx)
+            grad *= (w_batch / w_batch.sum())[:, None]
             grads = []
             for i in range(len(layers) - 1, -1, -1):
                 w, _ = layers[i]
@@ -189,9 +285,10 @@ def train_imitation(
                 mh = m[k] / (1 - 0.9**step)
                 vh = v[k] / (1 - 0.999**step)
                 param -= lr * (mh / (np.sqrt(vh) + 1e-8) + weight_decay * param)
-        curve.loss.append(total / len(tr))
-        curve.train_agreement.append(float((policy.decide(x[tr]) == y[tr]).mean()))
-        curve.validation_agreement.append(float((policy.decide(x[val]) == y[val]).mean()))
+        curve.loss.append(total / float(w_rows[tr].sum()))
+        answer = np.argmax(policy.logits(x), axis=1)
+        curve.train_agreement.append(float((answer[tr] == y[tr]).mean()))
+        curve.validation_agreement.append(float((answer[val] == y[val]).mean()))
     if progress:
         progress(epochs, epochs, f"loss {curve.loss[-1]:.4f}")
     return policy, curve

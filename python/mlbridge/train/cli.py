@@ -70,6 +70,35 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         action="store_true",
         help="only deploy and measure the policy already in --out",
     )
+    search = train.add_argument_group(
+        "imitation of search (--method search, inlining only: docs/inlining-size.md)"
+    )
+    search.add_argument(
+        "--method",
+        choices=("ppo", "search"),
+        default="ppo",
+        help="ppo (default), or rounds of per-unit search imitated by a residual policy, "
+        "with a validation curve and early stopping",
+    )
+    search.add_argument(
+        "--init", metavar="MODEL", help="a policy.onnx of --method search to fine-tune"
+    )
+    search.add_argument("--rounds", type=natural, default=10, help="rounds at most (default 10)")
+    search.add_argument(
+        "--units-per-round", type=natural, default=40, help="training units searched per round"
+    )
+    search.add_argument(
+        "--patience",
+        type=natural,
+        default=3,
+        help="stop after this many rounds without a better validation ratio",
+    )
+    search.add_argument(
+        "--validation-units",
+        type=natural,
+        default=40,
+        help="validation units measured per validation project",
+    )
     train.add_argument(
         "--tool",
         help="the native half the deployment uses: the plugin for inlining, "
@@ -102,6 +131,46 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
 
 
+def _train_by_search(args: argparse.Namespace, out: Path) -> None:
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.loop.corpus import default_corpus, load_corpus
+    from mlbridge.loop.imitation import Policy
+    from mlbridge.native import NativeError, plugin_path
+    from mlbridge.train.inlining_size import SizeTraining, train_size_policy
+
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    if corpus is None:
+        fail("--method search needs a --corpus with train and validation projects", USAGE)
+    try:
+        plugin = Path(args.tool) if args.tool else plugin_path()
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    config = SizeTraining(
+        units_per_round=args.units_per_round,
+        max_rounds=args.rounds,
+        patience=args.patience,
+        validation_units=args.validation_units,
+        seed=args.seed,
+    )
+    try:
+        init = Policy.from_onnx(Path(args.init)) if args.init else None
+        result = train_size_policy(
+            load_corpus(corpus, not args.full),
+            out,
+            plugin,
+            config,
+            init,
+            progress=None if args.no_progress else print,
+        )
+    except MlbridgeError as err:
+        raise CommandError(str(err), ENVIRONMENT) from None
+    best = f"round {result.best_round}, {result.best_ratio:.4f}x -Oz on the validation projects"
+    print(f"stopped: {result.stopped}; best: {best}")
+    if not (out / "policy.onnx").is_file():
+        fail("no round did better than LLVM's own decisions: no policy written", ENVIRONMENT)
+    print(f"policy: {out}/policy.onnx")
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
     from mlbridge.train.ppo import TrainConfig, train
@@ -111,7 +180,13 @@ def run(args: argparse.Namespace) -> int:
         fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
     if args.address and args.backend != "ray":
         fail("--address is for --backend ray", USAGE)
-    if not args.evaluate_only:
+    if args.method == "search" and args.task != "inlining":
+        fail("--method search is for the inlining task", USAGE)
+    if args.init and args.method != "search":
+        fail("--init is for --method search", USAGE)
+    if args.method == "search" and not args.evaluate_only:
+        _train_by_search(args, out)
+    elif not args.evaluate_only:
         config = TrainConfig(
             task=args.task,
             out=out,

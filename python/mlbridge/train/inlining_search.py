@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -116,12 +116,29 @@ def compile_with_flips(
 @dataclass(frozen=True)
 class SearchResult:
     """What :func:`search_module` found: LLVM's own compilation, the best
-    one, its flips, and the compilations it took."""
+    one, its flips, the compilations it took, and the ``.text`` of every
+    single flip tried (by question index)."""
 
     default: Trace
     best: Trace
     flips: FrozenSet[int]
     compilations: int
+    single_text: Dict[int, int] = field(default_factory=dict)
+
+    def single_deltas(self) -> np.ndarray:
+        """Per question of the default compilation: its single flip's
+        ``.text`` minus ``-Oz``'s, or 0 where it was not tried (int64)."""
+        deltas = np.zeros(self.default.questions, np.int64)
+        for i, size in self.single_text.items():
+            deltas[i] = size - self.default.text_bytes
+        return deltas
+
+    def tried(self) -> np.ndarray:
+        """Per question of the default compilation: whether its single flip
+        was compiled (bool)."""
+        mask = np.zeros(self.default.questions, bool)
+        mask[list(self.single_text)] = True
+        return mask
 
     @property
     def ratio(self) -> float:
@@ -152,9 +169,11 @@ def search_module(
         if len(questions) > budget:
             questions = sorted(rng.sample(questions, budget))
         singles: Dict[int, Trace] = {}
+        single_text: Dict[int, int] = {}
         for i in questions:
             trace = compile(source, flags, frozenset({i}), where)
             compilations += 1
+            single_text[i] = trace.text_bytes
             if trace.text_bytes < default.text_bytes:
                 singles[i] = trace
         best, flips = default, frozenset[int]()
@@ -167,4 +186,4 @@ def search_module(
                 trace = singles[i]  # the best single flip, compiled already
             if trace.text_bytes < best.text_bytes:
                 best, flips = trace, candidate
-    return SearchResult(default, best, flips, compilations)
+    return SearchResult(default, best, flips, compilations, single_text)

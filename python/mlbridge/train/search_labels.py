@@ -4,7 +4,9 @@ labels imitation of search learns from, and a measure of how much smaller
 than ``-Oz`` inlining decisions alone can make each project.
 
 The output directory holds one ``<key>.npz`` per unit (the best
-compilation's features, LLVM's decisions and the answers, its flips) and
+compilation's features, LLVM's decisions and the answers, its flips; the
+default compilation's features and decisions, and per question what its
+single flip changed in ``.text``, where it was tried) and
 ``results.jsonl``, one line per unit (program, project, questions, ``.text``
 under ``-Oz`` and at best, compilations, seconds). A unit already in
 ``results.jsonl`` is not searched again; a unit whose compilation fails is
@@ -18,13 +20,13 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import Dataset
+from mlbridge.loop.collect import DEFAULT_FEATURE, Dataset
 from mlbridge.output_files import open_output_file
 from mlbridge.train.inlining_search import search_module
 
@@ -99,6 +101,10 @@ def search_programs(
                 defaults=best.defaults,
                 decisions=best.decisions,
                 flips=np.asarray(sorted(found.flips), np.int64),
+                default_features=found.default.features,
+                default_decisions=found.default.defaults,
+                single_deltas=found.single_deltas(),
+                tried=found.tried(),
             )
             record = UnitResult(
                 program.name,
@@ -133,6 +139,30 @@ def per_project(results: Sequence[UnitResult]) -> Dict[str, Dict[str, float]]:
     return table
 
 
+def _searched(
+    out: Path, programs: Sequence[Program]
+) -> Iterator[Tuple[Program, Dict[str, np.ndarray]]]:
+    """The units of ``programs`` searched into ``out`` (units with an error
+    or not searched are left out) and their arrays; every unit must have the
+    same features (``names``)."""
+    done = read_results(out)
+    names: Optional[List[str]] = None
+    for program in programs:
+        record = done.get(program.name)
+        if record is None or record.error:
+            continue
+        with np.load(out / f"{unit_key(program)}.npz") as unit:
+            arrays = {key: unit[key] for key in unit.files}
+        unit_names = [str(n) for n in arrays["names"]]
+        if names is None:
+            names = unit_names
+        elif unit_names != names:
+            raise MlbridgeError(f"{program.name}: its labels have other features than the rest")
+        yield program, arrays
+    if names is None:
+        raise MlbridgeError(f"{out}: no searched unit among the {len(programs)} programs")
+
+
 def labels_dataset(out: Path, programs: Sequence[Program], repeat_flipped: int = 1) -> Dataset:
     """The call sites of the best compilations of ``programs`` searched into
     ``out`` (units with an error or not searched are left out), labelled with
@@ -142,31 +172,64 @@ def labels_dataset(out: Path, programs: Sequence[Program], repeat_flipped: int =
     ``repeat_flipped`` times."""
     if repeat_flipped < 1:
         raise ValueError("repeat_flipped must be at least 1")
-    done = read_results(out)
-    names: Optional[List[str]] = None
+    names: List[str] = []
     rows: List[np.ndarray] = []
     labels: List[np.ndarray] = []
     origin: List[str] = []
-    for program in programs:
-        record = done.get(program.name)
-        if record is None or record.error:
-            continue
-        with np.load(out / f"{unit_key(program)}.npz") as unit:
-            unit_names = [str(n) for n in unit["names"]]
-            features, defaults, decisions = unit["features"], unit["defaults"], unit["decisions"]
-        if names is None:
-            names = unit_names
-        elif unit_names != names:
-            raise MlbridgeError(f"{program.name}: its labels have other features than the rest")
-        weight = np.where(decisions != defaults, repeat_flipped, 1)
-        rows.append(np.repeat(features, weight, axis=0))
-        labels.append(np.repeat(decisions, weight))
+    for program, unit in _searched(out, programs):
+        names = [str(n) for n in unit["names"]]
+        weight = np.where(unit["decisions"] != unit["defaults"], repeat_flipped, 1)
+        rows.append(np.repeat(unit["features"], weight, axis=0))
+        labels.append(np.repeat(unit["decisions"], weight))
         origin += [program.name] * int(weight.sum())
-    if names is None:
-        raise MlbridgeError(f"{out}: no searched unit among the {len(programs)} programs")
     return Dataset(
         names,
-        np.concatenate(rows).astype(np.int64),
+        np.concatenate(rows).astype(np.int64).reshape(-1, len(names)),
         np.concatenate(labels).astype(np.int64),
         origin,
     )
+
+
+def flip_dataset(
+    out: Path,
+    programs: Sequence[Program],
+    neutral_weight: float = 0.5,
+    max_weight: float = 256.0,
+) -> Tuple[Dataset, np.ndarray]:
+    """What flipping one call site alone did, for the call sites of the
+    default (``-Oz``) compilations of ``programs`` searched into ``out``
+    whose single flip was tried: a Dataset whose features are LLVM's plus
+    ``inlining_default`` and whose label is 1 where the flip made ``.text``
+    smaller, and a weight per row, the bytes at stake (``|delta|``, at most
+    ``max_weight``; ``neutral_weight`` where the flip changed nothing), for
+    :func:`mlbridge.loop.imitation.train_imitation` with ``flips=True``."""
+    if neutral_weight <= 0 or max_weight < 1:
+        raise ValueError("neutral_weight must be positive and max_weight at least 1")
+    names: List[str] = []
+    rows: List[np.ndarray] = []
+    labels: List[np.ndarray] = []
+    weights: List[np.ndarray] = []
+    origin: List[str] = []
+    for program, unit in _searched(out, programs):
+        if "single_deltas" not in unit:
+            raise MlbridgeError(
+                f"{program.name}: searched by an older mlbridge (no single flips' sizes)"
+            )
+        names = [str(n) for n in unit["names"]]
+        tried = unit["tried"]
+        deltas = unit["single_deltas"][tried]
+        rows.append(
+            np.column_stack([unit["default_features"][tried], unit["default_decisions"][tried]])
+        )
+        labels.append((deltas < 0).astype(np.int64))
+        weights.append(
+            np.where(deltas == 0, neutral_weight, np.minimum(np.abs(deltas), max_weight))
+        )
+        origin += [program.name] * len(deltas)
+    data = Dataset(
+        [*names, DEFAULT_FEATURE],
+        np.concatenate(rows).astype(np.int64).reshape(-1, len(names) + 1),
+        np.concatenate(labels),
+        origin,
+    )
+    return data, np.concatenate(weights).astype(np.float32)

@@ -1,0 +1,301 @@
+"""Training an inlining policy for size by imitation of search, in rounds,
+with a validation curve and early stopping (docs/inlining-size.md).
+
+Each round searches the next training units
+(:func:`~mlbridge.train.search_labels.search_programs`: every single flip of
+LLVM's ``-Oz`` decisions, then the improving ones combined), fits a residual
+policy to what the single flips did (:func:`~mlbridge.train.search_labels.flip_dataset`:
+flip LLVM's decision where flipping made ``.text`` smaller, weighed by the
+bytes at stake), and measures it through the plugin, in-process, on the
+validation projects against plain ``-Oz``. Round 0 is LLVM's own decisions
+(or the policy fine-tuning starts from); the policy of the best round is
+kept, so none is written unless one does better than round 0 on the
+validation projects. Training stops after ``patience`` rounds without a
+better one, or when the training units run out.
+
+The run directory holds everything a later session needs to go on:
+``search/`` (the searched units), ``oz.json`` (the validation units under
+``-Oz``), ``curve.jsonl`` (one line per round) and ``policy.onnx`` (the best
+round's policy, when one beat round 0). Running again with the same directory resumes after the
+last round written.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from mlbridge.corpus.program import TRAIN, VALIDATION, Program
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.imitation import Policy, train_imitation
+from mlbridge.loop.toolchain import compile_program, onnx_plugin
+from mlbridge.output_files import open_output_file
+from mlbridge.train.search_labels import flip_dataset, search_programs
+
+CURVE = "curve.jsonl"
+POLICY = "policy.onnx"
+OZ = "oz.json"
+
+
+@dataclass(frozen=True)
+class SizeTraining:
+    """How to train (see the module's docstring)."""
+
+    units_per_round: int = 40
+    max_rounds: int = 10
+    patience: int = 3
+    #: Single flips tried per unit (a random sample above that).
+    budget: int = 60
+    #: Validation units measured per validation project (a fixed sample).
+    validation_units: int = 40
+    hidden: Tuple[int, ...] = ()
+    epochs: int = 200
+    batch: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 1e-3
+    #: Subtracted from the flip logit: the policy flips only where it is
+    #: this sure (0: where flipping is likelier to pay than not).
+    margin: float = 1.0
+    seed: int = 0
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("units_per_round", "max_rounds", "patience", "budget", "validation_units"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.margin < 0 or self.epochs < 1:
+            raise ValueError("margin must be non-negative and epochs at least 1")
+
+
+@dataclass(frozen=True)
+class Round:
+    """One line of ``curve.jsonl``."""
+
+    round: int
+    units: int
+    rows: int
+    flips_that_paid: int
+    validation_ratio: float
+    per_project: Dict[str, float]
+    best: bool
+
+
+@dataclass
+class SizeResult:
+    """The curve of a run, its best round and why it stopped."""
+
+    curve: List[Round] = field(default_factory=list)
+    best_round: Optional[int] = None
+    stopped: str = ""
+
+    @property
+    def best_ratio(self) -> float:
+        rounds = [r for r in self.curve if r.round == self.best_round]
+        return rounds[0].validation_ratio if rounds else 1.0
+
+
+def project_of(program: Program) -> str:
+    return program.name.split("/", 1)[0]
+
+
+def schedule(programs: Sequence[Program], seed: int) -> List[Program]:
+    """The single-source programs of ``programs`` in the order rounds search
+    them: projects interleaved (each project's units shuffled), so that every
+    prefix covers as many projects as it can."""
+    rng = random.Random(seed)
+    by_project: Dict[str, List[Program]] = defaultdict(list)
+    for program in sorted(programs, key=lambda p: p.name):
+        if len(program.sources) == 1:
+            by_project[project_of(program)].append(program)
+    queues = []
+    for project in sorted(by_project):
+        units = by_project[project]
+        rng.shuffle(units)
+        queues.append(units)
+    ordered: List[Program] = []
+    depth = 0
+    while any(depth < len(q) for q in queues):
+        ordered += [q[depth] for q in queues if depth < len(q)]
+        depth += 1
+    return ordered
+
+
+def validation_sample(programs: Sequence[Program], per_project: int, seed: int) -> List[Program]:
+    """At most ``per_project`` programs of each validation project, fixed by ``seed``."""
+    taken: Dict[str, int] = defaultdict(int)
+    chosen = []
+    for program in schedule(programs, seed + 1):
+        if taken[project_of(program)] < per_project:
+            taken[project_of(program)] += 1
+            chosen.append(program)
+    return chosen
+
+
+def _read_curve(out: Path) -> List[Round]:
+    path = out / CURVE
+    if not path.is_file():
+        return []
+    rounds = []
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            rounds.append(Round(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue  # a line torn by an interrupted run
+    return rounds
+
+
+class ValidationSet:
+    """The validation units, their ``.text`` under ``-Oz`` (cached in
+    ``oz.json``), and a policy's ratio to it, per project and in total."""
+
+    def __init__(
+        self,
+        programs: Sequence[Program],
+        out: Path,
+        jobs: int,
+        plugin_env: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        self.programs = list(programs)
+        self.jobs = jobs
+        self.plugin_env = dict(plugin_env or {})
+        self.work = out / "validation"
+        cache = out / OZ
+        self.oz: Dict[str, int] = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
+        missing = [p for p in self.programs if p.name not in self.oz]
+        for program in missing:
+            self.oz[program.name] = compile_program(program, self.work, None, jobs).text_bytes
+        if missing or not cache.is_file():
+            with open_output_file(cache) as stream:
+                stream.write(json.dumps(self.oz, sort_keys=True).encode("utf-8"))
+
+    def measure(self, model: Path, plugin: Path) -> Tuple[float, Dict[str, float]]:
+        """(total ratio, ratio per project) of ``model`` to ``-Oz``."""
+        sizes: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
+        deployed = onnx_plugin(plugin, model, self.plugin_env)
+        for program in self.programs:
+            result = compile_program(program, self.work, deployed, self.jobs)
+            row = sizes[project_of(program)]
+            row[0] += self.oz[program.name]
+            row[1] += result.text_bytes
+        oz = sum(r[0] for r in sizes.values())
+        total = sum(r[1] for r in sizes.values()) / oz if oz else 1.0
+        return total, {k: round(r[1] / r[0], 5) if r[0] else 1.0 for k, r in sorted(sizes.items())}
+
+
+def fit(
+    search: Path,
+    searched: Sequence[Program],
+    config: SizeTraining,
+    init: Optional[Policy] = None,
+) -> Tuple[Policy, int, int]:
+    """The residual policy fitted to the single flips of ``searched``, with
+    ``config.margin`` applied; (policy, rows, rows whose flip paid)."""
+    data, weights = flip_dataset(search, searched)
+    policy, _ = train_imitation(
+        data,
+        hidden=config.hidden,
+        epochs=config.epochs,
+        batch=config.batch,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        seed=config.seed,
+        weights=weights,
+        flips=True,
+        init=init,
+    )
+    if init is None:
+        policy.layers[-1][1][1] -= config.margin
+    return policy, len(data), int(data.decisions.sum())
+
+
+def train_size_policy(
+    programs: Sequence[Program],
+    out: Path,
+    plugin: Path,
+    config: SizeTraining = SizeTraining(),
+    init: Optional[Policy] = None,
+    progress: Optional[Callable[[str], None]] = None,
+    plugin_env: Optional[Mapping[str, str]] = None,
+) -> SizeResult:
+    """Rounds of search, fit and validation over the ``train`` and
+    ``validation`` programs of ``programs`` (see the module's docstring);
+    resumes a run already in ``out``. ``init`` (a residual policy) is where
+    fitting starts, and round 0 measures it: fine-tuning keeps it unless a
+    round does better on the validation projects. ``plugin_env``: what
+    compilers loading the plugin need besides its settings."""
+    if init is not None and not init.flips:
+        raise MlbridgeError("fine-tuning starts from a residual policy (one that flips LLVM's)")
+    train = schedule([p for p in programs if p.split == TRAIN], config.seed)
+    validation_programs = [p for p in programs if p.split == VALIDATION]
+    if not train:
+        raise MlbridgeError("the corpus has no training program of one source file")
+    if not validation_programs:
+        raise MlbridgeError("the corpus has no validation program: it cannot tell when to stop")
+    out.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _line: None)
+    validation = ValidationSet(
+        validation_sample(validation_programs, config.validation_units, config.seed),
+        out,
+        config.jobs,
+        plugin_env,
+    )
+    result = SizeResult(curve=_read_curve(out))
+    best = [r for r in result.curve if r.best]
+    result.best_round = best[-1].round if best else None
+    search = out / "search"
+
+    def record(entry: Round) -> None:
+        result.curve.append(entry)
+        with open_output_file(out / CURVE, append=True) as stream:
+            stream.write((json.dumps(asdict(entry)) + "\n").encode("utf-8"))
+        say(
+            f"round {entry.round}: {entry.units} units searched, {entry.rows} call sites "
+            f"({entry.flips_that_paid} flips paid), validation {entry.validation_ratio:.4f}x -Oz"
+            + (" (best)" if entry.best else "")
+        )
+
+    if not result.curve:
+        # Round 0 is where training starts: LLVM's own decisions (exactly
+        # -Oz, 1.0 by construction: no policy file) or the policy ``init``.
+        if init is None:
+            record(Round(0, 0, 0, 0, 1.0, {}, True))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                model = Path(tmp) / POLICY
+                init.to_onnx(model)
+                ratio, per_project = validation.measure(model, plugin)
+                model.replace(out / POLICY)
+            record(Round(0, 0, 0, 0, ratio, per_project, True))
+        result.best_round = 0
+    while True:
+        done = result.curve[-1].round if result.curve else 0
+        if result.best_round is not None and done - result.best_round >= config.patience:
+            result.stopped = f"no better validation ratio in {config.patience} rounds"
+            break
+        if done >= config.max_rounds:
+            result.stopped = f"{config.max_rounds} rounds"
+            break
+        units = min(len(train), (done + 1) * config.units_per_round)
+        if result.curve and units <= result.curve[-1].units:
+            result.stopped = "every training unit searched"
+            break
+        searched = train[:units]
+        say(f"round {done + 1}: searching training units {result.curve[-1].units}..{units}")
+        search_programs(searched, search, budget=config.budget, seed=config.seed)
+        policy, rows, paid = fit(search, searched, config, init)
+        candidate = out / f"round-{done + 1}.onnx"
+        policy.to_onnx(candidate)
+        ratio, per_project = validation.measure(candidate, plugin)
+        better = result.best_round is None or ratio < result.best_ratio
+        if better:
+            candidate.replace(out / POLICY)
+            result.best_round = done + 1
+        else:
+            candidate.unlink()
+        record(Round(done + 1, units, rows, paid, ratio, per_project, better))
+    return result

@@ -1,0 +1,197 @@
+"""The rounds of ``mlbridge train inlining --method search``
+(mlbridge.train.inlining_size) without a compiler: search, fit and the
+validation measure replaced by scripted stand-ins, so that the curve, the
+choice of the best round, early stopping and resuming are checked exactly.
+The same rounds on clang-19 with the plugin: tests/llvm/test_inlining_size.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import numpy as np
+import pytest
+
+from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.collect import DEFAULT_FEATURE
+from mlbridge.loop.imitation import Policy
+from mlbridge.train import inlining_size
+from mlbridge.train.inlining_size import (
+    CURVE,
+    POLICY,
+    SizeTraining,
+    schedule,
+    train_size_policy,
+    validation_sample,
+)
+
+
+def programs() -> List[Program]:
+    made = []
+    for project, units, split in (
+        ("a", 5, TRAIN),
+        ("b", 2, TRAIN),
+        ("c", 3, TRAIN),
+        ("v", 4, VALIDATION),
+        ("w", 1, VALIDATION),
+        ("t", 3, HELD_OUT),
+    ):
+        made += [
+            Program(f"{project}/{i}.c", (Path(f"{project}{i}.c"),), (), split) for i in range(units)
+        ]
+    return made
+
+
+def residual(bias: float) -> Policy:
+    names = ["cost_estimate", DEFAULT_FEATURE]
+    layer = (np.zeros((2, 2), np.float32), np.asarray([0, bias], np.float32))
+    return Policy(names, np.zeros(2, np.float32), np.ones(2, np.float32), [layer], True)
+
+
+class Script:
+    """Stand-ins for the search, the fit and the validation measure; the
+    validation ratio of round k is ``ratios[k - 1]``."""
+
+    def __init__(self, monkeypatch, ratios: Sequence[float]) -> None:
+        self.ratios = list(ratios)
+        self.searched: List[List[str]] = []
+        self.fits: List[object] = []
+        self.measured: List[str] = []
+        self.round = 0
+        script = self
+
+        def search_programs(chosen, out, budget, seed):
+            script.searched.append([p.name for p in chosen])
+
+        def fit(search, searched, config, init=None):
+            script.round += 1
+            script.fits.append(init)
+            return residual(float(script.round)), 10 * len(searched), len(searched)
+
+        class FakeValidation:
+            def __init__(self, chosen, out, jobs, plugin_env=None):
+                self.programs = chosen
+
+            def measure(self, model: Path, plugin: Path):
+                bias = float(Policy.from_onnx(model).layers[-1][1][1])
+                script.measured.append(model.name)
+                ratio = self_ratio(bias)
+                return ratio, {"v": ratio, "w": 1.0}
+
+        def self_ratio(bias: float) -> float:
+            if bias < 0:  # the policy fine-tuning starts from
+                return 0.999
+            return script.ratios[int(bias) - 1]
+
+        monkeypatch.setattr(inlining_size, "search_programs", search_programs)
+        monkeypatch.setattr(inlining_size, "fit", fit)
+        monkeypatch.setattr(inlining_size, "ValidationSet", FakeValidation)
+
+
+def curve(out: Path) -> List[Dict[str, object]]:
+    return [json.loads(line) for line in (out / CURVE).read_text().splitlines()]
+
+
+def test_rounds_keep_the_best_policy_and_stop_when_validation_stops_improving(
+    monkeypatch, tmp_path
+):
+    script = Script(monkeypatch, [0.999, 0.997, 0.998, 0.9985, 0.99])
+    config = SizeTraining(units_per_round=3, max_rounds=10, patience=2)
+    result = train_size_policy(programs(), tmp_path, Path("plugin.so"), config)
+    # Round 0 is LLVM (1.0), then rounds 1-4; 3 and 4 do not beat round 2.
+    assert [r.round for r in result.curve] == [0, 1, 2, 3, 4]
+    assert [r.validation_ratio for r in result.curve] == [1.0, 0.999, 0.997, 0.998, 0.9985]
+    assert [r.best for r in result.curve] == [True, True, True, False, False]
+    assert result.best_round == 2 and result.best_ratio == 0.997
+    assert result.stopped == "no better validation ratio in 2 rounds"
+    assert Policy.from_onnx(tmp_path / POLICY).layers[-1][1][1] == 2.0
+    assert [r["units"] for r in curve(tmp_path)] == [0, 3, 6, 9, 10]
+    # Each round searches a growing prefix of one order, projects interleaved.
+    assert {n.split("/")[0] for n in script.searched[0]} == {"a", "b", "c"}
+    assert all(s[: len(p)] == p for p, s in zip(script.searched, script.searched[1:]))
+    assert not list(tmp_path.glob("round-*.onnx"))
+
+
+def test_no_policy_is_written_when_no_round_beats_llvm(monkeypatch, tmp_path):
+    Script(monkeypatch, [1.001, 1.0, 1.002])
+    result = train_size_policy(
+        programs(), tmp_path, Path("p.so"), SizeTraining(units_per_round=4, patience=3)
+    )
+    assert result.best_round == 0 and result.best_ratio == 1.0
+    assert not (tmp_path / POLICY).exists()
+    assert result.stopped == "no better validation ratio in 3 rounds"
+
+
+def test_a_run_resumes_after_its_last_round_and_stops_when_units_run_out(monkeypatch, tmp_path):
+    Script(monkeypatch, [0.999, 0.998])
+    first = train_size_policy(
+        programs(), tmp_path, Path("p.so"), SizeTraining(units_per_round=4, max_rounds=2)
+    )
+    assert first.stopped == "2 rounds" and len(first.curve) == 3
+    script = Script(monkeypatch, [0, 0, 0.997, 0.996])
+    script.round = 2
+    again = train_size_policy(
+        programs(), tmp_path, Path("p.so"), SizeTraining(units_per_round=4, max_rounds=10)
+    )
+    # Ten training units: round 3 takes the last two, then nothing is left.
+    assert [r.round for r in again.curve] == [0, 1, 2, 3]
+    assert again.stopped == "every training unit searched"
+    assert again.best_round == 3 and len(curve(tmp_path)) == 4
+
+
+def test_fine_tuning_measures_the_starting_policy_first_and_keeps_it_unless_beaten(
+    monkeypatch, tmp_path
+):
+    script = Script(monkeypatch, [1.0, 0.9995])
+    start = residual(-1.0)
+    result = train_size_policy(
+        programs(),
+        tmp_path,
+        Path("p.so"),
+        SizeTraining(units_per_round=5, max_rounds=2),
+        init=start,
+    )
+    assert result.curve[0].validation_ratio == 0.999 and result.curve[0].best
+    assert result.best_round == 0 and all(f is start for f in script.fits)
+    assert Policy.from_onnx(tmp_path / POLICY).layers[-1][1][1] == -1.0
+    with pytest.raises(MlbridgeError, match="residual"):
+        plain = residual(0.0)
+        plain.flips = False
+        train_size_policy(programs(), tmp_path / "x", Path("p.so"), init=plain)
+
+
+def test_a_corpus_without_validation_or_training_units_is_refused(tmp_path):
+    only_train = [p for p in programs() if p.split == TRAIN]
+    with pytest.raises(MlbridgeError, match="validation"):
+        train_size_policy(only_train, tmp_path, Path("p.so"))
+    only_validation = [p for p in programs() if p.split == VALIDATION]
+    with pytest.raises(MlbridgeError, match="training"):
+        train_size_policy(only_validation, tmp_path, Path("p.so"))
+    with pytest.raises(ValueError):
+        SizeTraining(patience=0)
+
+
+def test_schedule_interleaves_projects_and_the_validation_sample_is_fixed():
+    train = [p for p in programs() if p.split == TRAIN]
+    order = schedule(train, seed=0)
+    assert sorted(p.name for p in order) == sorted(p.name for p in train)
+    assert {p.name.split("/")[0] for p in order[:3]} == {"a", "b", "c"}
+    assert [p.name for p in schedule(train, 0)] == [p.name for p in order]
+    validation = [p for p in programs() if p.split == VALIDATION]
+    sample = validation_sample(validation, 2, seed=0)
+    assert len(sample) == 3 and {p.name for p in sample} >= {"w/0.c"}
+    assert [p.name for p in validation_sample(validation, 2, 0)] == [p.name for p in sample]
+
+
+def test_a_policy_reads_back_from_its_onnx_and_other_models_are_refused(tmp_path):
+    pytest.importorskip("onnx")
+    policy = residual(0.5)
+    policy.to_onnx(tmp_path / "p.onnx")
+    back = Policy.from_onnx(tmp_path / "p.onnx")
+    assert back.names == policy.names and back.flips
+    assert np.allclose(back.scale, policy.scale) and np.allclose(back.layers[0][1], [0, 0.5])
+    (tmp_path / "junk.onnx").write_bytes(b"\x00not onnx")
+    with pytest.raises(MlbridgeError):
+        Policy.from_onnx(tmp_path / "junk.onnx")
