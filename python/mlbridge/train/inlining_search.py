@@ -99,7 +99,10 @@ def compile_with_flips(
     )
     try:
         if not result.ok:
-            raise SearchError(f"compiling {source} with {len(flips)} flips: {result.error}")
+            why = result.error or (
+                f"clang-19 exited with {result.returncode}: {result.stderr.strip()[-500:]}"
+            )
+            raise SearchError(f"compiling {source} with {len(flips)} flips: {why}")
         size = text_size(str(obj))
     finally:
         obj.unlink(missing_ok=True)
