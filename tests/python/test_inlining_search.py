@@ -69,6 +69,16 @@ def test_the_search_never_returns_more_than_oz_and_its_trace_is_its_flips(tmp_pa
     assert flipped == set(result.flips)
 
 
+@needs_clang
+def test_a_unit_that_does_not_compile_is_an_error_naming_clangs_message(tmp_path):
+    from mlbridge.train.inlining_search import SearchError
+
+    source = tmp_path / "bad.c"
+    source.write_text("int f(void) { return undeclared_function(); }\n")
+    with pytest.raises(SearchError, match="exited with 1: .*undeclared_function"):
+        compile_with_flips(source, [], frozenset(), tmp_path)
+
+
 def _synthetic(sizes):
     """A compile function whose .text is ``sizes(flips)``: the search's logic alone."""
     calls = []
