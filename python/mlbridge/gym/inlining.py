@@ -39,6 +39,7 @@ from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.policy import Session
+from mlbridge.runner_config import RunnerConfig
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
@@ -403,10 +404,16 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
 
             return serve
         deadline_ms = min(int(timeout * 1000) + 1000, _MAX_RUNNER_TIMEOUT_MS)
-        runner = f"grpc:{self._grpc_target()},mode=streaming,timeout_ms={deadline_ms}"
+        runner = RunnerConfig(
+            kind="grpc",
+            argument=self._grpc_target(),
+            streaming=True,
+            connect_timeout_ms=deadline_ms,
+            timeout_ms=deadline_ms,
+        )
         environ = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
         environ.update(
-            MLBRIDGE_RUNNER=runner,
+            MLBRIDGE_RUNNER=str(runner),
             MLBRIDGE_SIZE_INCREASE_THRESHOLD=(
                 "none" if self.size_increase_threshold is None else f"{threshold:g}"
             ),

@@ -48,6 +48,7 @@ from mlbridge.gym.corpus_modules import (
 from mlbridge.gym.modules import Module
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
+from mlbridge.runner_config import RunnerConfig
 
 __all__ = ["IDLE_TIMEOUT", "ROLLBACKS", "EnvError", "PhaseOrderingEnv", "describe_service"]
 
@@ -450,14 +451,18 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
 
     def _command_line(self, base: str) -> List[str]:
         connect_ms = min(int(self.step_timeout * 1000), _MAX_RUNNER_TIMEOUT_MS)
-        runner = (
-            f"pipe:{base},protocol=extended,format={self.format},"
-            f"connect_timeout_ms={connect_ms},call_timeout_ms={int(IDLE_TIMEOUT * 1000)}"
+        runner = RunnerConfig(
+            kind="pipe",
+            argument=base,
+            protocol="extended",
+            format=self.format,
+            connect_timeout_ms=connect_ms,
+            timeout_ms=int(IDLE_TIMEOUT * 1000),
         )
         return [
             self.service,
             "--runner",
-            runner,
+            str(runner),
             "--modules",
             self._list,
             "--rollback",

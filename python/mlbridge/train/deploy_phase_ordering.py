@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Sequence
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
+from mlbridge.runner_config import RunnerConfig
 
 #: Longest a deployment compilation may take.
 DEPLOY_TIMEOUT = 600.0
@@ -60,7 +61,7 @@ def evaluate_phase_ordering(
         command = [
             str(service),
             "--runner",
-            f"onnx:{policy}",
+            str(RunnerConfig(kind="onnx", argument=str(policy))),
             "--module",
             str(module.bitcode),
             "-o",
