@@ -34,6 +34,7 @@ from mlbridge import child_process
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
 from mlbridge.gym.corpus_modules import EnvError, environment_modules, start_drawn
 from mlbridge.gym.corpus_modules import SkipModule as _Skip
+from mlbridge.gym.episode_limits import FLOAT_MAX, IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import CLANG, Module
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
@@ -51,17 +52,8 @@ SIZE_TOOL = "llvm-size-19"
 TRANSPORTS = ("pipe", "grpc")
 #: The plugin's line when it falls back to LLVM's advice (a runner error).
 _PLUGIN_FALLBACK = "mlbridge inline advisor:"
-#: The longest deadline the plugin's runner takes (MaxRunnerTimeoutMs).
-_MAX_RUNNER_TIMEOUT_MS = 2147483647
 #: The module compiled at construction to read the compiler's feature list.
 _PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
-#: Characters of the compiler's stderr kept in an error message.
-_STDERR_TAIL = 1500
-#: Seconds a compiler waits for an action beyond episode_timeout (then the
-#: serving side gives up on its own: an abandoned environment).
-_IDLE_MARGIN = 5.0
-#: The observation space's bound: every int64 feature is a finite float32.
-_FLOAT_MAX = float(np.finfo(np.float32).max)
 
 
 class _Served:
@@ -155,7 +147,7 @@ def _failure(result: RunResult, episode_timeout: float) -> str:
         message += f"; host side: {host}"
     stderr = result.stderr.strip()
     if stderr:
-        message += f"; stderr: {stderr[-_STDERR_TAIL:]}"
+        message += f"; stderr: {stderr[-STDERR_TAIL:]}"
     return message
 
 
@@ -293,8 +285,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"InliningEnv renders nothing (render_mode={render_mode!r})")
-        if step_timeout <= 0 or episode_timeout <= 0:
-            raise ValueError("step_timeout and episode_timeout must be positive")
         if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
@@ -311,8 +301,8 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
                 raise EnvError(f"the plugin {self.plugin} does not exist")
         self.render_mode = render_mode
         self.include_default = include_default
-        self.step_timeout = float(step_timeout)
-        self.episode_timeout = float(episode_timeout)
+        self.step_timeout = seconds("step_timeout", step_timeout)
+        self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.size_increase_threshold = size_increase_threshold
         self.clang, self.size_tool = clang, size_tool
         self.modules: List[Module]
@@ -332,7 +322,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             self.close()
             raise
         self.observation_space = spaces.Box(
-            -_FLOAT_MAX, _FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
+            -FLOAT_MAX, FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
         )
         self.action_space = spaces.Discrete(2)
 
@@ -403,7 +393,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
                 )
 
             return serve
-        deadline_ms = min(int(timeout * 1000) + 1000, _MAX_RUNNER_TIMEOUT_MS)
+        deadline_ms = runner_ms(timeout, extra_ms=1000)
         runner = RunnerConfig(
             kind="grpc",
             argument=self._grpc_target(),
@@ -453,7 +443,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             serve,
             timeout=self.step_timeout,
             # after the episode's deadline, which thus names the fault
-            idle_timeout=self.episode_timeout + _IDLE_MARGIN,
+            idle_timeout=self.episode_timeout + IDLE_MARGIN,
             name=f"mlbridge-inlining-{module.name}",
         )
         self._episode = episode
@@ -623,7 +613,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             if done.returncode != 0:
                 raise EnvError(
                     f"{module.name}: plain {self.clang} -Oz failed ({done.returncode}): "
-                    f"{done.stderr[-_STDERR_TAIL:]}"
+                    f"{done.stderr[-STDERR_TAIL:]}"
                 )
             try:
                 self._oz_sizes[module.name] = text_size(str(output), self.size_tool)

@@ -45,6 +45,7 @@ from mlbridge.gym.corpus_modules import (
     environment_modules,
     start_drawn,
 )
+from mlbridge.gym.episode_limits import FLOAT_MAX, IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import Module
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
@@ -59,19 +60,10 @@ ROLLBACKS = {"step": "previous", "pristine": "pristine"}
 #: ``call_timeout_ms``) before it exits: the agent's thinking time between
 #: two steps, or between an episode's end and the next reset.
 IDLE_TIMEOUT = 3600.0
-#: Seconds the serving side waits beyond IDLE_TIMEOUT (the service's own
-#: deadline thus ends an abandoned session, with its message).
-_IDLE_MARGIN = 5.0
 #: Seconds a service has to exit after END (or after its channel closed).
 _END_TIMEOUT = 10.0
 #: Seconds a service has to exit after SIGTERM before SIGKILL.
 _KILL_GRACE = 2.0
-#: The longest deadline a runner takes (MaxRunnerTimeoutMs).
-_MAX_RUNNER_TIMEOUT_MS = 2147483647
-#: Characters of the service's stderr kept in an error message.
-_STDERR_TAIL = 1500
-#: The observation space's bound: every int64 input is a finite float32.
-_FLOAT_MAX = float(np.finfo(np.float32).max)
 #: The service's ``--list-actions`` keys the environment reads.
 _DESCRIPTION_KEYS = ("actions", "default_action", "features", "commands", "statuses", "inputs")
 
@@ -101,7 +93,7 @@ def describe_service(service: Union[str, os.PathLike]) -> Dict[str, Any]:
         except (OSError, subprocess.TimeoutExpired) as err:
             raise EnvError(f"cannot run {key} --list-actions: {err}") from None
         if done.returncode != 0:
-            stderr = done.stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+            stderr = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
             raise EnvError(f"{key} --list-actions failed ({done.returncode}): {stderr}")
         try:
             description = json.loads(done.stdout)
@@ -169,7 +161,7 @@ class _Service:
         self.bridge = DecisionBridge(
             self._serve,
             timeout=step_timeout,
-            idle_timeout=IDLE_TIMEOUT + _IDLE_MARGIN,
+            idle_timeout=IDLE_TIMEOUT + IDLE_MARGIN,
             name=name,
         )
 
@@ -216,11 +208,11 @@ class _Service:
         try:
             with open(self.stderr_path, "rb") as stderr:
                 stderr.seek(0, os.SEEK_END)
-                stderr.seek(max(0, stderr.tell() - 4 * _STDERR_TAIL))
+                stderr.seek(max(0, stderr.tell() - 4 * STDERR_TAIL))
                 text = stderr.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        return text.strip()[-_STDERR_TAIL:]
+        return text.strip()[-STDERR_TAIL:]
 
     def stop(self) -> None:
         """Kills the service (if it runs), joins the serving thread and
@@ -344,15 +336,13 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"max_steps must be a whole number, got {max_steps!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-        if not step_timeout > 0:
-            raise ValueError("step_timeout must be positive")
         if rollback not in ROLLBACKS:
             raise ValueError(f"rollback must be one of {', '.join(ROLLBACKS)}, got {rollback!r}")
         if format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
         self.render_mode = render_mode
         self.max_steps = int(max_steps)
-        self.step_timeout = float(step_timeout)
+        self.step_timeout = seconds("step_timeout", step_timeout)
         self.rollback, self.format = rollback, format
         if service is None:
             from mlbridge.native import NativeError, phase_service_path
@@ -415,7 +405,7 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
         self.feature_names: Tuple[str, ...] = tuple(names)
         self._input_names = [name for name, _ in self._inputs]
         self.observation_space = spaces.Box(
-            -_FLOAT_MAX, _FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
+            -FLOAT_MAX, FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
         )
         self.action_space = spaces.Discrete(len(self.actions))
         self._services = 0
@@ -450,7 +440,7 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
         return self._tmp
 
     def _command_line(self, base: str) -> List[str]:
-        connect_ms = min(int(self.step_timeout * 1000), _MAX_RUNNER_TIMEOUT_MS)
+        connect_ms = runner_ms(self.step_timeout)
         runner = RunnerConfig(
             kind="pipe",
             argument=base,
