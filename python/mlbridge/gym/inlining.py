@@ -31,6 +31,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mlbridge import child_process
+from mlbridge.errors import CodecError
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
 from mlbridge.gym.corpus_modules import EnvError, environment_modules, start_drawn
 from mlbridge.gym.corpus_modules import SkipModule as _Skip
@@ -39,6 +40,7 @@ from mlbridge.gym.modules import CLANG, Module
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
+from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.policy import Session
 from mlbridge.runner_config import RunnerConfig
 
@@ -50,8 +52,6 @@ DEFAULT_FEATURE = "inlining_default"
 SIZE_TOOL = "llvm-size-19"
 #: How the compiler's questions reach the environment.
 TRANSPORTS = ("pipe", "grpc")
-#: The plugin's line when it falls back to LLVM's advice (a runner error).
-_PLUGIN_FALLBACK = "mlbridge inline advisor:"
 #: The module compiled at construction to read the compiler's feature list.
 _PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
 
@@ -105,6 +105,8 @@ class _Episode:
     def __init__(self, module: Module, output: Path) -> None:
         self.module = module
         self.output = output
+        #: The plugin's statistics of the compilation (gRPC transport).
+        self.stats = output.with_name(output.name + ".stats.jsonl")
         self.compiler: Optional[CompilerProcess] = None
         self.header: Optional[Session] = None
         self.header_names: Optional[Tuple[str, ...]] = None  # gRPC: the first request's
@@ -408,6 +410,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
                 "none" if self.size_increase_threshold is None else f"{threshold:g}"
             ),
         )
+        environ["MLBRIDGE_STATS"] = str(episode.stats)
         served = self._grpc_policy
 
         def serve_grpc(decide: Any) -> RunResult:
@@ -422,9 +425,22 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             return _failure(result, self.episode_timeout)
         if episode.policy_error is not None:
             return f"the policy failed: {episode.policy_error}"
-        if self.transport == "grpc" and _PLUGIN_FALLBACK in result.stderr:
-            line = next(x for x in result.stderr.splitlines() if _PLUGIN_FALLBACK in x)
-            return f"the plugin fell back to LLVM's advice: {line.strip()}"
+        if self.transport == "grpc":
+            # The plugin's statistics say whether the policy decided; its
+            # stderr is for people.
+            try:
+                stats = read_inline_stats(episode.stats)
+            except (CodecError, OSError) as err:
+                return f"the plugin's statistics are unreadable: {err}"
+            finally:
+                episode.stats.unlink(missing_ok=True)
+            if stats.modules == 0:
+                return (
+                    "the plugin did not serve the module (its runner could not be "
+                    f"created); stderr: {result.stderr.strip()[-STDERR_TAIL:]}"
+                )
+            if stats.fallbacks:
+                return f"the plugin fell back to LLVM's advice: {stats.first_error}"
         return None
 
     def _workdir(self) -> str:

@@ -6,7 +6,6 @@ statistics. Sources are C (or C++) files or LLVM bitcode/IR (``.bc``,
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import tempfile
@@ -20,6 +19,7 @@ from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import text_size
+from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.runner_config import RunnerConfig
 
 CLANG = "clang-19"
@@ -73,18 +73,6 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _read_stats(path: Path) -> Dict[str, int]:
-    totals = {"decisions": 0, "inlined": 0, "fallbacks": 0, "compared": 0, "agreed": 0}
-    deciding = 0
-    if path.exists():
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            for key in totals:
-                totals[key] += int(row[key])
-            deciding += int(row["decisions"]) > 0
-    return {**totals, "deciding": deciding}
-
-
 def compile_program(
     program: Program,
     out_dir: Path,
@@ -132,8 +120,19 @@ def compile_program(
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             objects = list(pool.map(one, program.sources))
         cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
-        totals = _read_stats(stats)
-    return ProgramResult(program.name, sum(text_size(str(o)) for o in objects), cpu, wall, **totals)
+        counts = read_inline_stats(stats)
+    return ProgramResult(
+        program.name,
+        sum(text_size(str(o)) for o in objects),
+        cpu,
+        wall,
+        counts.decisions,
+        counts.inlined,
+        counts.fallbacks,
+        counts.compared,
+        counts.agreed,
+        counts.deciding,
+    )
 
 
 def compile_all(
