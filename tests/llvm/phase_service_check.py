@@ -67,6 +67,7 @@ def check_usage(service: str, module: Path) -> None:
         ["--runner", "constant:0", "--module", "a", "--modules", "b", "-o", "c"],
         ["--runner", "constant:0", "--module", str(module), "-o", "x", "--max-steps", "x"],
         ["--runner", "constant:0", "--modules", "l", "--max-steps", "3"],
+        ["--runner", "constant:0", "--modules", "l", "--stats", "s.jsonl"],
         ["--list-actions", "--runner", "constant:0"],
     ):
         done = run(service, *args, expect=2)
@@ -222,16 +223,22 @@ def check_deployment(service: str, tmp: Path, info: Dict[str, Any], module: Path
     instcombine = info["actions"].index(
         {"name": "instcombine", "pipeline": "function(instcombine<no-verify-fixpoint>)"}
     )
+    stats = tmp / "stats.jsonl"
     run(service, "--runner", f"constant:{instcombine}", "--module", str(module), "-o", str(out),
-        "--max-steps", "2", expect=0)  # fmt: skip
+        "--max-steps", "2", "--stats", str(stats), expect=0)  # fmt: skip
     assert out.read_bytes()[:4] == b"BC\xc0\xde"
+    line = json.loads(stats.read_text())
+    assert line["steps"] == 2 and line["fallback"] is False and line["error"] == "", line
+    assert line["runner"] == f"constant:{instcombine}" and line["module"] == str(module)
     done = run(service, "--runner", "constant:-1", "--module", str(module), "-o", str(out),
                expect=0)  # fmt: skip
     assert done.stderr == "" or "Suppressions used" in done.stderr, done.stderr
     missing = tmp / "missing.onnx"
     done = run(service, "--runner", f"onnx:{missing}", "--module", str(module), "-o", str(out),
-               expect=0)  # fmt: skip
+               "--stats", str(stats), expect=0)  # fmt: skip
     assert "falling back to default<Oz>" in done.stderr, done.stderr
+    second = json.loads(stats.read_text().splitlines()[1])
+    assert second["fallback"] is True and "missing.onnx" in second["error"], second
     done = run(service, "--runner", "constant:0", "--module", str(tmp / "none.bc"), "-o",
                str(out), expect=1)  # fmt: skip
     assert "none.bc" in done.stderr

@@ -10,6 +10,7 @@
 //   mlbridge-phase-service --list-actions
 //   mlbridge-phase-service --runner CONFIG --modules LIST [--output FILE]
 //   mlbridge-phase-service --runner CONFIG --module IN -o OUT [--max-steps N]
+//                          [--stats FILE]
 //
 // Exit status: 0 done, 1 runtime error (a file, the runner, the peer gone),
 // 2 usage. Messages go to stderr; only --list-actions writes to stdout.
@@ -19,6 +20,8 @@
 #include "mlbridge/RunnerConfig.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
 #include "mlbridge/llvm/PhaseProtocol.h"
+#include "support/AppendFile.h"
+#include "support/Json.h"
 #ifdef MLBRIDGE_HAVE_GRPC
 #include "mlbridge/GrpcModelRunner.h"
 #endif
@@ -50,7 +53,7 @@ constexpr const char *Usage =
     "       mlbridge-phase-service --runner CONFIG --modules LIST "
     "[--output FILE]\n"
     "       mlbridge-phase-service --runner CONFIG --module IN -o OUT "
-    "[--max-steps N]\n"
+    "[--max-steps N] [--stats FILE]\n"
     "\n"
     "  --list-actions      print actions, features and protocol as JSON\n"
     "  --runner CONFIG     the runner (docs/runner-config.md), e.g.\n"
@@ -60,6 +63,8 @@ constexpr const char *Usage =
     "  --module IN         deployment: the module to optimise\n"
     "  -o, --output FILE   where WRITE (training) or the result goes\n"
     "  --max-steps N       deployment: at most N actions (default 32)\n"
+    "  --stats FILE        deployment: append one JSON line of what the\n"
+    "                      runner did (steps, failed_steps, fallback, error)\n"
     "  --rollback previous|pristine\n"
     "                      where a step that breaks the module goes back to\n"
     "                      (default previous)\n"
@@ -67,7 +72,7 @@ constexpr const char *Usage =
 
 struct Options {
   bool ListActions = false;
-  std::string Runner, Modules, Module, Output;
+  std::string Runner, Modules, Module, Output, Stats;
   std::optional<int64_t> MaxSteps;
   phase::Rollback OnFailure = phase::Rollback::Previous;
 };
@@ -127,6 +132,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
       Why = Takes(O.Module);
     else if (Arg == "-o" || Arg == "--output")
       Why = Takes(O.Output);
+    else if (Arg == "--stats")
+      Why = Takes(O.Stats);
     else if (Arg == "--max-steps") {
       if ((Why = Takes(Text)).empty() && !(O.MaxSteps = parseCount(Text)))
         Why = "--max-steps needs a whole number, got '" + Text + "'";
@@ -158,6 +165,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
     return "deployment (--module) needs -o OUT";
   if (!O.Modules.empty() && O.MaxSteps)
     return "--max-steps is for deployment (--module)";
+  if (!O.Modules.empty() && !O.Stats.empty())
+    return "--stats is for deployment (--module)";
   return "";
 }
 
@@ -266,6 +275,27 @@ int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
                  R.LastFailure.message().c_str());
   if (Error E = S.writeBitcode(O.Output))
     return fail(E.message());
+  if (!O.Stats.empty()) {
+    const Error &Why = CreateError ? CreateError : R.RunnerError;
+    std::string Line = "{\"module\":";
+    json::appendString(Line, O.Module);
+    Line += ",\"runner\":";
+    json::appendString(Line, Config.str());
+    Line += ",\"steps\":";
+    json::appendInt(Line, R.Steps);
+    Line += ",\"failed_steps\":";
+    json::appendInt(Line, R.FailedSteps);
+    Line += R.RunnerError ? ",\"fallback\":true" : ",\"fallback\":false";
+    Line += ",\"error\":";
+    json::appendString(Line, R.RunnerError ? Why.toString() : std::string());
+    Line += "}\n";
+    AppendFile Stats;
+    std::string Problem;
+    if (!Stats.open(O.Stats, Problem))
+      return fail("--stats: " + Problem);
+    if (!Stats.append(Line))
+      return fail("cannot write " + O.Stats);
+  }
   return ExitOk;
 }
 

@@ -1,11 +1,12 @@
 """The trained phase-ordering policy deployed as a pass-sequence chooser.
 
 Each held-out module goes through ``mlbridge-phase-service --runner
-onnx:policy.onnx --module IN -o OUT --max-steps N``: the service computes the
-features, ONNX Runtime in the service picks each pass, no search. The
-instruction counts (the module as loaded, after ``default<Oz>``, after the
-policy's sequence) are read back through the environment, which loads the
-written module in the same service.
+onnx:policy.onnx --module IN -o OUT --max-steps N --stats FILE``: the service
+computes the features, ONNX Runtime in the service picks each pass, no
+search, and the statistics say whether the policy ran (or the service fell
+back to ``default<Oz>``). The instruction counts (the module as loaded,
+after ``default<Oz>``, after the policy's sequence) are read back through
+the environment, which loads the written module in the same service.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Sequence
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
+from mlbridge.jsontext import load_json
 from mlbridge.runner_config import RunnerConfig
 
 #: Longest a deployment compilation may take.
@@ -68,6 +70,8 @@ def evaluate_phase_ordering(
             str(out),
             "--max-steps",
             str(max_steps),
+            "--stats",
+            str(work / f"{i}.stats.jsonl"),
         ]
         start = time.monotonic()
         done = child_process.run(
@@ -83,8 +87,9 @@ def evaluate_phase_ordering(
                 f"{module.name}: {' '.join(command)} failed ({done.returncode}): "
                 f"{done.stderr[-1500:]}"
             )
-        if "falling back to default<Oz>" in done.stderr:
-            raise MlbridgeError(f"{module.name}: the policy did not run: {done.stderr[-1500:]}")
+        stats = load_json((work / f"{i}.stats.jsonl").read_bytes(), "the service's --stats")
+        if stats.get("fallback") is not False:
+            raise MlbridgeError(f"{module.name}: the policy did not run: {stats.get('error')}")
         deployed.append(Module(f"deployed-{i}", out, module.program, module.split))
     before = _counts(service, modules)
     after = _counts(service, deployed)
