@@ -72,7 +72,15 @@ def counts_task():
     if ENV_ID not in gymnasium.registry:
         gymnasium.register(ENV_ID, entry_point=_Counts)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(tasks.TASKS, "counts", tasks.Task("counts", ENV_ID, (), "decision", _inputs))
+        counts = tasks.Task(
+            name="counts",
+            env_id=ENV_ID,
+            environment=f"{__name__}:_Counts",
+            hidden=(),
+            output="decision",
+            deploy_inputs=_inputs,
+        )
+        patch.setitem(tasks.TASKS, "counts", counts)
         yield
 
 

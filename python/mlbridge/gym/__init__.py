@@ -24,6 +24,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Dict
 
+from mlbridge.problems import environments, get_problem
+
 if TYPE_CHECKING:
     from mlbridge.gym.inlining import InliningEnv
     from mlbridge.gym.phase_ordering import PhaseOrderingEnv
@@ -31,15 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["ENVIRONMENTS", "INLINING_ID", "PHASE_ORDERING_ID", "InliningEnv", "PhaseOrderingEnv"]
 
 #: The id of the inlining environment.
-INLINING_ID = "mlbridge/Inlining-v0"
+INLINING_ID = get_problem("inlining").env_id
 #: The id of the phase-ordering environment.
-PHASE_ORDERING_ID = "mlbridge/PhaseOrdering-v0"
+PHASE_ORDERING_ID = get_problem("phase-ordering").env_id
 
-#: Every environment: gymnasium id -> entry point ("module:class").
-ENVIRONMENTS: Dict[str, str] = {
-    INLINING_ID: "mlbridge.gym.inlining:InliningEnv",
-    PHASE_ORDERING_ID: "mlbridge.gym.phase_ordering:PhaseOrderingEnv",
-}
+#: Every environment: gymnasium id -> entry point ("module:class"), one per
+#: problem of :mod:`mlbridge.problems`.
+ENVIRONMENTS: Dict[str, str] = environments()
 
 
 def _register() -> None:

@@ -50,6 +50,7 @@ from mlbridge.gym.modules import Module
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.tensor_spec import TensorSpec
 
 __all__ = ["IDLE_TIMEOUT", "ROLLBACKS", "EnvError", "PhaseOrderingEnv", "describe_service"]
 
@@ -282,6 +283,21 @@ class _Episode:
         self.instcount = self.initial = self.baseline = self.steps = 0
         self.action: Optional[str] = None  # the last step's action
         self.done = False
+
+
+def deploy_inputs(
+    names: Sequence[str], kept: List[int]
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+    """The deployed model's inputs: the tensors the service feeds it, as in
+    training, whose concatenation is the environment's observation
+    (``names``); ``kept`` indexes that concatenation."""
+    from mlbridge.native import phase_service_path
+
+    specs = describe_service(phase_service_path())["inputs"]
+    inputs = [TensorSpec(s["name"], s["type"], tuple(s["shape"])) for s in specs]
+    if sum(s.element_count for s in inputs) != len(names):
+        raise ValueError("the service's inputs do not match the observation")
+    return inputs, kept
 
 
 def _scalar(features: Dict[str, np.ndarray], name: str) -> int:

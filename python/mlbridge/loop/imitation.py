@@ -14,6 +14,7 @@ import numpy as np
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.collect import DECISION, DEFAULT_FEATURE, Dataset
+from mlbridge.problems.inlining import HIDDEN as INLINING_HIDDEN
 from mlbridge.train.features import signed_log
 
 #: Features the policy does not read: callee_basic_block_count, which LLVM
@@ -22,7 +23,7 @@ from mlbridge.train.features import signed_log
 #: say how big the program is, not how good the call site is, and held-out
 #: programs are far bigger than the training ones (measured: dropping them
 #: takes held-out agreement on SQLite from 98.6% to 99.0%).
-EXCLUDED = ("callee_basic_block_count", "node_count", "edge_count")
+EXCLUDED = INLINING_HIDDEN
 #: Standardised features are clipped to this range (outliers).
 CLIP = 8.0
 

@@ -110,7 +110,7 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     from mlbridge.gym.modules import default_cache_dir, prepare_modules
     from mlbridge.loop.corpus import default_corpus, load_corpus
     from mlbridge.native import NativeError
-    from mlbridge.train.tasks import get_task
+    from mlbridge.train.tasks import evaluate, get_task
 
     task = get_task(args.task)
     policy = out / "policy.onnx"
@@ -124,8 +124,8 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     if not modules:
         fail("the corpus has no held-out module to evaluate on", ENVIRONMENT)
     try:
-        return task.evaluate(
-            policy, modules, out / "deploy", Path(args.tool) if args.tool else None
+        return evaluate(
+            task, policy, modules, out / "deploy", Path(args.tool) if args.tool else None
         )
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None

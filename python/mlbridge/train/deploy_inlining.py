@@ -89,3 +89,13 @@ def evaluate_inlining(
             for name in CONFIGS
         ],
     }
+
+
+def evaluate_trained(
+    policy: Path, modules: Sequence[Module], work: Path, plugin: Optional[Path]
+) -> Dict[str, Any]:
+    """:func:`evaluate_inlining` as ``mlbridge train`` runs it: the plugin of
+    ``mlbridge config`` unless given, fastest of 3 rounds."""
+    from mlbridge.native import plugin_path
+
+    return evaluate_inlining(policy, modules, plugin or plugin_path(), work, repeats=3)

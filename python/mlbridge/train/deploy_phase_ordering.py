@@ -15,7 +15,7 @@ import math
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
@@ -117,3 +117,13 @@ def evaluate_phase_ordering(
             f"{geomean:.4f}x (> 1: smaller than -Oz)"
         ],
     }
+
+
+def evaluate_trained(
+    policy: Path, modules: Sequence[Module], work: Path, service: Optional[Path]
+) -> Dict[str, Any]:
+    """:func:`evaluate_phase_ordering` as ``mlbridge train`` runs it: the
+    service of ``mlbridge config`` unless given."""
+    from mlbridge.native import phase_service_path
+
+    return evaluate_phase_ordering(policy, modules, service or phase_service_path(), work)

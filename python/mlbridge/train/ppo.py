@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
-from mlbridge.train.tasks import Task, get_task
+from mlbridge.train.tasks import Task, env_kwargs, export, get_task, wrapper
 from mlbridge.train.warm_start import warm_start
 
 if TYPE_CHECKING:
@@ -109,16 +109,16 @@ def train(config: TrainConfig) -> Dict[str, Any]:
     task: Task = get_task(config.task)
     config.out.mkdir(parents=True, exist_ok=True)
     checkpoints = config.out / "checkpoints"
-    env_kwargs = task.env_kwargs(config.corpus, "train", config.env_kwargs)
+    kwargs = env_kwargs(config.corpus, "train", config.env_kwargs)
     started = time.monotonic()
     pool = make_pool(
         task.env_id,
         config.workers,
-        env_kwargs,
+        kwargs,
         backend=config.backend,
         address=config.address,
         seed=config.seed,
-        wrapper=task.wrapper,
+        wrapper=wrapper(task),
     )
     venv = PoolVecEnv(pool)
     try:
@@ -134,7 +134,7 @@ def train(config: TrainConfig) -> Dict[str, Any]:
             state.restore(model, resume_from)
         warm = None
         if resume_from is None and config.warm_start and task.warm_start_feature:
-            kept = task.wrapper.names(names)
+            kept = wrapper(task).names(names)
             warm = warm_start(
                 model.policy,
                 pool,
@@ -152,7 +152,7 @@ def train(config: TrainConfig) -> Dict[str, Any]:
         )
         model.save(str(config.out / "final.zip"))
         state.save_checkpoint(model)
-        task.export(model.policy, config.out / "policy.onnx", names)
+        export(task, model.policy, config.out / "policy.onnx", names)
     finally:
         venv.close()
     summary = {

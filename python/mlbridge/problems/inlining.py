@@ -1,0 +1,37 @@
+"""Inlining for size: inline or not at each call site of stock
+``clang-19 -Oz``; reward: ``.text`` against ``-Oz``."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+from mlbridge.problems import Problem
+from mlbridge.tensor_spec import TensorSpec
+
+#: Inliner features a policy does not see: LLVM 19 overwrites
+#: callee_basic_block_count with its own decision in training (pitfall #1,
+#: so it would differ in deployment), and the module-wide node/edge counts
+#: say more about the module than about the call site.
+HIDDEN = ("callee_basic_block_count", "node_count", "edge_count")
+
+
+def deploy_inputs(
+    names: Sequence[str], kept: List[int]
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+    """The plugin feeds a model the features it declares, by LLVM's names."""
+    return [TensorSpec(names[i], "int64_t", (1,)) for i in kept], None
+
+
+PROBLEM = Problem(
+    name="inlining",
+    env_id="mlbridge/Inlining-v0",
+    environment="mlbridge.gym.inlining:InliningEnv",
+    hidden=HIDDEN,
+    output="inlining_decision",
+    deploy_inputs=deploy_inputs,
+    description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
+    warm_start_feature="inlining_default",
+    evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
+    gamma=1.0,
+    gae_lambda=1.0,
+)
