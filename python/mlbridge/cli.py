@@ -10,6 +10,7 @@
     mlbridge demo
     mlbridge loop [--quick] [--out DIR] [--corpus PATH]
     mlbridge corpus build --recipe NAME|FILE --out DIR | packages --recipe R | info CORPUS
+    mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
                      --cmake-dir | --libdir | --includedir | --components | --json]
     mlbridge --version
@@ -48,6 +49,8 @@ from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
 from mlbridge.train.cli import add_parser as add_train_parser
 from mlbridge.train.cli import run as run_train
+from mlbridge.train.evaluate_cli import add_parser as add_evaluate_parser
+from mlbridge.train.evaluate_cli import run as run_evaluate
 
 if TYPE_CHECKING:
     from mlbridge.llvm import RunResult
@@ -339,6 +342,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_config(sub)
     add_train_parser(sub, _natural)
+    add_evaluate_parser(sub, _natural)
     add_corpus_parser(sub, _natural)
     return parser
 
@@ -720,6 +724,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "loop": _cmd_loop,
         "config": _cmd_config,
         "train": run_train,
+        "evaluate": run_evaluate,
         "corpus": run_corpus,
     }[args.command]
     return run_command(_command_name(args), lambda: handler(args))

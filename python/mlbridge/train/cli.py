@@ -107,28 +107,17 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
-    from mlbridge.gym.modules import default_cache_dir, prepare_modules
-    from mlbridge.loop.corpus import default_corpus, load_corpus
-    from mlbridge.native import NativeError
-    from mlbridge.train.tasks import evaluate, get_task
+    from mlbridge.train.evaluate_cli import measure
 
-    task = get_task(args.task)
-    policy = out / "policy.onnx"
-    if not policy.is_file():
-        fail(f"{policy} does not exist: train first", ENVIRONMENT)
-    if task.evaluate is None:
-        fail(f"the task {task.name} has no deployment to measure", USAGE)
-    corpus = Path(args.corpus) if args.corpus else default_corpus()
-    programs = [p for p in load_corpus(corpus, not args.full) if p.split == "held-out"]
-    modules = prepare_modules(programs, default_cache_dir())
-    if not modules:
-        fail("the corpus has no held-out module to evaluate on", ENVIRONMENT)
-    try:
-        return evaluate(
-            task, policy, modules, out / "deploy", Path(args.tool) if args.tool else None
-        )
-    except NativeError as err:
-        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    return measure(
+        args.task,
+        out / "policy.onnx",
+        Path(args.corpus) if args.corpus else None,
+        "held-out",
+        args.full,
+        Path(args.tool) if args.tool else None,
+        out / "deploy",
+    )
 
 
 def _train_by_search(args: argparse.Namespace, out: Path) -> None:

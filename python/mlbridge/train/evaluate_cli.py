@@ -1,0 +1,105 @@
+"""``mlbridge evaluate PROBLEM --policy FILE``: a policy deployed where the
+compiler runs it, measured against the compiler's own heuristic on one split
+of a corpus (docs/training.md). ``mlbridge train --evaluate-only`` measures
+the same way."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
+
+#: mlbridge.corpus.program's splits, written here so that building the
+#: parser imports nothing more (a test checks they agree).
+SPLITS = ("train", "validation", "held-out")
+
+
+def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
+    """Adds ``evaluate`` to the ``mlbridge`` subcommands."""
+    from mlbridge.problems import PROBLEMS
+
+    evaluate = sub.add_parser(
+        "evaluate",
+        help="deploy a policy where the compiler runs it and measure it against "
+        "the compiler's own heuristic on a corpus split",
+    )
+    evaluate.add_argument("problem", choices=sorted(PROBLEMS), help="what the policy decides")
+    evaluate.add_argument(
+        "--policy", required=True, metavar="FILE", help="the policy (policy.onnx of a run)"
+    )
+    evaluate.add_argument(
+        "--corpus",
+        metavar="PATH",
+        help="any format of docs/corpus.md (default: $MLBRIDGE_CORPUS, else "
+        "./.cache/corpus, with the bundled programs)",
+    )
+    evaluate.add_argument(
+        "--split", choices=SPLITS, default="held-out", help="which programs (default held-out)"
+    )
+    evaluate.add_argument(
+        "--full", action="store_true", help="every program of the split (default: small ones)"
+    )
+    evaluate.add_argument(
+        "--out", default="evaluate-out", help="work directory and report (default evaluate-out)"
+    )
+    evaluate.add_argument(
+        "--tool", help="the native half (the plugin, the phase service; default: mlbridge config)"
+    )
+
+
+def measure(
+    problem: str,
+    policy: Path,
+    corpus: Optional[Path],
+    split: str,
+    full: bool,
+    tool: Optional[Path],
+    work: Path,
+) -> Dict[str, Any]:
+    """The problem's deployment of ``policy`` on ``split`` of ``corpus``,
+    measured (its report, with ``summary`` lines)."""
+    from mlbridge.gym.modules import default_cache_dir, prepare_modules
+    from mlbridge.loop.corpus import default_corpus, load_corpus
+    from mlbridge.native import NativeError
+    from mlbridge.problems import get_problem
+    from mlbridge.train.tasks import evaluate
+
+    declared = get_problem(problem)
+    if declared.evaluate is None:
+        fail(f"the problem {problem} has no deployment to measure", USAGE)
+    if not policy.is_file():
+        fail(f"{policy} does not exist: train first", ENVIRONMENT)
+    if corpus is not None and not corpus.exists():
+        fail(f"--corpus {corpus}: no such file or directory", USAGE)
+    chosen = corpus if corpus is not None else default_corpus()
+    programs = [p for p in load_corpus(chosen, not full) if p.split == split]
+    modules = prepare_modules(programs, default_cache_dir())
+    if not modules:
+        fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
+    try:
+        return evaluate(declared, policy, modules, work, tool)
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``mlbridge evaluate``."""
+    out = Path(args.out)
+    report = measure(
+        args.problem,
+        Path(args.policy),
+        Path(args.corpus) if args.corpus else None,
+        args.split,
+        args.full,
+        Path(args.tool) if args.tool else None,
+        out / "deploy",
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "evaluate.json").write_text(json.dumps(report, indent=2) + "\n")
+    for line in report["summary"]:
+        print(line)
+    print(f"details: {out}/evaluate.json")
+    return 0
