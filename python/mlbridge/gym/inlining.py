@@ -17,7 +17,6 @@ stopped; nothing waits without a deadline.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -26,16 +25,16 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from mlbridge import child_process
 from mlbridge.errors import CodecError
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
-from mlbridge.gym.corpus_modules import EnvError, environment_modules, start_drawn
+from mlbridge.gym.compiler_env import CompilerEnv
+from mlbridge.gym.corpus_modules import EnvError, environment_modules
 from mlbridge.gym.corpus_modules import SkipModule as _Skip
-from mlbridge.gym.episode_limits import FLOAT_MAX, IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
+from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import CLANG, Module
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
@@ -244,7 +243,7 @@ def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[st
         return _PROBED[key]
 
 
-class InliningEnv(gym.Env[np.ndarray, np.int64]):
+class InliningEnv(CompilerEnv):
     """Inlining for size on stock clang-19; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
@@ -312,7 +311,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         #: Modules that give no episode (asked nothing, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
         self._oz_sizes: Dict[str, int] = {}
-        self._tmp: Optional[str] = tempfile.mkdtemp(prefix="mlbridge-inlining-")
+        self._make_workdir("mlbridge-inlining-")
         self._episode: Optional[_Episode] = None
         self._episodes = 0
         self._server: Any = None  # gRPC: the running server
@@ -323,9 +322,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         except BaseException:
             self.close()
             raise
-        self.observation_space = spaces.Box(
-            -FLOAT_MAX, FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
-        )
+        self.observation_space = self._box(self.feature_names)
         self.action_space = spaces.Discrete(2)
 
     # -- the episode's compiler ---------------------------------------------
@@ -337,11 +334,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
         if episode is None or episode.done or episode.compiler is None:
             return None
         return episode.compiler.pid
-
-    @property
-    def module(self) -> Optional[str]:
-        """The name of the current (or last) episode's module."""
-        return None if self._episode is None else self._episode.module.name
 
     def _command(self, module: Module, output: Path, plugin: Optional[str] = None) -> List[str]:
         return [
@@ -443,11 +435,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
                 return f"the plugin fell back to LLVM's advice: {stats.first_error}"
         return None
 
-    def _workdir(self) -> str:
-        if self._tmp is None:
-            raise EnvError("the environment is closed")
-        return self._tmp
-
     def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Starts ``module``'s compilation up to its first call site; raises
         :class:`_Skip` when it gives no episode."""
@@ -512,24 +499,6 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
             episode.output.unlink(missing_ok=True)
 
     # -- gymnasium API -------------------------------------------------------
-
-    def reset(
-        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
-    ) -> Tuple[np.ndarray, Dict[str, Any]]:
-        """Starts an episode on a module drawn with ``self.np_random`` (or
-        ``options["module"]``, a module's name); returns the first call
-        site's features."""
-        super().reset(seed=seed)
-        self._end_episode()
-        self._workdir()
-        return start_drawn(
-            self.modules,
-            self._by_name,
-            self.skipped,
-            (options or {}).get("module"),
-            self.np_random,
-            self._start,
-        )
 
     def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         """Answers the current call site (0: do not inline, 1: inline)."""
@@ -637,18 +606,7 @@ class InliningEnv(gym.Env[np.ndarray, np.int64]):
                 output.unlink(missing_ok=True)
         return self._oz_sizes[module.name]
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
-            pass
-
-    def close(self) -> None:
-        """Stops the running episode's compiler and removes the temporary files."""
-        self._end_episode()
+    def _release(self) -> None:
         server, self._server = getattr(self, "_server", None), None
         if server is not None:
             server.stop(grace=None)
-        tmp, self._tmp = getattr(self, "_tmp", None), None
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -25,12 +25,10 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -38,14 +36,14 @@ from mlbridge import child_process
 from mlbridge.channel import ChannelError, make_fifos, open_host_ends
 from mlbridge.codecs import FORMATS
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
+from mlbridge.gym.compiler_env import CompilerEnv
 from mlbridge.gym.corpus_modules import (
     EnvError,
     ModuleLike,
     SkipModule,
     environment_modules,
-    start_drawn,
 )
-from mlbridge.gym.episode_limits import FLOAT_MAX, IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
+from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import Module
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
@@ -304,7 +302,7 @@ def _scalar(features: Dict[str, np.ndarray], name: str) -> int:
     return int(features[name].reshape(-1)[0])
 
 
-class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
+class PhaseOrderingEnv(CompilerEnv):
     """Pass ordering for IR size on LLVM 19; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
@@ -343,7 +341,6 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
         format: str = "bitstream",
         render_mode: Optional[str] = None,
     ) -> None:
-        self._tmp: Optional[str] = None
         self._service: Optional[_Service] = None
         self._episode: Optional[_Episode] = None
         if render_mode is not None:
@@ -420,16 +417,14 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
         #: The observation's features: the service's inputs in its order.
         self.feature_names: Tuple[str, ...] = tuple(names)
         self._input_names = [name for name, _ in self._inputs]
-        self.observation_space = spaces.Box(
-            -FLOAT_MAX, FLOAT_MAX, shape=(len(self.feature_names),), dtype=np.float32
-        )
+        self.observation_space = self._box(self.feature_names)
         self.action_space = spaces.Discrete(len(self.actions))
         self._services = 0
-        self._tmp = tempfile.mkdtemp(prefix="mlbridge-phase-")
-        if "," in self._tmp:  # the runner configuration's argument ends at a comma
+        workdir = self._make_workdir("mlbridge-phase-")
+        if "," in workdir:  # the runner configuration's argument ends at a comma
             self.close()
-            raise EnvError(f"the temporary directory {self._tmp} has a comma in its path")
-        self._list = os.path.join(self._tmp, "modules.txt")
+            raise EnvError(f"the temporary directory {workdir} has a comma in its path")
+        self._list = os.path.join(workdir, "modules.txt")
         with open(self._list, "w", encoding="utf-8") as listing:
             listing.write("# the environment's modules, in order\n")
             for module in self.modules:
@@ -444,16 +439,6 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
         if service is None or service.request is None or not service.alive():
             return None
         return service.pid
-
-    @property
-    def module(self) -> Optional[str]:
-        """The name of the current (or last) episode's module."""
-        return None if self._episode is None else self._episode.module.name
-
-    def _workdir(self) -> str:
-        if self._tmp is None:
-            raise EnvError("the environment is closed")
-        return self._tmp
 
     def _command_line(self, base: str) -> List[str]:
         connect_ms = runner_ms(self.step_timeout)
@@ -606,24 +591,6 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
 
     # -- gymnasium API -------------------------------------------------------
 
-    def reset(
-        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
-    ) -> Tuple[np.ndarray, Dict[str, Any]]:
-        """Starts an episode on a module drawn with ``self.np_random`` (or
-        ``options["module"]``, a module's name): the service LOADs it;
-        returns its observation."""
-        super().reset(seed=seed)
-        self._workdir()
-        self._episode = None
-        return start_drawn(
-            self.modules,
-            self._by_name,
-            self.skipped,
-            (options or {}).get("module"),
-            self.np_random,
-            self._start,
-        )
-
     def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         """APPLYs action ``action`` (an index of :attr:`actions`) to the module."""
         episode = self._episode
@@ -704,19 +671,8 @@ class PhaseOrderingEnv(gym.Env[np.ndarray, np.int64]):
 
     # -- resources -------------------------------------------------------------
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
-            pass
-
-    def close(self) -> None:
-        """Ends the service (END, then killed if it does not exit) and
-        removes the temporary files; may be called again."""
-        self._episode = None
+    def _release(self) -> None:
+        """Ends the service (END, then killed if it does not exit)."""
         service, self._service = getattr(self, "_service", None), None
         if service is not None:
             service.end(self._commands["end"])
-        tmp, self._tmp = getattr(self, "_tmp", None), None
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
