@@ -13,8 +13,8 @@ from typing import List
 import numpy as np
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
-from mlbridge.loop.collect import DEFAULT_FEATURE
-from mlbridge.loop.imitation import Policy
+from mlbridge.problems.inlining import DEFAULT_FEATURE
+from mlbridge.train.imitation import Policy
 from mlbridge.train.inlining_size import CURVE, OZ, SizeTraining, ValidationSet, train_size_policy
 
 UNIT = """

@@ -254,7 +254,7 @@ def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_pat
 
 @pytest.mark.parametrize("kind", ["onnx", "aot"])
 def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env, tmp_path, kind):
-    from mlbridge.loop.imitation import build_aot_module
+    from mlbridge.train.imitation import build_aot_module
 
     model = tmp_path / "rule.onnx"
     llvm_rule_model(model)

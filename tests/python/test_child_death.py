@@ -96,7 +96,7 @@ from pathlib import Path
 
 from mlbridge.corpus import Program
 from mlbridge.loop.evaluate import pipe_server, plugin_for
-from mlbridge.loop.toolchain import compile_program
+from mlbridge.train.toolchain import compile_program
 
 plugin, policy, source, work = sys.argv[1:5]
 base = str(Path(work) / "inline")
@@ -264,8 +264,8 @@ def _no_survivor(procs: Sequence[Proc], what: str) -> None:
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory) -> List[str]:
     """The bundled demo programs as bitcode files."""
+    from mlbridge.corpus.defaults import bundled_programs
     from mlbridge.gym.modules import prepare_modules
-    from mlbridge.loop.corpus import bundled_programs
 
     out = tmp_path_factory.mktemp("modules")
     return [str(m.bitcode) for m in prepare_modules(bundled_programs(), out)]

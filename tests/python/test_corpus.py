@@ -56,7 +56,7 @@ def names(programs: List[Program]) -> List[str]:
 
 def compile_sizes(programs: List[Program], out: Path) -> Dict[str, int]:
     """``.text`` bytes of each program, compiled by the loop's toolchain."""
-    from mlbridge.loop.toolchain import compile_all
+    from mlbridge.train.toolchain import compile_all
 
     return {r.program: r.text_bytes for r in compile_all(programs, out, jobs=2)}
 

@@ -252,8 +252,8 @@ def snapshot(root: Path, exclude: Path) -> Dict[str, str]:
 def compile_like_the_loop(corpus: Path, work: Path) -> List[str]:
     """mlbridge loop: its corpus (with the bundled programs), each program
     compiled by the toolchain (corpus programs only); the failures."""
-    from mlbridge.loop.corpus import load_corpus as loop_corpus
-    from mlbridge.loop.toolchain import compile_program
+    from mlbridge.corpus.defaults import load_corpus as loop_corpus
+    from mlbridge.train.toolchain import compile_program
 
     failures = []
     for program in loop_corpus(corpus):
@@ -346,7 +346,7 @@ def test_relative_database_paths_give_absolute_sources(
 
 @needs_clang
 def test_an_mlgo_corpus_s_recorded_options_are_not_used(tmp_path: Path) -> None:
-    from mlbridge.loop.toolchain import compile_program
+    from mlbridge.train.toolchain import compile_program
 
     corpus, work = tmp_path / "corpus", tmp_path / "work"
     corpus.mkdir()

@@ -25,9 +25,9 @@ from process_checks import children, gone, open_fds, wait_for
 gym = pytest.importorskip("gymnasium")
 
 import mlbridge.gym  # noqa: E402, F401  (registers the ids)
+from mlbridge.corpus.defaults import bundled_programs  # noqa: E402
 from mlbridge.gym.inlining import DEFAULT_FEATURE, EnvError, InliningEnv  # noqa: E402
 from mlbridge.gym.modules import prepare_modules  # noqa: E402
-from mlbridge.loop.corpus import bundled_programs  # noqa: E402
 
 ENV_ID = "mlbridge/Inlining-v0"
 ROOT = Path(__file__).resolve().parents[2]

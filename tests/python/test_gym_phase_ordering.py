@@ -29,13 +29,13 @@ from process_checks import children, gone, open_fds, wait_for
 gym = pytest.importorskip("gymnasium")
 
 import mlbridge.gym  # noqa: E402, F401  (registers the ids)
+from mlbridge.corpus.defaults import bundled_programs  # noqa: E402
 from mlbridge.gym.modules import prepare_modules  # noqa: E402
 from mlbridge.gym.phase_ordering import (  # noqa: E402
     EnvError,
     PhaseOrderingEnv,
     describe_service,
 )
-from mlbridge.loop.corpus import bundled_programs  # noqa: E402
 
 ENV_ID = "mlbridge/PhaseOrdering-v0"
 SMALL = "demo-hashtable"  # the smallest bundled module (789 instructions)

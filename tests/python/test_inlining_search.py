@@ -217,7 +217,7 @@ def test_single_flips_become_a_weighted_dataset_of_flips_that_paid(tmp_path):
 
     from mlbridge.corpus.program import TRAIN, Program
     from mlbridge.errors import MlbridgeError
-    from mlbridge.loop.collect import DEFAULT_FEATURE
+    from mlbridge.problems.inlining import DEFAULT_FEATURE
     from mlbridge.train.search_labels import RESULTS, flip_dataset, unit_key
 
     program = Program("p/a.c", (tmp_path / "a.c",), (), TRAIN)

@@ -15,9 +15,9 @@ import pytest
 
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import DEFAULT_FEATURE
-from mlbridge.loop.imitation import Policy
+from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.train import inlining_size
+from mlbridge.train.imitation import Policy
 from mlbridge.train.inlining_size import (
     CURVE,
     POLICY,

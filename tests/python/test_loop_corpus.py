@@ -1,4 +1,4 @@
-"""The programs of `mlbridge loop` (mlbridge.loop.corpus): bundled, the fetched
+"""The programs of `mlbridge loop` (mlbridge.corpus.defaults): bundled, the fetched
 reference corpus, a user's own directory, the stable split, the default
 corpus. No compiler needed."""
 
@@ -10,9 +10,9 @@ from typing import Dict, List
 
 import pytest
 
+from mlbridge.corpus import defaults as corpus
+from mlbridge.corpus.defaults import HELD_OUT, TRAIN, default_corpus, hash_split, load_corpus, split
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop import corpus
-from mlbridge.loop.corpus import HELD_OUT, TRAIN, default_corpus, hash_split, load_corpus, split
 from mlbridge.loop.run import _programs
 
 BUNDLED = ["demo-expr", "demo-hashtable", "demo-kernels"]

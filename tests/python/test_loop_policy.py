@@ -16,10 +16,17 @@ import numpy as np
 import pytest
 
 from mlbridge.loop import search
-from mlbridge.loop.collect import DECISION, DEFAULT_FEATURE, Dataset
-from mlbridge.loop.imitation import EXCLUDED, Policy, build_aot_module, signed_log, train_imitation
 from mlbridge.loop.report import Progress
 from mlbridge.loop.run import summary_markdown
+from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
+from mlbridge.train.imitation import (
+    EXCLUDED,
+    Dataset,
+    Policy,
+    build_aot_module,
+    signed_log,
+    train_imitation,
+)
 
 NAMES = [
     "cost_estimate",

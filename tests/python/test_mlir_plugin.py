@@ -197,7 +197,7 @@ def test_in_process_models_make_the_python_policys_decisions(plugin, tmp_path, k
     model = tmp_path / "tile.onnx"
     policy.to_onnx(model)
     if kind == "aot":
-        from mlbridge.loop.imitation import build_aot_module
+        from mlbridge.train.imitation import build_aot_module
 
         model = build_aot_module(model, tmp_path / "aot", "TilePolicy")
     if kind == "torch":

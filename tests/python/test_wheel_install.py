@@ -450,7 +450,7 @@ def test_imports_from_the_venv_with_package_data(venv: Venv) -> None:
         "python",
         "-c",
         "import mlbridge, mlbridge.v1.model_service_pb2_grpc; "
-        "from mlbridge.loop.corpus import bundled_programs; "
+        "from mlbridge.corpus.defaults import bundled_programs; "
         "print(mlbridge.__file__); "
         "print(' '.join(p.name for p in bundled_programs()))",
     ).stdout.splitlines()

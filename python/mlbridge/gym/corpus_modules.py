@@ -69,7 +69,7 @@ def corpus_modules(
     """The modules of ``corpus`` (None: the loop's default corpus, with the
     bundled demo programs) in ``split``, compiled into ``cache_dir`` (None:
     :func:`~mlbridge.gym.modules.default_cache_dir`)."""
-    from mlbridge.loop.corpus import default_corpus, load_corpus
+    from mlbridge.corpus.defaults import default_corpus, load_corpus
 
     path = Path(corpus) if corpus is not None else default_corpus()
     programs = load_corpus(path, quick)

@@ -41,12 +41,11 @@ from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult,
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.policy import Session
+from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
-#: The feature carrying LLVM's own decision (``include_default=True``).
-DEFAULT_FEATURE = "inlining_default"
 #: The size tool measuring ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`).
 SIZE_TOOL = "llvm-size-19"
 #: How the compiler's questions reach the environment.

@@ -5,7 +5,6 @@ LLVM's default decision, and the driver writes an LLVM training log."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
@@ -14,28 +13,12 @@ import numpy as np
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
-from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import InlineDefault
+from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
+from mlbridge.train.imitation import Dataset
+from mlbridge.train.toolchain import CLANG, OPT_LEVEL
 from mlbridge.training_log import read_training_log
-
-#: What LLVM sends besides the features proper.
-DEFAULT_FEATURE = "inlining_default"
-DECISION = "inlining_decision"
-
-
-@dataclass
-class Dataset:
-    """Call sites: feature matrix (rows), LLVM's decisions, and where each
-    row came from."""
-
-    names: List[str]
-    features: np.ndarray  # int64 [rows, len(names)]
-    decisions: np.ndarray  # int64 [rows]
-    programs: List[str]
-
-    def __len__(self) -> int:
-        return len(self.decisions)
 
 
 def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:

@@ -27,8 +27,8 @@ from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.toolchain import Plugin, ProgramResult, compile_all
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.train.toolchain import Plugin, ProgramResult, compile_all
 
 CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
 

@@ -4,7 +4,7 @@ collect (interactive mode) -> train (numpy) -> ONNX -> mlbridge-aot ->
 deploy in clang-19 through the plugin -> measure on held-out programs ->
 evolution strategies on size -> results.json, summary.md, training.png,
 sizes.png in the output directory. The plugin is the native half's
-(:mod:`mlbridge.native`) unless given; the programs: :mod:`mlbridge.loop.corpus`."""
+(:mod:`mlbridge.native`) unless given; the programs: :mod:`mlbridge.corpus.defaults`."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
-from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import collect
-from mlbridge.loop.corpus import (
+from mlbridge.corpus.defaults import (
     CORPUS_VARIABLE,
     HELD_OUT,
     LOCAL_CORPUS,
@@ -29,12 +27,14 @@ from mlbridge.loop.corpus import (
     load_corpus,
     split,
 )
+from mlbridge.errors import MlbridgeError
+from mlbridge.loop.collect import collect
 from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
-from mlbridge.loop.imitation import agreement_by_program, build_aot_module, train_imitation
 from mlbridge.loop.report import Progress, plot_sizes, plot_training
 from mlbridge.loop.search import evolve
-from mlbridge.loop.toolchain import compile_all, onnx_plugin
 from mlbridge.native import plugin_path
+from mlbridge.train.imitation import agreement_by_program, build_aot_module, train_imitation
+from mlbridge.train.toolchain import compile_all, onnx_plugin
 
 
 def _require(tool: str) -> None:
@@ -84,7 +84,7 @@ def run_loop(
     """Runs every step; returns (and writes) the results. ``plugin``: the
     inline-advisor plugin (default: ``mlbridge config --plugin``);
     ``corpus``: a corpus in any format of :mod:`mlbridge.corpus` (default:
-    :func:`mlbridge.loop.corpus.default_corpus`); ``repeats``: rounds of the
+    :func:`mlbridge.corpus.defaults.default_corpus`); ``repeats``: rounds of the
     deployment measurements (compile times: the fastest round);
     ``plugin_env``: extra environment of compilers loading the plugin."""
     for tool in ("clang-19", "llvm-size-19", "c++"):

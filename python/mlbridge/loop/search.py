@@ -21,8 +21,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from mlbridge.corpus.program import Program
-from mlbridge.loop.imitation import Policy
-from mlbridge.loop.toolchain import compile_all, onnx_plugin
+from mlbridge.train.imitation import Policy
+from mlbridge.train.toolchain import compile_all, onnx_plugin
 
 
 @dataclass

@@ -8,6 +8,11 @@ from typing import List, Optional, Sequence, Tuple
 from mlbridge.problems import Problem
 from mlbridge.tensor_spec import TensorSpec
 
+#: LLVM's own decision, which LLVM sends besides the features proper (and
+#: the plugin computes for a model that reads it).
+DEFAULT_FEATURE = "inlining_default"
+#: The deployed model's output: 1 inline, 0 not.
+DECISION = "inlining_decision"
 #: Inliner features a policy does not see: LLVM 19 overwrites
 #: callee_basic_block_count with its own decision in training (pitfall #1,
 #: so it would differ in deployment), and the module-wide node/edge counts
@@ -27,10 +32,10 @@ PROBLEM = Problem(
     env_id="mlbridge/Inlining-v0",
     environment="mlbridge.gym.inlining:InliningEnv",
     hidden=HIDDEN,
-    output="inlining_decision",
+    output=DECISION,
     deploy_inputs=deploy_inputs,
     description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
-    warm_start_feature="inlining_default",
+    warm_start_feature=DEFAULT_FEATURE,
     evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
     gamma=1.0,
     gae_lambda=1.0,

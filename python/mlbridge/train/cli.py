@@ -121,10 +121,10 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
 
 
 def _train_by_search(args: argparse.Namespace, out: Path) -> None:
+    from mlbridge.corpus.defaults import default_corpus, load_corpus
     from mlbridge.errors import MlbridgeError
-    from mlbridge.loop.corpus import default_corpus, load_corpus
-    from mlbridge.loop.imitation import Policy
     from mlbridge.native import NativeError, plugin_path
+    from mlbridge.train.imitation import Policy
     from mlbridge.train.inlining_size import SizeTraining, train_size_policy
 
     corpus = Path(args.corpus) if args.corpus else default_corpus()

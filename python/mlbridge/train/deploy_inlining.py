@@ -3,7 +3,7 @@
 Each held-out module is compiled by stock ``clang-19 -Oz -c`` three ways:
 without a model (LLVM's own inliner), with the plugin running the ONNX
 policy under ONNX Runtime, and with the plugin running the same policy
-AOT-compiled to C++ (:func:`mlbridge.loop.imitation.build_aot_module`).
+AOT-compiled to C++ (:func:`mlbridge.train.imitation.build_aot_module`).
 The report gives ``.text`` per module and in total, and compile CPU time
 (the fastest of ``repeats`` rounds).
 """
@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
-from mlbridge.loop.imitation import build_aot_module
-from mlbridge.loop.toolchain import Plugin, compile_program, onnx_plugin
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.train.imitation import build_aot_module
+from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")

@@ -61,8 +61,8 @@ def measure(
 ) -> Dict[str, Any]:
     """The problem's deployment of ``policy`` on ``split`` of ``corpus``,
     measured (its report, with ``summary`` lines)."""
+    from mlbridge.corpus.defaults import default_corpus, load_corpus
     from mlbridge.gym.modules import default_cache_dir, prepare_modules
-    from mlbridge.loop.corpus import default_corpus, load_corpus
     from mlbridge.native import NativeError
     from mlbridge.problems import get_problem
     from mlbridge.train.tasks import evaluate

@@ -28,9 +28,9 @@ import numpy as np
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
 from mlbridge.llvm.outcomes import text_size
-from mlbridge.loop.collect import DEFAULT_FEATURE
-from mlbridge.loop.toolchain import CLANG, OPT_LEVEL
 from mlbridge.policy import Session
+from mlbridge.problems.inlining import DEFAULT_FEATURE
+from mlbridge.train.toolchain import CLANG, OPT_LEVEL
 
 #: Longest one compilation of a search may take (seconds).
 COMPILE_TIMEOUT_S = 600.0

@@ -32,10 +32,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.imitation import Policy, train_imitation
-from mlbridge.loop.toolchain import compile_program, onnx_plugin
 from mlbridge.output_files import open_output_file
+from mlbridge.train.imitation import Policy, train_imitation
 from mlbridge.train.search_labels import flip_dataset, search_programs
+from mlbridge.train.toolchain import compile_program, onnx_plugin
 
 CURVE = "curve.jsonl"
 POLICY = "policy.onnx"

@@ -26,8 +26,9 @@ import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import DEFAULT_FEATURE, Dataset
 from mlbridge.output_files import open_output_file
+from mlbridge.problems.inlining import DEFAULT_FEATURE
+from mlbridge.train.imitation import Dataset
 from mlbridge.train.inlining_search import search_module
 
 RESULTS = "results.jsonl"
@@ -167,7 +168,7 @@ def labels_dataset(out: Path, programs: Sequence[Program], repeat_flipped: int =
     """The call sites of the best compilations of ``programs`` searched into
     ``out`` (units with an error or not searched are left out), labelled with
     the answers that compilation gave: a Dataset for
-    :func:`mlbridge.loop.imitation.train_imitation`. Rows whose answer is not
+    :func:`mlbridge.train.imitation.train_imitation`. Rows whose answer is not
     LLVM's (the flips that made a unit smaller, rare) are repeated
     ``repeat_flipped`` times."""
     if repeat_flipped < 1:
@@ -202,7 +203,7 @@ def flip_dataset(
     ``inlining_default`` and whose label is 1 where the flip made ``.text``
     smaller, and a weight per row, the bytes at stake (``|delta|``, at most
     ``max_weight``; ``neutral_weight`` where the flip changed nothing), for
-    :func:`mlbridge.loop.imitation.train_imitation` with ``flips=True``."""
+    :func:`mlbridge.train.imitation.train_imitation` with ``flips=True``."""
     if neutral_weight <= 0 or max_weight < 1:
         raise ValueError("neutral_weight must be positive and max_weight at least 1")
     names: List[str] = []

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.collect import DECISION, DEFAULT_FEATURE, Dataset
+from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.problems.inlining import HIDDEN as INLINING_HIDDEN
 from mlbridge.train.features import signed_log
 
@@ -26,6 +26,20 @@ from mlbridge.train.features import signed_log
 EXCLUDED = INLINING_HIDDEN
 #: Standardised features are clipped to this range (outliers).
 CLIP = 8.0
+
+
+@dataclass
+class Dataset:
+    """Call sites: feature matrix (rows), LLVM's decisions, and where each
+    row came from."""
+
+    names: List[str]
+    features: np.ndarray  # int64 [rows, len(names)]
+    decisions: np.ndarray  # int64 [rows]
+    programs: List[str]
+
+    def __len__(self) -> int:
+        return len(self.decisions)
 
 
 @dataclass

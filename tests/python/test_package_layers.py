@@ -1,0 +1,79 @@
+"""The packages of ``mlbridge`` form layers: no import cycle between them
+(each subpackage and each top-level module is one node; every import
+statement counts, those inside functions too)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Set
+
+import mlbridge
+
+ROOT = Path(mlbridge.__file__).parent
+#: Generated protobuf code, outside the layering.
+SKIP = {"v1"}
+
+
+def node_of(module: str) -> Optional[str]:
+    """``mlbridge.x.y`` -> ``x`` (a subpackage or a top-level module)."""
+    parts = module.split(".")
+    if parts[0] != "mlbridge" or len(parts) < 2 or parts[1] in SKIP:
+        return None
+    return parts[1]
+
+
+def import_graph() -> Dict[str, Dict[str, str]]:
+    """node -> {imported node: where the first such import is}."""
+    graph: Dict[str, Dict[str, str]] = defaultdict(dict)
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] in SKIP:
+            continue
+        source = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        for item in ast.walk(ast.parse(path.read_text("utf-8"))):
+            targets: List[Optional[str]] = []
+            if isinstance(item, ast.ImportFrom) and item.level == 0 and item.module:
+                if item.module == "mlbridge":
+                    targets = [node_of(f"mlbridge.{a.name}") for a in item.names]
+                else:
+                    targets = [node_of(item.module)]
+            elif isinstance(item, ast.Import):
+                targets = [node_of(a.name) for a in item.names]
+            for target in targets:
+                if target is not None and target != source:
+                    graph[source].setdefault(target, f"{relative}:{item.lineno}")
+    return graph
+
+
+def cycle_through(graph: Dict[str, Dict[str, str]], start: str) -> Optional[List[str]]:
+    """A path start -> ... -> start, if any."""
+    stack = [(start, [start])]
+    seen: Set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in graph.get(node, {}):
+            if nxt == start:
+                return path + [start]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, path + [nxt]))
+    return None
+
+
+def test_the_packages_have_no_import_cycle():
+    graph = import_graph()
+    assert graph["train"] and graph["gym"], "the graph was not read"
+    cycles = []
+    for start in sorted(graph):
+        path = cycle_through(graph, start)
+        if path is not None:
+            steps = [f"{a} -> {b} ({graph[a][b]})" for a, b in zip(path, path[1:])]
+            cycles.append("; ".join(steps))
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_problem_registry_is_a_bottom_layer():
+    graph = import_graph()
+    assert set(graph["problems"]) <= {"tensor_spec"}, graph["problems"]
