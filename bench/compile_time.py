@@ -66,11 +66,11 @@ def main() -> int:
     args = parser.parse_args()
 
     from mlbridge.corpus.fetched import fetched_programs
-    from mlbridge.loop.toolchain import Plugin, compile_program
     from mlbridge.native import plugin_path
     from mlbridge.runner_config import RunnerConfig
     from mlbridge.train.deploy_inlining import CONFIGS as DEPLOYED
     from mlbridge.train.deploy_inlining import deployment_plugins
+    from mlbridge.train.toolchain import Plugin, compile_program
 
     # ONNX Runtime loaded by every compiler process, as before load=lazy.
     CONFIGS = (*DEPLOYED, "onnx eager")

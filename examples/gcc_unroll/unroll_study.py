@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from mlbridge.gcc import FACTORS, UnrollPolicy, read_decision_log
-from mlbridge.loop.imitation import build_aot_module
 from mlbridge.native import gcc_plugin_path
+from mlbridge.train.imitation import build_aot_module
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernels.c"

@@ -36,10 +36,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from mlbridge.loop.imitation import build_aot_module
 from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels, read_tiling_log
 from mlbridge.mlir.policy import LAYOUT
 from mlbridge.native import mlir_plugin_path
+from mlbridge.train.imitation import build_aot_module
 
 #: How much faster than the heuristic's a choice must be to be preferred.
 MARGIN = 0.03
