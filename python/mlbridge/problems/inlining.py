@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from mlbridge.problems import Problem
+from mlbridge.problems.problem import Problem
 from mlbridge.tensor_spec import TensorSpec
 
 #: LLVM's own decision, which LLVM sends besides the features proper (and

@@ -3,7 +3,7 @@ step of ``mlbridge-phase-service``; reward: IR instructions against ``-Oz``."""
 
 from __future__ import annotations
 
-from mlbridge.problems import Problem
+from mlbridge.problems.problem import Problem
 
 PROBLEM = Problem(
     name="phase-ordering",

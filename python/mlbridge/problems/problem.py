@@ -1,0 +1,60 @@
+"""One optimisation problem's declaration (see :mod:`mlbridge.problems`)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+from mlbridge.tensor_spec import TensorSpec
+
+#: Raw feature names, kept indices -> (deployed input specs, kept indices in
+#: the concatenated inputs or None when the inputs are the kept features).
+DeployInputs = Callable[[Sequence[str], List[int]], Tuple[List[TensorSpec], Optional[List[int]]]]
+#: A callable, or the entry point ``"module:attribute"`` naming one.
+EntryPoint = Union[str, Callable[..., Any]]
+
+#: How a problem's compiler lives: one compiler process per episode, or a
+#: long-lived service that loads module after module.
+SESSIONS = ("compiler-per-episode", "service")
+
+
+def resolve(entry_point: EntryPoint) -> Any:
+    """The object an entry point names (a callable is its own)."""
+    if not isinstance(entry_point, str):
+        return entry_point
+    module, colon, attribute = entry_point.partition(":")
+    if not colon or not module or not attribute:
+        raise ValueError(f"an entry point is 'module:attribute', got {entry_point!r}")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One optimisation problem (see the package's docstring)."""
+
+    name: str
+    env_id: str
+    #: The gymnasium environment class (entry point).
+    environment: str
+    #: The features the environment observes that a policy does not see.
+    hidden: Tuple[str, ...]
+    #: The deployed model's output tensor.
+    output: str
+    #: :data:`DeployInputs` (entry point).
+    deploy_inputs: EntryPoint
+    description: str = ""
+    session: str = "compiler-per-episode"
+    #: A feature the actor imitates before PPO (None: no warm start).
+    warm_start_feature: Optional[str] = None
+    #: Deploys an exported policy on held-out modules and measures it
+    #: (entry point): (policy.onnx, modules, work directory, native tool or
+    #: None) -> report with a "summary" (lines to print). None: no deployment.
+    evaluate: Optional[EntryPoint] = None
+    #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.session not in SESSIONS:
+            raise ValueError(f"session must be one of {SESSIONS}, got {self.session!r}")
