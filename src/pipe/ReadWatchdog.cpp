@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <pthread.h>
+#include <string>
 #include <system_error>
 #include <unistd.h>
 
@@ -42,6 +43,9 @@ int openWriteEnd(int FD) {
 }
 } // namespace
 
+/// Longest create() waits for its thread to start.
+constexpr std::chrono::milliseconds StartTimeout{10000};
+
 ReadWatchdog::ReadWatchdog(int FD) : FD(FD) {}
 
 Expected<std::unique_ptr<ReadWatchdog>> ReadWatchdog::create(int FD) {
@@ -68,6 +72,19 @@ Expected<std::unique_ptr<ReadWatchdog>> ReadWatchdog::create(int FD) {
   if (!Failure.empty())
     return makeError(ErrorCode::IO,
                      "cannot start the read watchdog: ", Failure);
+  // Wait until the thread has started and is parked: a thread still
+  // starting may hold the allocator's lock, and a child the compiler forks
+  // then (the phase service's worker) would deadlock on it. The thread
+  // releases Lock only inside its wait.
+  bool Started;
+  {
+    std::unique_lock<std::mutex> L(W->Lock);
+    Started = W->Wake.wait_for(L, StartTimeout, [&] { return W->Running; });
+  }
+  if (!Started) // W's destructor stops and joins the thread
+    return makeError(ErrorCode::Timeout,
+                     "the read watchdog did not start within ",
+                     std::to_string(StartTimeout.count()), " ms");
   return W;
 }
 
@@ -94,6 +111,8 @@ void ReadWatchdog::arm(Deadline Until) {
 
 void ReadWatchdog::run() {
   std::unique_lock<std::mutex> L(Lock);
+  Running = true;
+  Wake.notify_all();
   while (!Stop) {
     int64_t D = Armed.load();
     if (D <= 0) { // idle, or fired: nothing to watch until the next arm()

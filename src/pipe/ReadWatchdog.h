@@ -83,6 +83,10 @@ private:
   std::mutex Lock;
   std::condition_variable Wake;
   bool Stop = false; // guarded by Lock
+  /// Set by the thread once it runs (guarded by Lock): create() returns
+  /// only when the thread has started and waits, so that it holds no lock
+  /// of the process (the allocator's included) when the compiler forks.
+  bool Running = false;
   std::thread Thread;
 };
 
