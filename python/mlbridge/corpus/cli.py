@@ -79,7 +79,7 @@ def _info(args: argparse.Namespace) -> int:
     from mlbridge.corpus.load import load_corpus
 
     programs = load_corpus(Path(args.corpus))
-    per_project = Counter((p.name.split("/", 1)[0], p.split) for p in programs)
+    per_project = Counter((p.project, p.split) for p in programs)
     for (project, split), count in sorted(per_project.items(), key=lambda i: (i[0][1], i[0][0])):
         print(f"{split:10} {project:32} {count:6}")
     splits = Counter(p.split for p in programs)

@@ -31,6 +31,12 @@ class Program:
         return sum(p.read_bytes().count(b"\n") for p in self.sources if p.suffix != ".bc")
 
     @property
+    def project(self) -> str:
+        """The project the program belongs to: its name up to the first ``/``
+        (a built corpus names programs ``PROJECT/PATH``)."""
+        return self.name.split("/", 1)[0]
+
+    @property
     def dirname(self) -> str:
         """``name`` as one file name (``/`` and other unsafe characters
         percent-encoded): compdb and MLGO names are paths."""

@@ -15,9 +15,9 @@ better one, or when the training units run out.
 
 The run directory holds everything a later session needs to go on:
 ``search/`` (the searched units), ``oz.json`` (the validation units under
-``-Oz``), ``curve.jsonl`` (one line per round) and ``policy.onnx`` (the best
-round's policy, when one beat round 0). Running again with the same directory resumes after the
-last round written.
+``-Oz``), ``curve.jsonl`` (one line per round) and ``policy.onnx`` (the
+best round's policy, when one beat round 0). Running again with the same
+directory resumes after the last round written.
 """
 
 from __future__ import annotations
@@ -99,10 +99,6 @@ class SizeResult:
         return rounds[0].validation_ratio if rounds else 1.0
 
 
-def project_of(program: Program) -> str:
-    return program.name.split("/", 1)[0]
-
-
 def schedule(programs: Sequence[Program], seed: int) -> List[Program]:
     """The single-source programs of ``programs`` in the order rounds search
     them: projects interleaved (each project's units shuffled), so that every
@@ -111,7 +107,7 @@ def schedule(programs: Sequence[Program], seed: int) -> List[Program]:
     by_project: Dict[str, List[Program]] = defaultdict(list)
     for program in sorted(programs, key=lambda p: p.name):
         if len(program.sources) == 1:
-            by_project[project_of(program)].append(program)
+            by_project[program.project].append(program)
     queues = []
     for project in sorted(by_project):
         units = by_project[project]
@@ -130,8 +126,8 @@ def validation_sample(programs: Sequence[Program], per_project: int, seed: int) 
     taken: Dict[str, int] = defaultdict(int)
     chosen = []
     for program in schedule(programs, seed + 1):
-        if taken[project_of(program)] < per_project:
-            taken[project_of(program)] += 1
+        if taken[program.project] < per_project:
+            taken[program.project] += 1
             chosen.append(program)
     return chosen
 
@@ -179,7 +175,7 @@ class ValidationSet:
         deployed = onnx_plugin(plugin, model, self.plugin_env)
         for program in self.programs:
             result = compile_program(program, self.work, deployed, self.jobs)
-            row = sizes[project_of(program)]
+            row = sizes[program.project]
             row[0] += self.oz[program.name]
             row[1] += result.text_bytes
         oz = sum(r[0] for r in sizes.values())

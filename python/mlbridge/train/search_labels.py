@@ -88,11 +88,10 @@ def search_programs(
         if program.name in done or len(program.sources) != 1:
             continue
         start = time.monotonic()
-        project = program.name.split("/", 1)[0]
         try:
             found = search_module(program.sources[0], program.flags, budget, seed, work=out)
         except MlbridgeError as err:
-            record = UnitResult(program.name, project, 0, 0, 0, 0, 0.0, str(err)[:500])
+            record = UnitResult(program.name, program.project, 0, 0, 0, 0, 0.0, str(err)[:500])
         else:
             best = found.best
             np.savez_compressed(
@@ -109,7 +108,7 @@ def search_programs(
             )
             record = UnitResult(
                 program.name,
-                project,
+                program.project,
                 found.default.questions,
                 found.default.text_bytes,
                 best.text_bytes,
