@@ -195,3 +195,39 @@ def test_a_policy_reads_back_from_its_onnx_and_other_models_are_refused(tmp_path
     (tmp_path / "junk.onnx").write_bytes(b"\x00not onnx")
     with pytest.raises(MlbridgeError):
         Policy.from_onnx(tmp_path / "junk.onnx")
+    with pytest.raises(MlbridgeError, match="larger than 100 bytes"):
+        Policy.from_onnx(tmp_path / "p.onnx", max_bytes=100)
+    with pytest.raises(MlbridgeError, match="cannot read"):
+        Policy.from_onnx(tmp_path / "missing.onnx")
+
+
+def test_a_hostile_policy_model_is_refused_before_its_data_is_read(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    residual(0.5).to_onnx(tmp_path / "p.onnx")
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.arange(2, dtype=np.float32).tobytes())
+    # External data: the weights would be read from another file.
+    model = onnx.load(str(tmp_path / "p.onnx"))
+    (mean,) = [t for t in model.graph.initializer if t.name == "mean"]
+    mean.ClearField("raw_data")
+    mean.ClearField("float_data")
+    mean.data_location = onnx.TensorProto.EXTERNAL
+    entry = mean.external_data.add()
+    entry.key, entry.value = "location", "secret.bin"
+    onnx.save(model, str(tmp_path / "external.onnx"))
+    with pytest.raises(MlbridgeError, match="external file"):
+        Policy.from_onnx(tmp_path / "external.onnx")
+    # A tensor declaring far more data than it holds.
+    model = onnx.load(str(tmp_path / "p.onnx"))
+    (w0,) = [t for t in model.graph.initializer if t.name == "w0"]
+    w0.dims[:] = [1 << 20, 1 << 10]
+    onnx.save(model, str(tmp_path / "liar.onnx"))
+    with pytest.raises(MlbridgeError):
+        Policy.from_onnx(tmp_path / "liar.onnx")
+    # Weights that are not numbers.
+    model = onnx.load(str(tmp_path / "p.onnx"))
+    (b0,) = [t for t in model.graph.initializer if t.name == "b0"]
+    b0.CopyFrom(onnx.helper.make_tensor("b0", onnx.TensorProto.STRING, [2], [b"a", b"b"]))
+    onnx.save(model, str(tmp_path / "strings.onnx"))
+    with pytest.raises(MlbridgeError, match="not a policy"):
+        Policy.from_onnx(tmp_path / "strings.onnx")

@@ -13,6 +13,7 @@ import numpy as np
 
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
+from mlbridge.limits import DEFAULT_MAX_BYTES
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.problems.inlining import HIDDEN as INLINING_HIDDEN
 from mlbridge.train.features import signed_log
@@ -141,17 +142,33 @@ class Policy:
         save(model, str(path))
 
     @classmethod
-    def from_onnx(cls, path: Path) -> "Policy":
-        """The policy :meth:`to_onnx` wrote to ``path`` (a model of another
-        shape is refused with :class:`MlbridgeError`): to fine-tune it."""
-        from onnx import load, numpy_helper
+    def from_onnx(cls, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> "Policy":
+        """The policy :meth:`to_onnx` wrote to ``path``, to fine-tune it. The
+        model is untrusted: a file over ``max_bytes``, external data, a
+        tensor whose data is not what its shape declares, or a model of
+        another shape is refused with :class:`MlbridgeError`."""
+        from mlbridge.aot.budget import DEFAULT_MAX_MEMORY, tensor_array
+        from onnx import load
 
         try:
-            model = load(str(path))
+            size = path.stat().st_size
+        except OSError as err:
+            raise MlbridgeError(f"{path}: cannot read the model ({err})") from None
+        if size > max_bytes:
+            raise MlbridgeError(f"{path}: the model is larger than {max_bytes} bytes")
+        try:
+            model = load(str(path), load_external_data=False)
         except Exception as err:  # onnx raises DecodeError, OSError, ...
             raise MlbridgeError(f"{path}: not an ONNX model ({err})") from None
         graph = model.graph
-        weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        stored = {t.name: t for t in graph.initializer}
+        wanted = [n for n in stored if n in ("mean", "inv_scale") or n[:1] in ("w", "b")]
+        weights = {
+            n: tensor_array(stored[n], f"{path}: initializer '{n}'", DEFAULT_MAX_MEMORY)
+            for n in wanted
+        }
+        if not all(np.issubdtype(a.dtype, np.floating) for a in weights.values()):
+            raise MlbridgeError(f"{path}: not a policy written by mlbridge's imitation training")
         names = [i.name for i in graph.input]
         flips = any("flip" in n.output for n in graph.node)
         layers: List[Tuple[np.ndarray, np.ndarray]] = []
