@@ -259,12 +259,15 @@ int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
     CreateError = Runner.takeError();
   phase::DeploymentResult R = phase::chooseSequence(
       Model.get(), S, O.MaxSteps.value_or(DefaultMaxSteps));
+  // The runner's error that made the service fall back ("" when it chose
+  // to the end): its creation's, else the one chooseSequence() met.
+  std::string Fallback;
   if (R.RunnerError) {
-    const Error &Why = CreateError ? CreateError : R.RunnerError;
+    Fallback = (CreateError ? CreateError : R.RunnerError).toString();
     std::fprintf(stderr,
                  "%s: runner %s: %s; falling back to default<Oz> after %lld "
                  "chosen actions\n",
-                 Tool, Config.str().c_str(), Why.toString().c_str(),
+                 Tool, Config.str().c_str(), Fallback.c_str(),
                  static_cast<long long>(R.Steps));
   }
   if (R.FailedSteps)
@@ -276,7 +279,6 @@ int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   if (Error E = S.writeBitcode(O.Output))
     return fail(E.message());
   if (!O.Stats.empty()) {
-    const Error &Why = CreateError ? CreateError : R.RunnerError;
     std::string Line = "{\"module\":";
     json::appendString(Line, O.Module);
     Line += ",\"runner\":";
@@ -287,7 +289,7 @@ int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
     json::appendInt(Line, R.FailedSteps);
     Line += R.RunnerError ? ",\"fallback\":true" : ",\"fallback\":false";
     Line += ",\"error\":";
-    json::appendString(Line, R.RunnerError ? Why.toString() : std::string());
+    json::appendString(Line, Fallback);
     Line += "}\n";
     AppendFile Stats;
     std::string Problem;
