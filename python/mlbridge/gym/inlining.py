@@ -17,7 +17,6 @@ stopped; nothing waits without a deadline.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import tempfile
 import threading
@@ -30,14 +29,18 @@ from gymnasium import spaces
 
 from mlbridge import child_process
 from mlbridge.errors import CodecError
-from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
-from mlbridge.gym.compiler_env import CompilerEnv
 from mlbridge.gym.corpus_modules import EnvError, environment_modules
-from mlbridge.gym.corpus_modules import SkipModule as _Skip
-from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
+from mlbridge.gym.episode_limits import STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import CLANG, Module
+from mlbridge.gym.served_compilation import (
+    Outcome,
+    ServedCompilerEnv,
+    ServedEpisode,
+    StepResult,
+    failure,
+)
 from mlbridge.llvm import size_cap
-from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult, run_compiler
+from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.policy import Session
@@ -97,58 +100,16 @@ class _GrpcServed:
             raise
 
 
-class _Episode:
-    """What one episode holds: its module, compiler and bridge."""
+class _Episode(ServedEpisode):
+    """An inlining episode: with the gRPC transport, the plugin's statistics,
+    the features of its first request and a failure of the policy."""
 
     def __init__(self, module: Module, output: Path) -> None:
-        self.module = module
-        self.output = output
+        super().__init__(module, output)
         #: The plugin's statistics of the compilation (gRPC transport).
         self.stats = output.with_name(output.name + ".stats.jsonl")
-        self.compiler: Optional[CompilerProcess] = None
-        self.header: Optional[Session] = None
         self.header_names: Optional[Tuple[str, ...]] = None  # gRPC: the first request's
         self.policy_error: Optional[str] = None  # gRPC: the policy failed
-        self.bridge: Optional[DecisionBridge] = None
-        self.decisions = 0
-        self.done = False
-        self.observation: Optional[np.ndarray] = None
-        self.agent_seconds = 0.0
-        self.handed_at = 0.0  # when the last observation left the environment
-
-    def started(self, compiler: CompilerProcess) -> None:
-        self.compiler = compiler
-
-    def stop(self) -> None:
-        """Stop the compiler (if it runs) and the serving thread."""
-        self.done = True
-        if self.compiler is not None:
-            self.compiler.kill()
-        if self.bridge is not None:
-            self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
-
-
-def _failure(result: RunResult, episode_timeout: float) -> str:
-    """Why a served compilation failed, in one message."""
-    if result.timed_out:
-        message = f"the compilation ran longer than episode_timeout ({episode_timeout:g} s): killed"
-    elif result.returncode < 0:
-        try:
-            name = signal.Signals(-result.returncode).name
-        except ValueError:
-            name = f"signal {-result.returncode}"
-        message = f"the compiler was killed by {name}"
-    elif result.returncode != 0:
-        message = f"the compiler failed (exit status {result.returncode})"
-    else:
-        message = "serving the compiler failed"
-    host = result.error
-    if host and not result.timed_out:
-        message += f"; host side: {host}"
-    stderr = result.stderr.strip()
-    if stderr:
-        message += f"; stderr: {stderr[-STDERR_TAIL:]}"
-    return message
 
 
 def _run_plugin(
@@ -232,7 +193,7 @@ def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[st
         if not result.ok or not header:
             raise EnvError(
                 f"cannot read the inliner's features from {clang}: "
-                + (_failure(result, 120.0) if not result.ok else "it sent no header")
+                + (failure(result, 120.0) if not result.ok else "it sent no header")
             )
         specs = header[0].features
         wide = [s.name for s in specs if s.element_count != 1]
@@ -242,7 +203,7 @@ def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[st
         return _PROBED[key]
 
 
-class InliningEnv(CompilerEnv):
+class InliningEnv(ServedCompilerEnv):
     """Inlining for size on stock clang-19; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
@@ -264,6 +225,7 @@ class InliningEnv(CompilerEnv):
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
+    decision_name = "call site"
 
     def __init__(
         self,
@@ -325,14 +287,6 @@ class InliningEnv(CompilerEnv):
         self.action_space = spaces.Discrete(2)
 
     # -- the episode's compiler ---------------------------------------------
-
-    @property
-    def compiler_pid(self) -> Optional[int]:
-        """The process id of the running episode's compiler (None: none runs)."""
-        episode = self._episode
-        if episode is None or episode.done or episode.compiler is None:
-            return None
-        return episode.compiler.pid
 
     def _command(self, module: Module, output: Path, plugin: Optional[str] = None) -> List[str]:
         return [
@@ -410,10 +364,11 @@ class InliningEnv(CompilerEnv):
 
         return serve_grpc
 
-    def _problem(self, episode: _Episode, result: RunResult) -> Optional[str]:
+    def _problem(self, episode: ServedEpisode, result: RunResult) -> Optional[str]:
         """Why a finished compilation is no valid episode, or None."""
         if not result.ok:
-            return _failure(result, self.episode_timeout)
+            return failure(result, self.episode_timeout)
+        assert isinstance(episode, _Episode)
         if episode.policy_error is not None:
             return f"the policy failed: {episode.policy_error}"
         if self.transport == "grpc":
@@ -436,35 +391,12 @@ class InliningEnv(CompilerEnv):
 
     def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Starts ``module``'s compilation up to its first call site; raises
-        :class:`_Skip` when it gives no episode."""
+        :class:`~mlbridge.gym.corpus_modules.SkipModule` when it gives no episode."""
         self._episodes += 1
         output = Path(self._workdir()) / f"episode-{self._episodes}.o"
         episode = _Episode(module, output)
         serve = self._serve_fn(episode, self._command(module, output, self.plugin))
-        episode.bridge = DecisionBridge(
-            serve,
-            timeout=self.step_timeout,
-            # after the episode's deadline, which thus names the fault
-            idle_timeout=self.episode_timeout + IDLE_MARGIN,
-            name=f"mlbridge-inlining-{module.name}",
-        )
-        self._episode = episode
-        try:
-            event = episode.bridge.next()
-        except BridgeTimeout:
-            episode.stop()
-            raise _Skip(
-                f"the compiler reached no call site within step_timeout "
-                f"({self.step_timeout:g} s): killed"
-            ) from None
-        if isinstance(event, Finished):
-            episode.stop()
-            output.unlink(missing_ok=True)
-            if event.error is not None:
-                raise _Skip(f"serving failed: {type(event.error).__name__}: {event.error}")
-            problem = self._problem(episode, event.result)
-            raise _Skip(problem or "the compiler asked nothing (no call site to decide)")
-        assert isinstance(event, Request)
+        event = self._open(episode, serve)
         if episode.header is not None:
             names = tuple(s.name for s in episode.header.features)
         else:  # gRPC: the plugin always sends LLVM's decision too
@@ -479,95 +411,33 @@ class InliningEnv(CompilerEnv):
                 f"{module.name}: the compiler sent the features {list(names)}, "
                 f"not those of the observation space {list(self.feature_names)}"
             )
-        episode.observation = self._observe(event.features)
-        episode.handed_at = time.monotonic()
-        return episode.observation, self._info(episode)
+        return self._hand(episode, event), self._info(episode)
 
     def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
         arrays = [features[n] for n in self.feature_names]  # one value each (probed)
         return np.concatenate(arrays, axis=None, dtype=np.float32, casting="unsafe")
 
-    @staticmethod
-    def _info(episode: _Episode) -> Dict[str, Any]:
-        return {"module": episode.module.name, "decisions": episode.decisions}
-
-    def _end_episode(self) -> None:
-        episode, self._episode = getattr(self, "_episode", None), None
-        if episode is not None:
-            episode.stop()
-            episode.output.unlink(missing_ok=True)
-
     # -- gymnasium API -------------------------------------------------------
 
-    def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+    def step(self, action: Any) -> StepResult:
         """Answers the current call site (0: do not inline, 1: inline)."""
-        episode = self._episode
-        if episode is None or episode.done or episode.bridge is None:
-            raise EnvError("no episode is running: call reset() first")
-        assert episode.observation is not None
-        bridge = episode.bridge
+        episode = self._running()
         if not self.action_space.contains(action):
             return self._fault(
                 episode,
                 f"invalid action {action!r} (a {type(action).__name__}): "
                 f"expected 0 (do not inline) or 1 (inline), Discrete(2)",
             )
-        episode.agent_seconds += time.monotonic() - episode.handed_at
-        bridge.answer(int(action))
-        episode.decisions += 1
-        try:
-            event = bridge.next()
-        except BridgeTimeout:
-            return self._fault(
-                episode,
-                f"the compiler neither asked nor finished within step_timeout "
-                f"({self.step_timeout:g} s): killed",
-            )
-        if isinstance(event, Request):
-            episode.observation = self._observe(event.features)
-            episode.handed_at = time.monotonic()
-            return episode.observation, 0.0, False, False, self._info(episode)
-        return self._finish(episode, event)
+        return self._answer(episode, int(action))
 
-    def _fault(
-        self, episode: _Episode, message: str
-    ) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
-        episode.stop()
-        episode.output.unlink(missing_ok=True)
-        info = self._info(episode)
-        info["error"] = message
-        assert episode.observation is not None
-        return episode.observation, 0.0, False, True, info
-
-    def _finish(
-        self, episode: _Episode, event: Finished
-    ) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
-        if event.error is not None:
-            return self._fault(
-                episode, f"serving failed: {type(event.error).__name__}: {event.error}"
-            )
-        result: RunResult = event.result
-        problem = self._problem(episode, result)
-        if problem is not None:
-            return self._fault(episode, problem)
-        episode.stop()  # joins the serving thread
+    def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
         try:
             size = text_size(str(episode.output), self.size_tool)
             oz_size = self._oz_size(episode.module)
         except (OutcomeError, EnvError, OSError) as err:
-            return self._fault(episode, f"measuring the object failed: {err}")
-        finally:
-            episode.output.unlink(missing_ok=True)
+            return f"measuring the object failed: {err}"
         reward = (oz_size - size) / max(oz_size, 1)
-        info = self._info(episode)
-        info.update(
-            text_size=size,
-            oz_text_size=oz_size,
-            compile_seconds=result.wall_seconds,
-            agent_seconds=episode.agent_seconds,
-        )
-        assert episode.observation is not None
-        return episode.observation, float(reward), True, False, info
+        return reward, {"text_size": size, "oz_text_size": oz_size}
 
     def oz_text_size(self, module: str) -> int:
         """``.text`` bytes of plain ``clang-19 -Oz -c`` of the module named

@@ -1,0 +1,226 @@
+"""Environments whose episode is one compilation served decision by decision.
+
+The inlining and register-allocation environments run one compiler per
+episode; the compiler pauses at every decision and a
+:class:`~mlbridge.gym.bridge.DecisionBridge` hands its features to ``step``.
+:class:`ServedCompilerEnv` owns what they share: starting the compilation up
+to its first question, answering, the faults (a compiler that fails, is
+killed, stops answering or outlives its deadline ends the episode with
+``truncated=True`` and ``info["error"]``, its process group stopped) and the
+end of an episode. A problem's environment says how to start the compiler
+(``serve``), what a finished compilation is worth (:meth:`ServedCompilerEnv._outcome`)
+and how features become an observation (:meth:`ServedCompilerEnv._observe`).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
+from mlbridge.gym.compiler_env import CompilerEnv
+from mlbridge.gym.corpus_modules import EnvError, SkipModule
+from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL
+from mlbridge.gym.modules import Module
+from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult
+from mlbridge.policy import Session
+
+#: What ``step`` returns.
+StepResult = Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]
+#: What a finished compilation is worth: (reward, info) or why it is none.
+Outcome = Union[Tuple[float, Dict[str, Any]], str]
+
+
+class ServedEpisode:
+    """What one episode holds: its module, output, compiler and bridge."""
+
+    def __init__(self, module: Module, output: Path) -> None:
+        self.module = module
+        self.output = output
+        self.compiler: Optional[CompilerProcess] = None
+        #: The session header of LLVM's interactive protocol (pipes).
+        self.header: Optional[Session] = None
+        self.bridge: Optional[DecisionBridge] = None
+        self.decisions = 0
+        self.done = False
+        self.observation: Optional[np.ndarray] = None
+        self.features: Dict[str, np.ndarray] = {}
+        self.agent_seconds = 0.0
+        self.handed_at = 0.0  # when the last observation left the environment
+
+    def started(self, compiler: CompilerProcess) -> None:
+        """``on_start`` of the compilation: the running compiler."""
+        self.compiler = compiler
+
+    def stop(self) -> None:
+        """Stops the compiler (if it runs) and the serving thread."""
+        self.done = True
+        if self.compiler is not None:
+            self.compiler.kill()
+        if self.bridge is not None:
+            self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
+
+
+def failure(result: RunResult, episode_timeout: float) -> str:
+    """Why a served compilation failed, in one message."""
+    if result.timed_out:
+        message = f"the compilation ran longer than episode_timeout ({episode_timeout:g} s): killed"
+    elif result.returncode < 0:
+        try:
+            name = signal.Signals(-result.returncode).name
+        except ValueError:
+            name = f"signal {-result.returncode}"
+        message = f"the compiler was killed by {name}"
+    elif result.returncode != 0:
+        message = f"the compiler failed (exit status {result.returncode})"
+    else:
+        message = "serving the compiler failed"
+    host = result.error
+    if host and not result.timed_out:
+        message += f"; host side: {host}"
+    stderr = result.stderr.strip()
+    if stderr:
+        message += f"; stderr: {stderr[-STDERR_TAIL:]}"
+    return message
+
+
+class ServedCompilerEnv(CompilerEnv):
+    """The episode life cycle of a served compilation (see the module's docstring)."""
+
+    step_timeout: float
+    episode_timeout: float
+    _episode: Optional[ServedEpisode] = None
+    #: What the compiler decides, for messages ("call site", "eviction").
+    decision_name = "decision"
+
+    @property
+    def compiler_pid(self) -> Optional[int]:
+        """The process id of the running episode's compiler (None: none runs)."""
+        episode = self._episode
+        if episode is None or episode.done or episode.compiler is None:
+            return None
+        return episode.compiler.pid
+
+    # -- for the problem's environment ---------------------------------------
+
+    def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
+        """The observation of one question's features."""
+        raise NotImplementedError
+
+    def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
+        """What the finished compilation of ``episode`` is worth."""
+        raise NotImplementedError
+
+    def _problem(self, episode: ServedEpisode, result: RunResult) -> Optional[str]:
+        """Why a finished compilation is no valid episode, or None."""
+        return None if result.ok else failure(result, self.episode_timeout)
+
+    def _info(self, episode: ServedEpisode) -> Dict[str, Any]:
+        return {"module": episode.module.name, "decisions": episode.decisions}
+
+    # -- the life cycle ------------------------------------------------------
+
+    def _open(
+        self, episode: ServedEpisode, serve: Callable[[Callable[..., Any]], RunResult]
+    ) -> Request:
+        """Starts the episode's compilation (``serve(decide)``) up to its
+        first question; raises :class:`SkipModule` when it gives no episode."""
+        episode.bridge = DecisionBridge(
+            serve,
+            timeout=self.step_timeout,
+            # after the episode's deadline, which thus names the fault
+            idle_timeout=self.episode_timeout + IDLE_MARGIN,
+            name=f"mlbridge-{self.decision_name.replace(' ', '-')}-{episode.module.name}",
+        )
+        self._episode = episode
+        try:
+            event = episode.bridge.next()
+        except BridgeTimeout:
+            episode.stop()
+            raise SkipModule(
+                f"the compiler reached no {self.decision_name} within step_timeout "
+                f"({self.step_timeout:g} s): killed"
+            ) from None
+        if isinstance(event, Finished):
+            episode.stop()
+            episode.output.unlink(missing_ok=True)
+            if event.error is not None:
+                raise SkipModule(f"serving failed: {type(event.error).__name__}: {event.error}")
+            problem = self._problem(episode, event.result)
+            raise SkipModule(
+                problem or f"the compiler asked nothing (no {self.decision_name} to decide)"
+            )
+        assert isinstance(event, Request)
+        return event
+
+    def _hand(self, episode: ServedEpisode, request: Request) -> np.ndarray:
+        """Makes ``request`` the episode's current question: its observation."""
+        episode.features = request.features
+        episode.observation = self._observe(request.features)
+        episode.handed_at = time.monotonic()
+        return episode.observation
+
+    def _running(self) -> ServedEpisode:
+        episode = self._episode
+        if episode is None or episode.done or episode.bridge is None:
+            raise EnvError("no episode is running: call reset() first")
+        return episode
+
+    def _answer(self, episode: ServedEpisode, value: Any) -> StepResult:
+        """Answers the current question with ``value``: the next observation,
+        or the episode's end."""
+        assert episode.bridge is not None
+        bridge = episode.bridge
+        episode.agent_seconds += time.monotonic() - episode.handed_at
+        bridge.answer(value)
+        episode.decisions += 1
+        try:
+            event = bridge.next()
+        except BridgeTimeout:
+            return self._fault(
+                episode,
+                f"the compiler neither asked nor finished within step_timeout "
+                f"({self.step_timeout:g} s): killed",
+            )
+        if isinstance(event, Request):
+            return self._hand(episode, event), 0.0, False, False, self._info(episode)
+        if event.error is not None:
+            return self._fault(
+                episode, f"serving failed: {type(event.error).__name__}: {event.error}"
+            )
+        result: RunResult = event.result
+        problem = self._problem(episode, result)
+        if problem is not None:
+            return self._fault(episode, problem)
+        episode.stop()  # joins the serving thread
+        try:
+            outcome = self._outcome(episode, result)
+        finally:
+            episode.output.unlink(missing_ok=True)
+        if isinstance(outcome, str):
+            return self._fault(episode, outcome)
+        reward, extra = outcome
+        info = self._info(episode)
+        info.update(extra)
+        info.update(compile_seconds=result.wall_seconds, agent_seconds=episode.agent_seconds)
+        assert episode.observation is not None
+        return episode.observation, float(reward), True, False, info
+
+    def _fault(self, episode: ServedEpisode, message: str) -> StepResult:
+        """Ends the episode on a fault: ``truncated=True``, ``info["error"]``."""
+        episode.stop()
+        episode.output.unlink(missing_ok=True)
+        info = self._info(episode)
+        info["error"] = message
+        assert episode.observation is not None
+        return episode.observation, 0.0, False, True, info
+
+    def _end_episode(self) -> None:
+        episode, self._episode = getattr(self, "_episode", None), None
+        if episode is not None:
+            episode.stop()
+            episode.output.unlink(missing_ok=True)
