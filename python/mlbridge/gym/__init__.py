@@ -10,6 +10,9 @@ environments themselves, and what they import, load on first use
 - ``mlbridge/PhaseOrdering-v0``: :class:`mlbridge.gym.phase_ordering.PhaseOrderingEnv`,
   pass ordering for IR size on LLVM 19's ``mlbridge-phase-service``, one
   pass (or sub-sequence of ``-Oz``) per step.
+- ``mlbridge/RegallocEviction-v0``:
+  :class:`mlbridge.gym.regalloc_eviction.RegallocEvictionEnv`, eviction in
+  llc-19's greedy register allocator, one eviction question per step.
 
 .. code-block:: python
 
@@ -29,13 +32,24 @@ from mlbridge.problems import environments, get_problem
 if TYPE_CHECKING:
     from mlbridge.gym.inlining import InliningEnv
     from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+    from mlbridge.gym.regalloc_eviction import RegallocEvictionEnv
 
-__all__ = ["ENVIRONMENTS", "INLINING_ID", "PHASE_ORDERING_ID", "InliningEnv", "PhaseOrderingEnv"]
+__all__ = [
+    "ENVIRONMENTS",
+    "INLINING_ID",
+    "PHASE_ORDERING_ID",
+    "REGALLOC_EVICTION_ID",
+    "InliningEnv",
+    "PhaseOrderingEnv",
+    "RegallocEvictionEnv",
+]
 
 #: The id of the inlining environment.
 INLINING_ID = get_problem("inlining").env_id
 #: The id of the phase-ordering environment.
 PHASE_ORDERING_ID = get_problem("phase-ordering").env_id
+#: The id of the register-allocation eviction environment.
+REGALLOC_EVICTION_ID = get_problem("regalloc-eviction").env_id
 
 #: Every environment: gymnasium id -> entry point ("module:class"), one per
 #: problem of :mod:`mlbridge.problems`.

@@ -20,7 +20,7 @@ import numpy as np
 
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION
 from mlbridge.errors import MlbridgeError
-from mlbridge.gym.modules import Module, default_cache_dir, prepare_modules
+from mlbridge.gym.modules import MODULE_FLAGS, Module, default_cache_dir, prepare_modules
 
 __all__ = [
     "SPLITS",
@@ -65,10 +65,11 @@ def corpus_modules(
     split: str,
     quick: bool,
     cache_dir: Optional[Union[str, os.PathLike]],
+    module_flags: Sequence[str] = MODULE_FLAGS,
 ) -> List[Module]:
     """The modules of ``corpus`` (None: the loop's default corpus, with the
-    bundled demo programs) in ``split``, compiled into ``cache_dir`` (None:
-    :func:`~mlbridge.gym.modules.default_cache_dir`)."""
+    bundled demo programs) in ``split``, compiled with ``module_flags`` into
+    ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`)."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
 
     path = Path(corpus) if corpus is not None else default_corpus()
@@ -76,7 +77,7 @@ def corpus_modules(
     if split != "all":
         programs = [p for p in programs if p.split == split]
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return prepare_modules(programs, cache)
+    return prepare_modules(programs, cache, module_flags=module_flags)
 
 
 def environment_modules(
@@ -85,6 +86,7 @@ def environment_modules(
     split: str,
     quick: bool,
     cache_dir: Optional[Union[str, os.PathLike]],
+    module_flags: Sequence[str] = MODULE_FLAGS,
 ) -> Tuple[List[Module], Dict[str, Module]]:
     """An environment's modules (``modules``, else those of the corpus) and
     the same by name. Raises :class:`EnvError` when there is none or two
@@ -92,7 +94,7 @@ def environment_modules(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if modules is None:
-        modules = corpus_modules(corpus, split, quick, cache_dir)
+        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags)
         if not modules:
             raise EnvError(f"the corpus has no module in the split {split!r}")
     found = [as_module(m) for m in modules]

@@ -26,6 +26,9 @@ from mlbridge.errors import CorpusError
 CLANG = "clang-19"
 #: The flags that make a module ready for a size pipeline, not yet optimised.
 MODULE_FLAGS = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-w")
+#: The flags that make a module ready for code generation: optimised by
+#: clang's -O2 pipeline (for problems of the back end).
+OPTIMIZED_MODULE_FLAGS = ("-O2", "-emit-llvm", "-c", "-w")
 #: Longest a source may take to become a module.
 COMPILE_TIMEOUT = 300.0
 
@@ -57,25 +60,27 @@ def _module_name(program: Program, source: Path) -> str:
     return program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"
 
 
-def _cache_key(source: Path, flags: Sequence[str], clang: str) -> str:
+def _cache_key(source: Path, flags: Sequence[str], clang: str, module_flags: Sequence[str]) -> str:
     digest = hashlib.sha256()
     digest.update(source.read_bytes())
-    digest.update("\0".join([clang, *MODULE_FLAGS, *flags]).encode())
+    digest.update("\0".join([clang, *module_flags, *flags]).encode())
     return digest.hexdigest()[:24]
 
 
-def _prepare_one(program: Program, source: Path, cache_dir: Path, clang: str) -> Module:
+def _prepare_one(
+    program: Program, source: Path, cache_dir: Path, clang: str, module_flags: Sequence[str]
+) -> Module:
     name = _module_name(program, source)
     if source.suffix == ".bc":
         return Module(name, source, program.name, program.split, program.flags)
     try:
-        key = _cache_key(source, program.flags, clang)
+        key = _cache_key(source, program.flags, clang, module_flags)
     except OSError as err:
         raise ModuleError(f"{name}: cannot read {source}: {err.strerror or err}") from None
     out = cache_dir / f"{key}.bc"
     if not out.is_file():
         tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        command = [clang, *MODULE_FLAGS, *program.flags, str(source), "-o", str(tmp)]
+        command = [clang, *module_flags, *program.flags, str(source), "-o", str(tmp)]
         try:
             done = child_process.run(
                 command,
@@ -100,14 +105,17 @@ def prepare_modules(
     *,
     clang: str = CLANG,
     jobs: Optional[int] = None,
+    module_flags: Sequence[str] = MODULE_FLAGS,
 ) -> List[Module]:
-    """The modules of ``programs`` in order, compiled into ``cache_dir`` when
-    not already there. Raises :class:`ModuleError` naming the first source
-    that fails."""
+    """The modules of ``programs`` in order, compiled with ``module_flags``
+    into ``cache_dir`` when not already there. Raises :class:`ModuleError`
+    naming the first source that fails."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = [(p, s) for p in programs for s in p.sources]
     with ThreadPoolExecutor(max_workers=jobs or min(4, os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda ps: _prepare_one(ps[0], ps[1], cache_dir, clang), work))
+        return list(
+            pool.map(lambda ps: _prepare_one(ps[0], ps[1], cache_dir, clang, module_flags), work)
+        )
 
 
 def default_cache_dir() -> Path:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from mlbridge.problems import inlining, phase_ordering
+from mlbridge.problems import inlining, phase_ordering, regalloc_eviction
 from mlbridge.problems.problem import SESSIONS, DeployInputs, EntryPoint, Problem, resolve
 
 __all__ = [
@@ -33,7 +33,9 @@ __all__ = [
 ]
 
 #: Every problem, by name: one line each.
-PROBLEMS: Dict[str, Problem] = {p.name: p for p in (inlining.PROBLEM, phase_ordering.PROBLEM)}
+PROBLEMS: Dict[str, Problem] = {
+    p.name: p for p in (inlining.PROBLEM, phase_ordering.PROBLEM, regalloc_eviction.PROBLEM)
+}
 
 
 def get_problem(name: str) -> Problem:

@@ -1,0 +1,289 @@
+"""``mlbridge/RegallocEviction-v0``: eviction in the greedy register
+allocator of stock ``llc-19`` (docs/regalloc.md).
+
+One episode is ``llc-19 -O2`` on one module (IR optimised by clang's -O2
+pipeline, :data:`~mlbridge.gym.modules.OPTIMIZED_MODULE_FLAGS`), stopped
+after the allocation's rewriting. LLVM 19's eviction advisor, in its
+interactive mode, pauses at every question (which of up to 32 interfering
+live ranges to evict so that the current one gets a register, or none:
+candidate 32) and sends its features over a pipe channel
+(:func:`mlbridge.llvm.run_compiler`); the action is its answer. A candidate
+whose ``mask`` is 0 is refused (the episode ends with an error), and
+:meth:`RegallocEvictionEnv.action_masks` gives the legal ones to a masking
+learner. When the allocation is done, the reward compares MLGO's regalloc
+score of the allocated code (:mod:`mlbridge.llvm.regalloc_score`) with that
+of the default advisor on the same module: ``(default - score) / default``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from gymnasium import spaces
+
+from mlbridge import child_process
+from mlbridge.gym.corpus_modules import EnvError, SkipModule, environment_modules
+from mlbridge.gym.episode_limits import STDERR_TAIL, seconds
+from mlbridge.gym.modules import OPTIMIZED_MODULE_FLAGS, Module
+from mlbridge.gym.served_compilation import (
+    Outcome,
+    ServedCompilerEnv,
+    ServedEpisode,
+    StepResult,
+)
+from mlbridge.llvm.driver import RunResult, run_compiler
+from mlbridge.llvm.regalloc_score import (
+    RegallocScore,
+    ScoreError,
+    block_frequencies,
+    module_score,
+    read_text,
+)
+from mlbridge.policy import Session
+from mlbridge.problems.regalloc_eviction import CANDIDATES, FEATURES, MASK, observation_names
+
+__all__ = ["EnvError", "RegallocEvictionEnv"]
+
+#: The compiler.
+LLC = "llc-19"
+#: The pass after which the allocated code is taken (where LLVM scores it).
+STOP_AFTER = "virtregrewriter"
+#: Options of a module that make llc generate position-independent code.
+_PIC_FLAGS = frozenset({"-fPIC", "-fpic", "-fPIE", "-fpie"})
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """The default advisor's allocation of a module: its score and the block
+    frequencies every allocation of the module is weighted by."""
+
+    score: RegallocScore
+    frequencies: Dict[str, Dict[int, float]]
+
+
+class _Served:
+    """The policy :func:`run_compiler` serves: the bridge's, plus the
+    session header (:meth:`begin`) that names the features."""
+
+    def __init__(self, decide: Any, episode: ServedEpisode) -> None:
+        self._decide = decide
+        self._episode = episode
+
+    def begin(self, session: Session) -> None:
+        self._episode.header = session
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
+        return self._decide(features)
+
+
+class RegallocEvictionEnv(ServedCompilerEnv):
+    """Eviction in llc-19's greedy register allocator; see docs/regalloc.md.
+
+    - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
+      of bitcode or IR files, compiled as they are); else the programs of
+      ``corpus`` (any format of :mod:`mlbridge.corpus`; None: the default
+      corpus) in ``split``, optimised by clang-19 -O2 into ``cache_dir``;
+      ``quick`` keeps the small programs of the fetched corpus.
+    - ``step_timeout``: seconds the compiler may take to reach the next
+      question (or its end); ``episode_timeout``: seconds an episode's
+      compilation may last, the agent's time included (and the default
+      advisor's compilation of a module).
+    - ``opt_level``: llc's ``-O`` level (1, 2 or 3).
+    """
+
+    metadata: Dict[str, Any] = {"render_modes": []}
+    decision_name = "eviction"
+
+    def __init__(
+        self,
+        modules: Optional[Sequence[Union[Module, str, os.PathLike]]] = None,
+        corpus: Optional[Union[str, os.PathLike]] = None,
+        split: str = "train",
+        *,
+        quick: bool = True,
+        step_timeout: float = 60.0,
+        episode_timeout: float = 600.0,
+        opt_level: int = 2,
+        cache_dir: Optional[Union[str, os.PathLike]] = None,
+        llc: str = LLC,
+        render_mode: Optional[str] = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"RegallocEvictionEnv renders nothing (render_mode={render_mode!r})")
+        if opt_level not in (1, 2, 3):
+            raise ValueError(f"opt_level must be 1, 2 or 3, got {opt_level!r}")
+        self.render_mode = render_mode
+        self.step_timeout = seconds("step_timeout", step_timeout)
+        self.episode_timeout = seconds("episode_timeout", episode_timeout)
+        self.opt_level, self.llc = opt_level, llc
+        self.modules: List[Module]
+        self.modules, self._by_name = environment_modules(
+            modules, corpus, split, quick, cache_dir, OPTIMIZED_MODULE_FLAGS
+        )
+        #: Modules that give no episode (nothing to evict, failed to compile), with why.
+        self.skipped: Dict[str, str] = {}
+        self._baselines: Dict[str, _Baseline] = {}
+        self._make_workdir("mlbridge-regalloc-")
+        self._episode: Optional[ServedEpisode] = None
+        self._episodes = 0
+        #: The observation's names: each feature of LLVM's eviction advisor,
+        #: one per candidate (``mask[0]`` ... ``mask[32]``), in LLVM's order.
+        self.feature_names: Tuple[str, ...] = observation_names()
+        self.observation_space = self._box(self.feature_names)
+        self.action_space = spaces.Discrete(CANDIDATES)
+
+    # -- the compiler ----------------------------------------------------------
+
+    def _command(self, module: Module, output: Path, *extra: str) -> List[str]:
+        pic = ["-relocation-model=pic"] if _PIC_FLAGS & set(module.flags) else []
+        return [
+            self.llc,
+            f"-O{self.opt_level}",
+            *pic,
+            f"-stop-after={STOP_AFTER}",
+            *extra,
+            str(module.bitcode),
+            "-o",
+            str(output),
+        ]
+
+    def _baseline(self, module: Module) -> _Baseline:
+        """The default advisor's allocation of ``module`` (measured once per
+        environment); raises :class:`SkipModule` when it cannot be measured."""
+        if module.name in self._baselines:
+            return self._baselines[module.name]
+        output = Path(self._workdir()) / "default.mir"
+        log = Path(self._workdir()) / "default.bfi"
+        try:
+            with open(log, "wb") as stderr:
+                done = child_process.run(
+                    self._command(module, output, "-print-machine-bfi"),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    timeout=self.episode_timeout,
+                )
+            if done.returncode != 0:
+                tail = read_text(log, "llc's stderr")[-STDERR_TAIL:]
+                raise SkipModule(
+                    f"{self.llc} with the default advisor failed ({done.returncode}): {tail}"
+                )
+            frequencies = block_frequencies(read_text(log, "llc's block frequencies"))
+            score = module_score(read_text(output, "the allocated code"), frequencies)
+        except subprocess.TimeoutExpired:
+            raise SkipModule(
+                f"{self.llc} with the default advisor ran longer than {self.episode_timeout:g} s"
+            ) from None
+        except ScoreError as err:
+            raise SkipModule(f"the default allocation cannot be scored: {err}") from None
+        finally:
+            output.unlink(missing_ok=True)
+            log.unlink(missing_ok=True)
+        self._baselines[module.name] = _Baseline(score, frequencies)
+        return self._baselines[module.name]
+
+    def default_score(self, module: str) -> float:
+        """MLGO's regalloc score of the default advisor on the module named
+        ``module`` (measured once per environment)."""
+        if module not in self._by_name:
+            raise EnvError(f"no module named {module!r}")
+        try:
+            return self._baseline(self._by_name[module]).score.score()
+        except SkipModule as skip:
+            raise EnvError(f"{module}: {skip}") from None
+
+    # -- the episode -----------------------------------------------------------
+
+    def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Starts ``module``'s allocation up to its first eviction question;
+        raises :class:`SkipModule` when it gives no episode."""
+        self._baseline(module)
+        self._episodes += 1
+        output = Path(self._workdir()) / f"episode-{self._episodes}.mir"
+        episode = ServedEpisode(module, output)
+        command = self._command(module, output)
+        workdir, timeout = self._workdir(), self.episode_timeout
+
+        def serve(decide: Any) -> RunResult:
+            return run_compiler(
+                command,
+                {"evict": _Served(decide, episode)},
+                timeout=timeout,
+                channel_dir=workdir,
+                stdout=subprocess.DEVNULL,
+                on_start=episode.started,
+            )
+
+        event = self._open(episode, serve)
+        sent = tuple(
+            (s.name, s.element_count) for s in (episode.header.features if episode.header else ())
+        )
+        expected = tuple((name, count) for name, _, count in FEATURES)
+        if sent != expected:
+            episode.stop()
+            raise EnvError(
+                f"{module.name}: {self.llc} sent the eviction features {list(sent)}, "
+                f"not those of the observation space {list(expected)}"
+            )
+        return self._hand(episode, event), self._info(episode)
+
+    def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
+        arrays = [features[name] for name, _, _ in FEATURES]
+        return np.concatenate(arrays, axis=None, dtype=np.float32, casting="unsafe")
+
+    def _info(self, episode: ServedEpisode) -> Dict[str, Any]:
+        info = super()._info(episode)
+        info["action_mask"] = self._mask(episode)
+        return info
+
+    @staticmethod
+    def _mask(episode: ServedEpisode) -> np.ndarray:
+        mask = episode.features.get(MASK)
+        if mask is None:
+            return np.zeros(CANDIDATES, dtype=bool)
+        return np.asarray(mask).reshape(-1) != 0
+
+    def action_masks(self) -> np.ndarray:
+        """The legal candidates of the current question (all False when no
+        episode runs): what sb3-contrib's ``MaskablePPO`` reads."""
+        episode = self._episode
+        if episode is None or episode.done:
+            return np.zeros(CANDIDATES, dtype=bool)
+        return self._mask(episode)
+
+    def step(self, action: Any) -> StepResult:
+        """Answers the current question: the index of the candidate to evict
+        (32: none, the current live range is split or spilled)."""
+        episode = self._running()
+        if not self.action_space.contains(action):
+            return self._fault(
+                episode,
+                f"invalid action {action!r} (a {type(action).__name__}): "
+                f"expected a candidate 0..{CANDIDATES - 1}, Discrete({CANDIDATES})",
+            )
+        mask = self._mask(episode)
+        if not mask[int(action)]:
+            return self._fault(
+                episode,
+                f"candidate {int(action)} cannot be evicted (mask[{int(action)}] == 0; "
+                f"legal: {np.flatnonzero(mask).tolist()})",
+            )
+        return self._answer(episode, int(action))
+
+    def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
+        baseline = self._baseline(episode.module)
+        try:
+            score = module_score(
+                read_text(episode.output, "the allocated code"), baseline.frequencies
+            )
+        except ScoreError as err:
+            return f"scoring the allocation failed: {err}"
+        default = baseline.score.score()
+        value = score.score()
+        reward = (default - value) / max(default, 1.0)
+        return reward, {"score": value, "default_score": default, "counts": score.to_dict()}

@@ -1,0 +1,299 @@
+"""MLGO's register-allocation score, computed from the allocated code.
+
+LLVM's ``RegAllocScore`` (the reward of MLGO's eviction advisor) is the sum
+over a function's blocks of each block's frequency relative to the entry
+block times the weighted count of its copies (0.2), loads (4), stores (1),
+instructions that both load and store (5), cheap rematerialisable
+instructions (0.2) and expensive ones (1). Only a development build of LLVM
+computes it; a stock ``llc-19`` does not. mlbridge computes the same sum
+from what a stock ``llc-19`` prints:
+
+- the code after register allocation, as MIR text (``-stop-after=
+  virtregrewriter``, where LLVM's ``RegAllocScoring`` pass runs);
+- each block's frequency, from ``-print-machine-bfi`` on stderr. The
+  allocator does not change the control flow, so the last frequencies LLVM
+  printed for a function (before its allocation) are those of its allocated
+  blocks; they do not depend on the eviction decisions and a compilation
+  with the default advisor gives them for every later one of the module.
+
+What MIR text does not say is read as follows (x86-64, documented in
+docs/regalloc.md): an instruction loads or stores when its memory operands
+say so (``:: (load ...)``, ``(store ...)``); a rematerialisable instruction
+is one of x86's constant materialisations (cheap), an ``LEA`` of a symbol or
+stack slot without index (cheap), or a load that LLVM marks invariant or
+that reads the constant pool or the GOT (expensive). Debug instructions,
+``KILL`` and inline assembly count nothing, as in LLVM.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, fields
+from typing import Dict, Iterator, Optional, Set, Tuple
+
+from mlbridge.errors import MlbridgeError
+
+#: Largest MIR or frequency text read (a module's allocated code).
+MAX_TEXT_BYTES = 512 << 20
+
+#: x86-64 instructions that rematerialise as cheaply as a move: constant
+#: materialisations (``isAsCheapAsAMove`` and ``isReMaterializable``).
+CHEAP_REMAT = frozenset(
+    {
+        "MOV8ri",
+        "MOV16ri",
+        "MOV32ri",
+        "MOV32ri64",
+        "MOV64ri",
+        "MOV64ri32",
+        "MOV32r0",
+        "MOV32r1",
+        "MOV32r_1",
+        "MOV32ImmSExti8",
+        "MOV64ImmSExti8",
+        "V_SET0",
+        "V_SETALLONES",
+        "AVX_SET0",
+        "AVX1_SETALLONES",
+        "AVX2_SETALLONES",
+        "AVX512_128_SET0",
+        "AVX512_256_SET0",
+        "AVX512_512_SET0",
+        "AVX512_512_SETALLONES",
+        "AVX512_FsFLD0SS",
+        "AVX512_FsFLD0SD",
+        "AVX512_FsFLD0SH",
+        "AVX512_FsFLD0F128",
+        "FsFLD0SS",
+        "FsFLD0SD",
+        "FsFLD0SH",
+        "FsFLD0F128",
+        "MMX_SET0",
+    }
+)
+#: x86-64 address computations, rematerialisable when they address a symbol
+#: or a stack slot without an index register.
+_LEA = frozenset({"LEA32r", "LEA64r", "LEA64_32r"})
+#: Instructions that count nothing (``isDebugInstr``, ``isKill``, ``isInlineAsm``).
+_IGNORED = frozenset(
+    {
+        "DBG_VALUE",
+        "DBG_VALUE_LIST",
+        "DBG_INSTR_REF",
+        "DBG_PHI",
+        "DBG_LABEL",
+        "KILL",
+        "INLINEASM",
+        "INLINEASM_BR",
+    }
+)
+
+_OPCODE = re.compile(r"(?:^|\s)([A-Z][A-Za-z0-9_]*)(?=\s|$|,)")
+_MEMOP_WORDS = re.compile(r"\(((?:[a-z][a-z-]*\s+)+)")
+_BLOCK = re.compile(r"^  bb\.(\d+)\b")
+_FUNCTION = re.compile(r"^name:\s+(.*?)\s*$")
+_BFI_FUNCTION = re.compile(r"^block-frequency-info: (.*)$")
+_BFI_BLOCK = re.compile(r"^ - BB(\d+)(?:\[.*\])?: float = \S+, int = (\d+)\s*$")
+
+
+class ScoreError(MlbridgeError):
+    """The allocated code or the block frequencies cannot be read."""
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """The weight of each kind of instruction (LLVM's defaults)."""
+
+    copy: float = 0.2
+    load: float = 4.0
+    store: float = 1.0
+    cheap_remat: float = 0.2
+    expensive_remat: float = 1.0
+
+
+@dataclass
+class RegallocScore:
+    """Frequency-weighted counts of one function, or of several summed."""
+
+    copies: float = 0.0
+    loads: float = 0.0
+    stores: float = 0.0
+    load_stores: float = 0.0
+    cheap_remats: float = 0.0
+    expensive_remats: float = 0.0
+
+    def score(self, weights: ScoreWeights = ScoreWeights()) -> float:
+        """The weighted sum (lower is better)."""
+        return (
+            weights.copy * self.copies
+            + weights.load * self.loads
+            + weights.store * self.stores
+            + (weights.load + weights.store) * self.load_stores
+            + weights.cheap_remat * self.cheap_remats
+            + weights.expensive_remat * self.expensive_remats
+        )
+
+    def __iadd__(self, other: "RegallocScore") -> "RegallocScore":
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def to_dict(self) -> Dict[str, float]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["score"] = self.score()
+        return out
+
+
+def read_text(path: "os.PathLike[str] | str", what: str) -> str:
+    """The text of ``path``, refused above :data:`MAX_TEXT_BYTES`."""
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_TEXT_BYTES:
+            raise ScoreError(f"{what} {path} has {size} bytes (limit {MAX_TEXT_BYTES})")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(MAX_TEXT_BYTES + 1)
+    except OSError as err:
+        raise ScoreError(f"cannot read {what} {path}: {err.strerror or err}") from None
+
+
+def _yaml_name(raw: str) -> str:
+    """A MIR function name as LLVM printed it (plain or YAML-quoted)."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1].replace("''", "'")
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        return raw[1:-1].encode("utf-8", "replace").decode("unicode_escape", "replace")
+    return raw
+
+
+def block_frequencies(text: str) -> Dict[str, Dict[int, float]]:
+    """Each function's block frequencies relative to its entry block (the
+    first block printed), from ``-print-machine-bfi`` output: the last ones
+    printed for each function (LLVM prints them each time a pass computes
+    them). The exact integer frequencies are used, not the rounded floats.
+    Other lines (the compiler's diagnostics) are ignored."""
+    raw: Dict[str, Dict[int, int]] = {}
+    current: Optional[Dict[int, int]] = None
+    for line in text.splitlines():
+        block = _BFI_BLOCK.match(line)
+        if block is not None and current is not None:
+            current[int(block.group(1))] = int(block.group(2))
+            continue
+        function = _BFI_FUNCTION.match(line)
+        if function is not None:
+            current = raw[function.group(1)] = {}
+        elif not line.startswith(" - "):
+            current = None
+    out: Dict[str, Dict[int, float]] = {}
+    for name, blocks in raw.items():
+        entry = next(iter(blocks.values()), 0)
+        if entry <= 0:
+            raise ScoreError(f"{name}: the entry block's frequency is {entry}")
+        out[name] = {number: freq / entry for number, freq in blocks.items()}
+    return out
+
+
+def _functions(mir: str) -> Iterator[Tuple[str, str]]:
+    """(name, body) of each machine function of a MIR file."""
+    for document in re.split(r"^---.*$", mir, flags=re.M):
+        head, marker, body = document.partition("\nbody:")
+        if not marker:
+            continue
+        name = None
+        for line in head.splitlines():
+            found = _FUNCTION.match(line)
+            if found is not None:
+                name = _yaml_name(found.group(1))
+                break
+        if name is None:
+            raise ScoreError("a machine function of the MIR has no name")
+        # the first line is the block scalar's indicator ("|")
+        yield name, body.split("\n", 1)[-1].split("\n...", 1)[0]
+
+
+def _classify(line: str) -> Optional[str]:
+    """The kind of the instruction on ``line`` (a field of :class:`RegallocScore`),
+    or None when it counts nothing."""
+    code, _, memops = line.partition(" :: ")
+    code = code.split(" debug-location ", 1)[0]
+    _, equals, rest = code.rpartition(" = ")
+    opcode_match = _OPCODE.search(rest if equals else code)
+    if opcode_match is None:
+        return None
+    opcode = opcode_match.group(1)
+    if opcode in _IGNORED:
+        return None
+    if opcode == "COPY":
+        return "copies"
+    if opcode in CHEAP_REMAT:
+        return "cheap_remats"
+    words: Set[str] = set()
+    for found in _MEMOP_WORDS.finditer(memops):
+        words.update(found.group(1).split())
+    loads, stores = "load" in words, "store" in words
+    if opcode in _LEA:
+        operands = [o.strip() for o in (rest if equals else code)[opcode_match.end() :].split(",")]
+        # base, scale, index, displacement, segment
+        if len(operands) >= 3 and operands[2] == "$noreg":
+            base = operands[0].replace("renamable ", "")
+            if base in ("$rip", "$noreg") or base.startswith(("%stack.", "%fixed-stack.")):
+                return "cheap_remats"
+    if (
+        loads
+        and not stores
+        and ("invariant" in words or "from constant-pool" in memops or "from got" in memops)
+    ):
+        return "expensive_remats"
+    if loads and stores:
+        return "load_stores"
+    if loads:
+        return "loads"
+    if stores:
+        return "stores"
+    return None
+
+
+def function_scores(mir: str, frequencies: Dict[str, Dict[int, float]]) -> Dict[str, RegallocScore]:
+    """The score of each machine function of ``mir`` (MIR text after
+    register allocation), its blocks weighted by ``frequencies``
+    (:func:`block_frequencies`). A block LLVM gave no frequency is an error:
+    the frequencies are not those of this code."""
+    out: Dict[str, RegallocScore] = {}
+    for name, body in _functions(mir):
+        freqs = frequencies.get(name)
+        score = RegallocScore()
+        freq: Optional[float] = None
+        in_bundle = False
+        for line in body.splitlines():
+            block = _BLOCK.match(line)
+            if block is not None:
+                number = int(block.group(1))
+                if freqs is None or number not in freqs:
+                    raise ScoreError(f"{name}: no block frequency for bb.{number}")
+                freq = freqs[number]
+                continue
+            stripped = line.strip()
+            if not line.startswith("    ") or not stripped or stripped.startswith(";"):
+                continue
+            if stripped.startswith(("successors:", "liveins:")):
+                continue
+            if in_bundle:
+                in_bundle = stripped != "}"
+                continue
+            if stripped.endswith("{"):
+                in_bundle = True  # LLVM counts the bundle, not what it holds
+            if freq is None:
+                raise ScoreError(f"{name}: an instruction before the first block")
+            kind = _classify(stripped)
+            if kind is not None:
+                setattr(score, kind, getattr(score, kind) + freq)
+        out[name] = score
+    return out
+
+
+def module_score(mir: str, frequencies: Dict[str, Dict[int, float]]) -> RegallocScore:
+    """The sum of :func:`function_scores`."""
+    total = RegallocScore()
+    for score in function_scores(mir, frequencies).values():
+        total += score
+    return total

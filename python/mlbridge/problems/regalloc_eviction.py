@@ -1,0 +1,77 @@
+"""Register allocation eviction: at each eviction question of stock
+``llc-19``'s greedy allocator, which live range to evict; reward: MLGO's
+regalloc score of the allocated code against the default advisor's."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+from mlbridge.problems.problem import Problem
+from mlbridge.tensor_spec import TensorSpec
+
+#: Candidates per question: 32 interfering live ranges, then the live range
+#: being allocated (choosing it evicts nothing: it is split or spilled).
+CANDIDATES = 33
+#: The deployed model's output: the index of the candidate to evict.
+DECISION = "index_to_evict"
+#: The legal candidates (1) among the :data:`CANDIDATES`.
+MASK = "mask"
+#: What LLVM 19's eviction advisor sends at every question, in its order:
+#: (name, element type, elements). Checked against the compiler's header at
+#: every episode.
+FEATURES: Tuple[Tuple[str, str, int], ...] = (
+    (MASK, "int64_t", CANDIDATES),
+    ("is_free", "int64_t", CANDIDATES),
+    ("nr_urgent", "float", CANDIDATES),
+    ("nr_broken_hints", "float", CANDIDATES),
+    ("is_hint", "int64_t", CANDIDATES),
+    ("is_local", "int64_t", CANDIDATES),
+    ("nr_rematerializable", "float", CANDIDATES),
+    ("nr_defs_and_uses", "float", CANDIDATES),
+    ("weighed_reads_by_max", "float", CANDIDATES),
+    ("weighed_writes_by_max", "float", CANDIDATES),
+    ("weighed_read_writes_by_max", "float", CANDIDATES),
+    ("weighed_indvars_by_max", "float", CANDIDATES),
+    ("hint_weights_by_max", "float", CANDIDATES),
+    ("start_bb_freq_by_max", "float", CANDIDATES),
+    ("end_bb_freq_by_max", "float", CANDIDATES),
+    ("hottest_bb_freq_by_max", "float", CANDIDATES),
+    ("liverange_size", "float", CANDIDATES),
+    ("use_def_density", "float", CANDIDATES),
+    ("max_stage", "int64_t", CANDIDATES),
+    ("min_stage", "int64_t", CANDIDATES),
+    ("progress", "float", 1),
+)
+
+
+def observation_names() -> Tuple[str, ...]:
+    """The flat observation's names: ``feature[i]`` for each candidate ``i``
+    of a per-candidate feature, the feature's name for a scalar."""
+    return tuple(
+        name if count == 1 else f"{name}[{i}]" for name, _, count in FEATURES for i in range(count)
+    )
+
+
+def deploy_inputs(
+    names: Sequence[str], kept: List[int]
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+    """The deployed model reads LLVM's tensors, whose concatenation is the
+    observation; ``kept`` indexes that concatenation."""
+    inputs = [TensorSpec(name, type_name, (count,)) for name, type_name, count in FEATURES]
+    if sum(s.element_count for s in inputs) != len(names):
+        raise ValueError("LLVM's eviction features do not match the observation")
+    return inputs, kept
+
+
+PROBLEM = Problem(
+    name="regalloc-eviction",
+    env_id="mlbridge/RegallocEviction-v0",
+    environment="mlbridge.gym.regalloc_eviction:RegallocEvictionEnv",
+    hidden=(),
+    output=DECISION,
+    deploy_inputs=deploy_inputs,
+    description="which live range the greedy allocator of llc-19 evicts, "
+    "reward: MLGO's regalloc score vs the default advisor",
+    gamma=1.0,
+    gae_lambda=1.0,
+)
