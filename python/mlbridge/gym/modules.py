@@ -29,6 +29,13 @@ MODULE_FLAGS = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-
 #: The flags that make a module ready for code generation: optimised by
 #: clang's -O2 pipeline (for problems of the back end).
 OPTIMIZED_MODULE_FLAGS = ("-O2", "-emit-llvm", "-c", "-w")
+
+
+def module_flags(optimized: bool) -> Tuple[str, ...]:
+    """The flags making a problem's modules (``Problem.optimized_modules``)."""
+    return OPTIMIZED_MODULE_FLAGS if optimized else MODULE_FLAGS
+
+
 #: Longest a source may take to become a module.
 COMPILE_TIMEOUT = 300.0
 

@@ -19,51 +19,40 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge import child_process
 from mlbridge.gym.corpus_modules import EnvError, SkipModule, environment_modules
-from mlbridge.gym.episode_limits import STDERR_TAIL, seconds
-from mlbridge.gym.modules import OPTIMIZED_MODULE_FLAGS, Module
+from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
+from mlbridge.gym.modules import Module, module_flags
 from mlbridge.gym.served_compilation import (
     Outcome,
     ServedCompilerEnv,
     ServedEpisode,
     StepResult,
 )
-from mlbridge.llvm.driver import RunResult, run_compiler
-from mlbridge.llvm.regalloc_score import (
-    RegallocScore,
-    ScoreError,
-    block_frequencies,
-    module_score,
-    read_text,
+from mlbridge.llvm.allocation import (
+    LLC,
+    AllocationError,
+    DefaultAllocation,
+    allocation_command,
+    default_allocation,
 )
+from mlbridge.llvm.driver import RunResult, run_compiler
+from mlbridge.llvm.regalloc_score import ScoreError
 from mlbridge.policy import Session
-from mlbridge.problems.regalloc_eviction import CANDIDATES, FEATURES, MASK, observation_names
+from mlbridge.problems.regalloc_eviction import (
+    CANDIDATES,
+    FEATURES,
+    MASK,
+    PROBLEM,
+    observation_names,
+)
 
 __all__ = ["EnvError", "RegallocEvictionEnv"]
-
-#: The compiler.
-LLC = "llc-19"
-#: The pass after which the allocated code is taken (where LLVM scores it).
-STOP_AFTER = "virtregrewriter"
-#: Options of a module that make llc generate position-independent code.
-_PIC_FLAGS = frozenset({"-fPIC", "-fpic", "-fPIE", "-fpie"})
-
-
-@dataclass(frozen=True)
-class _Baseline:
-    """The default advisor's allocation of a module: its score and the block
-    frequencies every allocation of the module is weighted by."""
-
-    score: RegallocScore
-    frequencies: Dict[str, Dict[int, float]]
 
 
 class _Served:
@@ -123,11 +112,11 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         self.opt_level, self.llc = opt_level, llc
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
-            modules, corpus, split, quick, cache_dir, OPTIMIZED_MODULE_FLAGS
+            modules, corpus, split, quick, cache_dir, module_flags(PROBLEM.optimized_modules)
         )
         #: Modules that give no episode (nothing to evict, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
-        self._baselines: Dict[str, _Baseline] = {}
+        self._baselines: Dict[str, DefaultAllocation] = {}
         self._make_workdir("mlbridge-regalloc-")
         self._episode: Optional[ServedEpisode] = None
         self._episodes = 0
@@ -139,52 +128,24 @@ class RegallocEvictionEnv(ServedCompilerEnv):
 
     # -- the compiler ----------------------------------------------------------
 
-    def _command(self, module: Module, output: Path, *extra: str) -> List[str]:
-        pic = ["-relocation-model=pic"] if _PIC_FLAGS & set(module.flags) else []
-        return [
-            self.llc,
-            f"-O{self.opt_level}",
-            *pic,
-            f"-stop-after={STOP_AFTER}",
-            *extra,
-            str(module.bitcode),
-            "-o",
-            str(output),
-        ]
+    def _command(self, module: Module, output: Path) -> List[str]:
+        return allocation_command(self.llc, self.opt_level, module.bitcode, module.flags, output)
 
-    def _baseline(self, module: Module) -> _Baseline:
+    def _baseline(self, module: Module) -> DefaultAllocation:
         """The default advisor's allocation of ``module`` (measured once per
         environment); raises :class:`SkipModule` when it cannot be measured."""
-        if module.name in self._baselines:
-            return self._baselines[module.name]
-        output = Path(self._workdir()) / "default.mir"
-        log = Path(self._workdir()) / "default.bfi"
-        try:
-            with open(log, "wb") as stderr:
-                done = child_process.run(
-                    self._command(module, output, "-print-machine-bfi"),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    timeout=self.episode_timeout,
+        if module.name not in self._baselines:
+            try:
+                self._baselines[module.name] = default_allocation(
+                    self.llc,
+                    self.opt_level,
+                    module.bitcode,
+                    module.flags,
+                    Path(self._workdir()),
+                    self.episode_timeout,
                 )
-            if done.returncode != 0:
-                tail = read_text(log, "llc's stderr")[-STDERR_TAIL:]
-                raise SkipModule(
-                    f"{self.llc} with the default advisor failed ({done.returncode}): {tail}"
-                )
-            frequencies = block_frequencies(read_text(log, "llc's block frequencies"))
-            score = module_score(read_text(output, "the allocated code"), frequencies)
-        except subprocess.TimeoutExpired:
-            raise SkipModule(
-                f"{self.llc} with the default advisor ran longer than {self.episode_timeout:g} s"
-            ) from None
-        except ScoreError as err:
-            raise SkipModule(f"the default allocation cannot be scored: {err}") from None
-        finally:
-            output.unlink(missing_ok=True)
-            log.unlink(missing_ok=True)
-        self._baselines[module.name] = _Baseline(score, frequencies)
+            except AllocationError as err:
+                raise SkipModule(str(err)) from None
         return self._baselines[module.name]
 
     def default_score(self, module: str) -> float:
@@ -234,7 +195,10 @@ class RegallocEvictionEnv(ServedCompilerEnv):
 
     def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
         arrays = [features[name] for name, _, _ in FEATURES]
-        return np.concatenate(arrays, axis=None, dtype=np.float32, casting="unsafe")
+        observation = np.concatenate(arrays, axis=None, dtype=np.float32, casting="unsafe")
+        # LLVM sends NaN for some densities (use_def_density of a live range
+        # of no length): observed as 0, as the deployment host feeds them.
+        return np.nan_to_num(observation, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
 
     def _info(self, episode: ServedEpisode) -> Dict[str, Any]:
         info = super()._info(episode)
@@ -278,9 +242,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
     def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
         baseline = self._baseline(episode.module)
         try:
-            score = module_score(
-                read_text(episode.output, "the allocated code"), baseline.frequencies
-            )
+            score = baseline.score_of(episode.output)
         except ScoreError as err:
             return f"scoring the allocation failed: {err}"
         default = baseline.score.score()

@@ -47,10 +47,17 @@ class Problem:
     session: str = "compiler-per-episode"
     #: A feature the actor imitates before PPO (None: no warm start).
     warm_start_feature: Optional[str] = None
+    #: The features saying which actions are legal (``NAME[i]`` non-zero:
+    #: action i is legal), masked in training and in the deployed model
+    #: (:mod:`mlbridge.train.masking`); None: every action is always legal.
+    action_mask: Optional[str] = None
     #: Deploys an exported policy on held-out modules and measures it
     #: (entry point): (policy.onnx, modules, work directory, native tool or
     #: None) -> report with a "summary" (lines to print). None: no deployment.
     evaluate: Optional[EntryPoint] = None
+    #: The modules are optimised by clang -O2 (for problems of the back
+    #: end) instead of made ready for a size pipeline (clang -Oz, no pass run).
+    optimized_modules: bool = False
     #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
     gamma: float = 0.99
     gae_lambda: float = 0.95

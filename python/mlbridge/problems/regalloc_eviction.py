@@ -69,9 +69,12 @@ PROBLEM = Problem(
     environment="mlbridge.gym.regalloc_eviction:RegallocEvictionEnv",
     hidden=(),
     output=DECISION,
+    action_mask=MASK,
     deploy_inputs=deploy_inputs,
     description="which live range the greedy allocator of llc-19 evicts, "
     "reward: MLGO's regalloc score vs the default advisor",
+    evaluate="mlbridge.train.deploy_regalloc_eviction:evaluate_trained",
+    optimized_modules=True,
     gamma=1.0,
     gae_lambda=1.0,
 )

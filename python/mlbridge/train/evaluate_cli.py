@@ -62,7 +62,7 @@ def measure(
     """The problem's deployment of ``policy`` on ``split`` of ``corpus``,
     measured (its report, with ``summary`` lines)."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
-    from mlbridge.gym.modules import default_cache_dir, prepare_modules
+    from mlbridge.gym.modules import default_cache_dir, module_flags, prepare_modules
     from mlbridge.native import NativeError
     from mlbridge.problems import get_problem
     from mlbridge.train.tasks import evaluate
@@ -76,7 +76,9 @@ def measure(
         fail(f"--corpus {corpus}: no such file or directory", USAGE)
     chosen = corpus if corpus is not None else default_corpus()
     programs = [p for p in load_corpus(chosen, not full) if p.split == split]
-    modules = prepare_modules(programs, default_cache_dir())
+    modules = prepare_modules(
+        programs, default_cache_dir(), module_flags=module_flags(declared.optimized_modules)
+    )
     if not modules:
         fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
     try:

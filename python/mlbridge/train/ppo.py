@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
-from mlbridge.train.tasks import Task, env_kwargs, export, get_task, wrapper
+from mlbridge.train.tasks import Task, action_mask, env_kwargs, export, get_task, wrapper
 from mlbridge.train.warm_start import warm_start
 
 if TYPE_CHECKING:
@@ -129,7 +129,14 @@ def train(config: TrainConfig) -> Dict[str, Any]:
         if state is None or resume_from is None:
             state = RunState(checkpoints, _hyperparameters(config, task))
             state.save()
-        model = PPO("MlpPolicy", venv, device="cpu", **state.hyperparameters.ppo_kwargs())
+        ppo_kwargs = state.hyperparameters.ppo_kwargs()
+        policy: Any = "MlpPolicy"
+        if task.action_mask is not None:
+            from mlbridge.train.masked_policy import MaskedActorCriticPolicy
+
+            policy = MaskedActorCriticPolicy
+            ppo_kwargs["policy_kwargs"]["mask_index"] = action_mask(task, venv, names)
+        model = PPO(policy, venv, device="cpu", **ppo_kwargs)
         if resume_from is not None:
             state.restore(model, resume_from)
         warm = None

@@ -5,16 +5,26 @@ of a trained policy for the compiler, and its deployment."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
 from mlbridge.train.export import export_policy
 from mlbridge.train.features import SignedLogFeatures, kept_features
+from mlbridge.train.masking import mask_indices
 
 if TYPE_CHECKING:
     from mlbridge.gym.modules import Module
 
-__all__ = ["TASKS", "Task", "env_kwargs", "evaluate", "export", "get_task", "wrapper"]
+__all__ = [
+    "TASKS",
+    "Task",
+    "action_mask",
+    "env_kwargs",
+    "evaluate",
+    "export",
+    "get_task",
+    "wrapper",
+]
 
 #: The problems ``mlbridge train`` trains, by name (the registry itself).
 TASKS: Dict[str, Problem] = PROBLEMS
@@ -42,7 +52,16 @@ def export(problem: Problem, policy: Any, path: Path, names: Sequence[str]) -> N
     ``names`` are the environment's raw feature names."""
     kept = kept_features(names, problem.hidden)
     inputs, keep = resolve(problem.deploy_inputs)(names, kept)
-    export_policy(policy, path, inputs, problem.output, keep)
+    export_policy(policy, path, inputs, problem.output, keep, action_mask(problem, policy, names))
+
+
+def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:
+    """Where the problem's action mask is in what the policy sees (the kept
+    features of ``names``); None when it has none."""
+    if problem.action_mask is None:
+        return None
+    kept = [names[i] for i in kept_features(names, problem.hidden)]
+    return mask_indices(kept, problem.action_mask, int(policy.action_space.n))
 
 
 def evaluate(
