@@ -1,9 +1,12 @@
 """The train/held-out split of a corpus's programs: a stable hash of each
-program's name, so a program keeps its side when others are added."""
+program's name, so a program keeps its side when others are added; and a
+corpus's programs in an order that covers its projects evenly."""
 
 from __future__ import annotations
 
 import hashlib
+import random
+from collections import defaultdict
 from typing import Dict, List, Sequence
 
 from mlbridge.corpus.program import HELD_OUT, TRAIN, Program
@@ -34,3 +37,24 @@ def hash_split(names: Sequence[str]) -> Dict[str, str]:
 def split(programs: Sequence[Program], which: str) -> List[Program]:
     """The programs of split ``which`` (TRAIN or HELD_OUT)."""
     return [p for p in programs if p.split == which]
+
+
+def interleave_projects(programs: Sequence[Program], seed: int) -> List[Program]:
+    """``programs`` with their projects interleaved (each project's programs
+    shuffled by ``seed``), so that every prefix covers as many projects as
+    it can: a sample of a large corpus is its first N."""
+    rng = random.Random(seed)
+    by_project: Dict[str, List[Program]] = defaultdict(list)
+    for program in sorted(programs, key=lambda p: p.name):
+        by_project[program.project].append(program)
+    queues = []
+    for project in sorted(by_project):
+        units = by_project[project]
+        rng.shuffle(units)
+        queues.append(units)
+    ordered: List[Program] = []
+    depth = 0
+    while any(depth < len(q) for q in queues):
+        ordered += [q[depth] for q in queues if depth < len(q)]
+        depth += 1
+    return ordered

@@ -66,16 +66,24 @@ def corpus_modules(
     quick: bool,
     cache_dir: Optional[Union[str, os.PathLike]],
     module_flags: Sequence[str] = MODULE_FLAGS,
+    max_programs: Optional[int] = None,
 ) -> List[Module]:
     """The modules of ``corpus`` (None: the loop's default corpus, with the
     bundled demo programs) in ``split``, compiled with ``module_flags`` into
-    ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`)."""
+    ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`);
+    with ``max_programs``, those of a fixed sample of the split's programs,
+    its projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`)."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
+    from mlbridge.corpus.split import interleave_projects
 
     path = Path(corpus) if corpus is not None else default_corpus()
     programs = load_corpus(path, quick)
     if split != "all":
         programs = [p for p in programs if p.split == split]
+    if max_programs is not None:
+        if max_programs < 1:
+            raise ValueError(f"max_programs must be at least 1, got {max_programs!r}")
+        programs = interleave_projects(programs, seed=0)[:max_programs]
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return prepare_modules(programs, cache, module_flags=module_flags)
 
@@ -87,6 +95,7 @@ def environment_modules(
     quick: bool,
     cache_dir: Optional[Union[str, os.PathLike]],
     module_flags: Sequence[str] = MODULE_FLAGS,
+    max_programs: Optional[int] = None,
 ) -> Tuple[List[Module], Dict[str, Module]]:
     """An environment's modules (``modules``, else those of the corpus) and
     the same by name. Raises :class:`EnvError` when there is none or two
@@ -94,7 +103,7 @@ def environment_modules(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if modules is None:
-        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags)
+        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags, max_programs)
         if not modules:
             raise EnvError(f"the corpus has no module in the split {split!r}")
     found = [as_module(m) for m in modules]

@@ -213,6 +213,8 @@ class InliningEnv(ServedCompilerEnv):
       programs) in the ``split`` (``"train"``, ``"validation"``, ``"held-out"``
       or ``"all"``), compiled into ``cache_dir`` by :func:`prepare_modules`; ``quick`` keeps
       the small programs of the fetched corpus.
+    - ``max_programs``: only a fixed sample of that many programs of the
+      split, its projects interleaved (a large corpus's first N).
     - ``include_default``: LLVM's own decision is the last feature.
     - ``step_timeout``: seconds the compiler may take to reach the next call
       site (or its end); ``episode_timeout``: seconds an episode's compilation
@@ -234,6 +236,7 @@ class InliningEnv(ServedCompilerEnv):
         split: str = "train",
         *,
         quick: bool = True,
+        max_programs: Optional[int] = None,
         include_default: bool = True,
         step_timeout: float = 120.0,
         episode_timeout: float = 3600.0,
@@ -268,7 +271,9 @@ class InliningEnv(ServedCompilerEnv):
         self.size_increase_threshold = size_increase_threshold
         self.clang, self.size_tool = clang, size_tool
         self.modules: List[Module]
-        self.modules, self._by_name = environment_modules(modules, corpus, split, quick, cache_dir)
+        self.modules, self._by_name = environment_modules(
+            modules, corpus, split, quick, cache_dir, max_programs=max_programs
+        )
         #: Modules that give no episode (asked nothing, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
         self._oz_sizes: Dict[str, int] = {}

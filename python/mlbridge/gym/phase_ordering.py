@@ -313,6 +313,8 @@ class PhaseOrderingEnv(CompilerEnv):
       ``"validation"``, ``"held-out"`` or ``"all"``), compiled into ``cache_dir`` by
       :func:`~mlbridge.gym.modules.prepare_modules`; ``quick`` keeps the
       small programs of the fetched corpus.
+    - ``max_programs``: only a fixed sample of that many programs of the
+      split, its projects interleaved (a large corpus's first N).
     - ``max_steps``: actions per episode (then it is truncated).
     - ``step_timeout``: seconds the service may take to answer a command
       (an action, a load with its ``-Oz`` baseline, its start).
@@ -333,6 +335,7 @@ class PhaseOrderingEnv(CompilerEnv):
         split: str = "train",
         *,
         quick: bool = True,
+        max_programs: Optional[int] = None,
         max_steps: int = 32,
         step_timeout: float = 60.0,
         service: Optional[Union[str, os.PathLike]] = None,
@@ -371,7 +374,9 @@ class PhaseOrderingEnv(CompilerEnv):
         if not os.path.isfile(self.service):
             raise EnvError(f"the compiler service {self.service} does not exist")
         self.modules: List[Module]
-        self.modules, self._by_name = environment_modules(modules, corpus, split, quick, cache_dir)
+        self.modules, self._by_name = environment_modules(
+            modules, corpus, split, quick, cache_dir, max_programs=max_programs
+        )
         self._index = {m.name: i for i, m in enumerate(self.modules)}
         for module in self.modules:
             path = os.path.abspath(module.bitcode)

@@ -78,6 +78,8 @@ class RegallocEvictionEnv(ServedCompilerEnv):
       ``corpus`` (any format of :mod:`mlbridge.corpus`; None: the default
       corpus) in ``split``, optimised by clang-19 -O2 into ``cache_dir``;
       ``quick`` keeps the small programs of the fetched corpus.
+    - ``max_programs``: only a fixed sample of that many programs of the
+      split, its projects interleaved (a large corpus's first N).
     - ``step_timeout``: seconds the compiler may take to reach the next
       question (or its end); ``episode_timeout``: seconds an episode's
       compilation may last, the agent's time included (and the default
@@ -95,6 +97,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         split: str = "train",
         *,
         quick: bool = True,
+        max_programs: Optional[int] = None,
         step_timeout: float = 60.0,
         episode_timeout: float = 600.0,
         opt_level: int = 2,
@@ -112,7 +115,13 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         self.opt_level, self.llc = opt_level, llc
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
-            modules, corpus, split, quick, cache_dir, module_flags(PROBLEM.optimized_modules)
+            modules,
+            corpus,
+            split,
+            quick,
+            cache_dir,
+            module_flags(PROBLEM.optimized_modules),
+            max_programs,
         )
         #: Modules that give no episode (nothing to evict, failed to compile), with why.
         self.skipped: Dict[str, str] = {}

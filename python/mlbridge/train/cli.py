@@ -46,6 +46,13 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     train.add_argument(
         "--full", action="store_true", help="every program of the corpus (default: small ones)"
     )
+    train.add_argument(
+        "--max-programs",
+        type=natural,
+        metavar="N",
+        help="train on a fixed sample of N programs of the train split (and measure "
+        "on N of the held-out one), projects interleaved",
+    )
     train.add_argument("--seed", type=int, default=0, help="seed of the run")
     train.add_argument(
         "--warm-start-steps",
@@ -117,6 +124,7 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
         args.full,
         Path(args.tool) if args.tool else None,
         out / "deploy",
+        args.max_programs,
     )
 
 
@@ -171,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         fail("--address is for --backend ray", USAGE)
     if args.method == "search" and args.task != "inlining":
         fail("--method search is for the inlining task", USAGE)
+    if args.max_programs and args.method == "search":
+        fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
     if args.init and args.method != "search":
         fail("--init is for --method search", USAGE)
     if args.method == "search" and not args.evaluate_only:
@@ -192,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
-            env_kwargs={"quick": not args.full},
+            env_kwargs={"quick": not args.full, "max_programs": args.max_programs},
         )
         summary = train(config)
         print(f"trained {summary['timesteps']} steps in {summary['seconds']} s: {out}/policy.onnx")

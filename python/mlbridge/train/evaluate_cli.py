@@ -43,6 +43,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "--full", action="store_true", help="every program of the split (default: small ones)"
     )
     evaluate.add_argument(
+        "--max-programs",
+        type=natural,
+        metavar="N",
+        help="a fixed sample of N programs of the split, projects interleaved",
+    )
+    evaluate.add_argument(
         "--out", default="evaluate-out", help="work directory and report (default evaluate-out)"
     )
     evaluate.add_argument(
@@ -58,11 +64,14 @@ def measure(
     full: bool,
     tool: Optional[Path],
     work: Path,
+    max_programs: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The problem's deployment of ``policy`` on ``split`` of ``corpus``,
-    measured (its report, with ``summary`` lines)."""
-    from mlbridge.corpus.defaults import default_corpus, load_corpus
-    from mlbridge.gym.modules import default_cache_dir, module_flags, prepare_modules
+    """The problem's deployment of ``policy`` on ``split`` of ``corpus``
+    (a sample of ``max_programs`` of it), measured (its report, with
+    ``summary`` lines)."""
+    from mlbridge.corpus.defaults import default_corpus
+    from mlbridge.gym.corpus_modules import corpus_modules
+    from mlbridge.gym.modules import module_flags
     from mlbridge.native import NativeError
     from mlbridge.problems import get_problem
     from mlbridge.train.tasks import evaluate
@@ -75,9 +84,13 @@ def measure(
     if corpus is not None and not corpus.exists():
         fail(f"--corpus {corpus}: no such file or directory", USAGE)
     chosen = corpus if corpus is not None else default_corpus()
-    programs = [p for p in load_corpus(chosen, not full) if p.split == split]
-    modules = prepare_modules(
-        programs, default_cache_dir(), module_flags=module_flags(declared.optimized_modules)
+    modules = corpus_modules(
+        chosen,
+        split,
+        not full,
+        None,
+        module_flags(declared.optimized_modules),
+        max_programs,
     )
     if not modules:
         fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
@@ -98,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         args.full,
         Path(args.tool) if args.tool else None,
         out / "deploy",
+        args.max_programs,
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "evaluate.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -23,7 +23,6 @@ directory resumes after the last round written.
 from __future__ import annotations
 
 import json
-import random
 import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
+from mlbridge.corpus.split import interleave_projects
 from mlbridge.errors import MlbridgeError
 from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
@@ -101,24 +101,8 @@ class SizeResult:
 
 def schedule(programs: Sequence[Program], seed: int) -> List[Program]:
     """The single-source programs of ``programs`` in the order rounds search
-    them: projects interleaved (each project's units shuffled), so that every
-    prefix covers as many projects as it can."""
-    rng = random.Random(seed)
-    by_project: Dict[str, List[Program]] = defaultdict(list)
-    for program in sorted(programs, key=lambda p: p.name):
-        if len(program.sources) == 1:
-            by_project[program.project].append(program)
-    queues = []
-    for project in sorted(by_project):
-        units = by_project[project]
-        rng.shuffle(units)
-        queues.append(units)
-    ordered: List[Program] = []
-    depth = 0
-    while any(depth < len(q) for q in queues):
-        ordered += [q[depth] for q in queues if depth < len(q)]
-        depth += 1
-    return ordered
+    them: projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`)."""
+    return interleave_projects([p for p in programs if len(p.sources) == 1], seed)
 
 
 def validation_sample(programs: Sequence[Program], per_project: int, seed: int) -> List[Program]:

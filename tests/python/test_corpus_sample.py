@@ -1,0 +1,46 @@
+"""A fixed sample of a large corpus (``max_programs`` of the environments,
+``--max-programs`` of ``mlbridge train`` and ``mlbridge evaluate``): its
+projects interleaved, the same sample every time."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mlbridge.corpus.program import TRAIN, Program
+from mlbridge.corpus.split import interleave_projects
+from mlbridge.gym.corpus_modules import corpus_modules
+
+
+def _programs():
+    return [
+        Program(f"{project}/{i}.c", (Path(f"{project}{i}.c"),), (), TRAIN)
+        for project, count in (("a", 5), ("b", 1), ("c", 3))
+        for i in range(count)
+    ]
+
+
+def test_every_prefix_covers_as_many_projects_as_it_can():
+    order = interleave_projects(_programs(), seed=0)
+    assert sorted(p.name for p in order) == sorted(p.name for p in _programs())
+    assert [p.project for p in order[:3]] == ["a", "b", "c"]
+    assert [p.project for p in order[3:5]] == ["a", "c"]
+    assert [p.name for p in interleave_projects(_programs(), 0)] == [p.name for p in order]
+    assert [p.name for p in interleave_projects(_programs(), 1)] != [p.name for p in order]
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+def test_corpus_modules_take_the_first_of_the_interleaved_programs(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
+        (corpus / f"{name}.c").write_text(f"int {name}(int x) {{ return x + 1; }}\n")
+    every = corpus_modules(corpus, "all", True, tmp_path / "cache")
+    two = corpus_modules(corpus, "all", True, tmp_path / "cache", max_programs=2)
+    assert len(two) == 2 and {m.name for m in two} <= {m.name for m in every}
+    again = corpus_modules(corpus, "all", True, tmp_path / "cache", max_programs=2)
+    assert [m.name for m in again] == [m.name for m in two]
+    with pytest.raises(ValueError, match="max_programs"):
+        corpus_modules(corpus, "all", True, tmp_path / "cache", max_programs=0)
