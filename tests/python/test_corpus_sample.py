@@ -44,3 +44,22 @@ def test_corpus_modules_take_the_first_of_the_interleaved_programs(tmp_path):
     assert [m.name for m in again] == [m.name for m in two]
     with pytest.raises(ValueError, match="max_programs"):
         corpus_modules(corpus, "all", True, tmp_path / "cache", max_programs=0)
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+def test_a_source_that_does_not_compile_is_left_out_with_why(tmp_path, caplog):
+    from mlbridge.gym.modules import ModuleError, prepare_modules
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.c").write_text("int good(int x) { return x + 1; }\n")
+    (corpus / "bad.c").write_text("int bad(int x) { return undeclared(x); }\n")
+    modules = corpus_modules(corpus, "all", True, tmp_path / "cache")
+    assert "good.c" in {m.name for m in modules} and "bad.c" not in {m.name for m in modules}
+    assert "1 of" in caplog.text and "undeclared" in caplog.text
+    programs = [Program("bad.c", (corpus / "bad.c",), (), TRAIN)]
+    with pytest.raises(ModuleError, match="undeclared"):
+        prepare_modules(programs, tmp_path / "cache")
+    failed: dict = {}
+    assert prepare_modules(programs, tmp_path / "cache", failed=failed) == []
+    assert "undeclared" in failed["bad.c"]

@@ -71,6 +71,7 @@ def corpus_modules(
     """The modules of ``corpus`` (None: the loop's default corpus, with the
     bundled demo programs) in ``split``, compiled with ``module_flags`` into
     ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`);
+    a source that does not compile is left out with a warning;
     with ``max_programs``, those of a fixed sample of the split's programs,
     its projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`)."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
@@ -85,7 +86,17 @@ def corpus_modules(
             raise ValueError(f"max_programs must be at least 1, got {max_programs!r}")
         programs = interleave_projects(programs, seed=0)[:max_programs]
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return prepare_modules(programs, cache, module_flags=module_flags)
+    failed: Dict[str, str] = {}
+    modules = prepare_modules(programs, cache, module_flags=module_flags, failed=failed)
+    if failed:
+        first = next(iter(failed.values()))
+        _LOG.warning(
+            "mlbridge.gym: %d of %d sources could not be compiled and are left out; the first: %s",
+            len(failed),
+            len(failed) + len(modules),
+            first[:500],
+        )
+    return modules
 
 
 def environment_modules(

@@ -16,7 +16,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
@@ -113,16 +113,33 @@ def prepare_modules(
     clang: str = CLANG,
     jobs: Optional[int] = None,
     module_flags: Sequence[str] = MODULE_FLAGS,
+    failed: Optional[Dict[str, str]] = None,
 ) -> List[Module]:
     """The modules of ``programs`` in order, compiled with ``module_flags``
     into ``cache_dir`` when not already there. Raises :class:`ModuleError`
-    naming the first source that fails."""
+    naming the first source that fails; with ``failed``, records each
+    failing source there instead (module name -> why) and leaves it out."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = [(p, s) for p in programs for s in p.sources]
+
+    def prepare(item: Tuple[Program, Path]) -> Union[Module, ModuleError]:
+        try:
+            return _prepare_one(item[0], item[1], cache_dir, clang, module_flags)
+        except ModuleError as err:
+            if failed is None:
+                raise
+            return err
+
     with ThreadPoolExecutor(max_workers=jobs or min(4, os.cpu_count() or 1)) as pool:
-        return list(
-            pool.map(lambda ps: _prepare_one(ps[0], ps[1], cache_dir, clang, module_flags), work)
-        )
+        results = list(pool.map(prepare, work))
+    modules = []
+    for (program, source), result in zip(work, results):
+        if isinstance(result, ModuleError):
+            assert failed is not None
+            failed[_module_name(program, source)] = str(result)
+        else:
+            modules.append(result)
+    return modules
 
 
 def default_cache_dir() -> Path:
