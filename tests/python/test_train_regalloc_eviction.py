@@ -89,6 +89,7 @@ def test_a_run_exports_a_masked_model_and_deploys_in_llc(tmp_path, pressure):
     assert row["decisions"] > 10 and row["default_score"] > 0 and row["policy_score"] > 0
     assert row["policy_over_default"] == pytest.approx(row["policy_score"] / row["default_score"])
     assert report["policy_over_default"] == row["policy_over_default"]
+    assert report["projects"]["pressure"]["policy_over_default"] == row["policy_over_default"]
     assert "regalloc score policy/default" in report["summary"][0]
 
 

@@ -15,6 +15,12 @@ HELD_OUT = "held-out"
 BITCODE_SUFFIXES = (".bc", ".ll")
 
 
+def project_of(program: str) -> str:
+    """The project of the program named ``program``: its name up to the
+    first ``/`` (a built corpus names programs ``PROJECT/PATH``)."""
+    return program.split("/", 1)[0]
+
+
 @dataclass(frozen=True)
 class Program:
     """Translation units compiled and measured together: C (or C++) sources,
@@ -32,9 +38,8 @@ class Program:
 
     @property
     def project(self) -> str:
-        """The project the program belongs to: its name up to the first ``/``
-        (a built corpus names programs ``PROJECT/PATH``)."""
-        return self.name.split("/", 1)[0]
+        """The project the program belongs to (:func:`project_of` its name)."""
+        return project_of(self.name)
 
     @property
     def dirname(self) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.allocation import LLC, allocation_command, default_allocation
@@ -98,28 +99,41 @@ def evaluate_regalloc_eviction(
         rows.append(
             {
                 "module": module.name,
-                "project": module.program,
+                "project": project_of(module.program),
                 "default_score": base,
                 "policy_score": score,
-                "policy_over_default": score / base if base else 1.0,
+                "policy_over_default": _ratio(score, base),
                 "decisions": result.decisions,
                 "default_seconds": round(default.seconds, 3),
                 "policy_seconds": round(result.wall_seconds, 3),
             }
         )
-    default_total = sum(r["default_score"] for r in rows)
-    policy_total = sum(r["policy_score"] for r in rows)
-    ratio = policy_total / default_total if default_total else 1.0
+    projects: Dict[str, Dict[str, float]] = {}
+    for row in rows:
+        sums = projects.setdefault(row["project"], {"default_score": 0.0, "policy_score": 0.0})
+        sums["default_score"] += row["default_score"]
+        sums["policy_score"] += row["policy_score"]
+    for sums in projects.values():
+        sums["policy_over_default"] = _ratio(sums["policy_score"], sums["default_score"])
+    ratio = _ratio(sum(r["policy_score"] for r in rows), sum(r["default_score"] for r in rows))
     worse = sum(1 for r in rows if r["policy_over_default"] > 1.0)
     better = sum(1 for r in rows if r["policy_over_default"] < 1.0)
     return {
         "modules": rows,
+        "projects": projects,
         "policy_over_default": ratio,
         "summary": [
-            f"{len(rows)} modules: regalloc score policy/default {ratio:.4f}x "
-            f"(< 1: cheaper allocation); better on {better}, worse on {worse}"
+            f"{len(rows)} modules of {len(projects)} projects: regalloc score "
+            f"policy/default {ratio:.4f}x (< 1: cheaper allocation); better on {better} "
+            f"modules, worse on {worse}",
+            "per project: "
+            + ", ".join(f"{p} {s['policy_over_default']:.4f}" for p, s in sorted(projects.items())),
         ],
     }
+
+
+def _ratio(policy: float, default: float) -> float:
+    return policy / default if default else 1.0
 
 
 def evaluate_trained(
