@@ -178,6 +178,13 @@ foreach(pc mlbridge mlbridge-c)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()
 
+# The C++ host of LLVM's interactive protocol (core, with ONNX Runtime when built).
+mlbridge_ort_runpath(host_runpath ${CMAKE_INSTALL_BINDIR})
+set_target_properties(mlbridge-interactive-host PROPERTIES INSTALL_RPATH "${host_runpath}")
+install(TARGETS mlbridge-interactive-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+set(MLBRIDGE_MANIFEST_INTERACTIVE_HOST
+    ",\n  \"interactive_host\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-interactive-host\"")
+
 # The manifest of the native half, read by `mlbridge config` (Python).
 list(JOIN MLBRIDGE_COMPONENTS "\", \"" MLBRIDGE_MANIFEST_COMPONENTS)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/native.json.in

@@ -12,7 +12,8 @@
     mlbridge corpus build --recipe NAME|FILE --out DIR | packages --recipe R | info CORPUS
     mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
-                     --cmake-dir | --libdir | --includedir | --components | --json]
+                     --interactive-host | --cmake-dir | --libdir | --includedir |
+                     --components | --json]
     mlbridge --version
 
 Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a

@@ -12,6 +12,7 @@ come from the CMake package of the same version, which installs a manifest
      "mlir_plugin": "lib/mlbridge/mlbridge-mlir-tiling.so",
      "phase_service": "bin/mlbridge-phase-service",
      "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
+     "interactive_host": "bin/mlbridge-interactive-host",
      "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
 
 (paths relative to PREFIX; a path key is absent when its part was not built).
@@ -21,7 +22,7 @@ The prefix is, in this order:
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
    ``src/llvm/mlbridge-inline-advisor.so``, ``src/gcc/mlbridge_gcc.so``,
    ``src/mlir/mlbridge-mlir-tiling.so``,
-   ``src/llvm/mlbridge-phase-service``
+   ``src/llvm/mlbridge-phase-service``, ``src/mlbridge-interactive-host``
    and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
    package);
 3. ``sys.prefix`` (the package installed into this venv:
@@ -58,6 +59,7 @@ PATH_KEYS = (
     "mlir_plugin",
     "phase_service",
     "deploy_replay",
+    "interactive_host",
     "cmake_dir",
     "libdir",
     "includedir",
@@ -69,6 +71,7 @@ BUILD_TREE_PATHS = {
     "mlir_plugin": Path("src/mlir/mlbridge-mlir-tiling.so"),
     "phase_service": Path("src/llvm/mlbridge-phase-service"),
     "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
+    "interactive_host": Path("src/mlbridge-interactive-host"),
 }
 FIX = (
     "install mlbridge's CMake package (cmake --install BUILD_DIR --prefix PREFIX) and "
@@ -95,6 +98,7 @@ class Native:
     mlir_plugin: Optional[Path] = None
     phase_service: Optional[Path] = None
     deploy_replay: Optional[Path] = None
+    interactive_host: Optional[Path] = None
     cmake_dir: Optional[Path] = None
     libdir: Optional[Path] = None
     includedir: Optional[Path] = None
@@ -302,6 +306,11 @@ def phase_service_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     return find_native(environ).require("phase_service")
 
 
+def interactive_host_path(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """The C++ host of LLVM's interactive protocol (``mlbridge config --interactive-host``)."""
+    return find_native(environ).require("interactive_host")
+
+
 def deploy_replay_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     """The demo's C++ replay program (``mlbridge config --deploy-replay``)."""
     return find_native(environ).require("deploy_replay")
@@ -316,6 +325,8 @@ CONFIG_FIELDS = {
     "mlir_plugin": "the mlir-opt-19 tiling pass plugin (mlbridge-mlir-tiling.so)",
     "phase_service": "the phase-ordering compiler service (mlbridge-phase-service)",
     "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
+    "interactive_host": "the C++ host answering a stock LLVM tool's ML advisor "
+    "(mlbridge-interactive-host)",
     "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",
     "libdir": "the directory of the libraries",
     "includedir": "the directory of the headers",

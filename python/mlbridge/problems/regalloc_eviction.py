@@ -17,8 +17,9 @@ DECISION = "index_to_evict"
 #: The legal candidates (1) among the :data:`CANDIDATES`.
 MASK = "mask"
 #: What LLVM 19's eviction advisor sends at every question, in its order:
-#: (name, element type, elements). Checked against the compiler's header at
-#: every episode.
+#: (name, element type, elements); a per-candidate feature has the shape
+#: (1, CANDIDATES), ``progress`` (1,). Checked against the compiler's header
+#: at every episode.
 FEATURES: Tuple[Tuple[str, str, int], ...] = (
     (MASK, "int64_t", CANDIDATES),
     ("is_free", "int64_t", CANDIDATES),
@@ -44,6 +45,11 @@ FEATURES: Tuple[Tuple[str, str, int], ...] = (
 )
 
 
+def shape(count: int) -> Tuple[int, ...]:
+    """LLVM's shape of a feature of ``count`` elements."""
+    return (1, count) if count > 1 else (1,)
+
+
 def observation_names() -> Tuple[str, ...]:
     """The flat observation's names: ``feature[i]`` for each candidate ``i``
     of a per-candidate feature, the feature's name for a scalar."""
@@ -55,9 +61,9 @@ def observation_names() -> Tuple[str, ...]:
 def deploy_inputs(
     names: Sequence[str], kept: List[int]
 ) -> Tuple[List[TensorSpec], Optional[List[int]]]:
-    """The deployed model reads LLVM's tensors, whose concatenation is the
-    observation; ``kept`` indexes that concatenation."""
-    inputs = [TensorSpec(name, type_name, (count,)) for name, type_name, count in FEATURES]
+    """The deployed model reads LLVM's tensors as LLVM shapes them, whose
+    concatenation is the observation; ``kept`` indexes that concatenation."""
+    inputs = [TensorSpec(name, type_name, shape(count)) for name, type_name, count in FEATURES]
     if sum(s.element_count for s in inputs) != len(names):
         raise ValueError("LLVM's eviction features do not match the observation")
     return inputs, kept

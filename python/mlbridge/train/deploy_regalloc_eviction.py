@@ -1,113 +1,166 @@
 """The trained eviction policy deployed in stock ``llc-19``.
 
 LLVM 19 has no plugin hook for the eviction advisor, so a trained policy is
-served over LLVM's own interactive protocol: each held-out module is
-allocated by ``llc-19`` in its interactive mode while mlbridge's pipe host
-(:func:`mlbridge.llvm.run_compiler`) answers every question with the
-exported ONNX model under ONNX Runtime, and the allocated code is scored
-against the default advisor's (:mod:`mlbridge.llvm.allocation`). The model
-masks illegal candidates itself; the host feeds it LLVM's tensors with NaN
-read as 0, as the environment observes them, and checks every answer
-against the mask before sending it.
+served over LLVM's own interactive protocol by ``mlbridge-interactive-host``
+(C++, ``mlbridge config --interactive-host``): it starts ``llc-19`` in its
+interactive mode and answers every question with the model, AOT-compiled to
+C++ (``aot:``) and under ONNX Runtime (``onnx:``, when the host has it),
+feeding NaN features as 0 as the environment observes them (``--finite``)
+and refusing any answer the mask forbids (``--mask mask``). Each module's
+allocated code is scored against the default advisor's
+(:mod:`mlbridge.llvm.allocation`), and ``llc``'s wall time is measured
+without a model and with each runner.
 """
 
 from __future__ import annotations
 
 import subprocess
-import tempfile
+import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-import numpy as np
-
+from mlbridge import child_process
 from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
+from mlbridge.jsontext import load_json
 from mlbridge.llvm.allocation import LLC, allocation_command, default_allocation
-from mlbridge.llvm.driver import run_compiler
 from mlbridge.llvm.regalloc_score import ScoreError
+from mlbridge.problems.regalloc_eviction import MASK
+from mlbridge.runner_config import RunnerConfig
 
 #: Longest one allocation may take.
 DEPLOY_TIMEOUT = 600.0
+#: Runners the model is deployed with, in the report's order.
+RUNNERS = ("aot", "onnx")
 
 
-class FiniteFeatures:
-    """A policy fed LLVM's tensors with NaN as 0 and infinities clamped to
-    float32's range, as :class:`~mlbridge.gym.regalloc_eviction.RegallocEvictionEnv`
-    observes them; forwards ``begin``."""
+def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path) -> Dict[str, Any]:
+    """``command`` (an llc) served by the host with ``runner``; its stats."""
+    stats.unlink(missing_ok=True)
+    start = time.monotonic()
+    done = child_process.run(
+        [
+            str(host),
+            "--runner",
+            str(runner),
+            "--advisor",
+            "evict",
+            "--finite",
+            "--mask",
+            MASK,
+            "--timeout-ms",
+            str(int(DEPLOY_TIMEOUT * 1000)),
+            "--stats",
+            str(stats),
+            "--",
+            *command,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        timeout=DEPLOY_TIMEOUT + 30,
+    )
+    seconds = time.monotonic() - start
+    if done.returncode != 0:
+        raise MlbridgeError(
+            f"{runner.kind}: {host.name} failed ({done.returncode}): {done.stderr[-1500:]}"
+        )
+    report = load_json(stats.read_bytes(), "the host's --stats")
+    if not isinstance(report, dict) or report.get("error") is not None:
+        raise MlbridgeError(f"{runner.kind}: the host reports {report!r}")
+    report["seconds"] = seconds
+    return report
 
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
 
-    def begin(self, session: Any) -> None:
-        begin = getattr(self.policy, "begin", None)
-        if callable(begin):
-            begin(session)
-
-    def __call__(self, features: Mapping[str, np.ndarray]) -> Any:
-        limit = float(np.finfo(np.float32).max)
-        clean = {
-            name: np.nan_to_num(value, nan=0.0, posinf=limit, neginf=-limit)
-            if np.issubdtype(np.asarray(value).dtype, np.floating)
-            else value
-            for name, value in features.items()
-        }
-        return self.policy(clean)
+def _plain_seconds(command: List[str]) -> float:
+    """Wall seconds of ``command`` (llc with its default advisor)."""
+    start = time.monotonic()
+    done = child_process.run(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=DEPLOY_TIMEOUT,
+    )
+    if done.returncode != 0:
+        raise MlbridgeError(f"{command[0]} failed ({done.returncode})")
+    return time.monotonic() - start
 
 
 def evaluate_regalloc_eviction(
     policy: Path,
     modules: Sequence[Module],
     work: Path,
+    host: Path,
+    runners: Sequence[str] = RUNNERS,
     llc: str = LLC,
     opt_level: int = 2,
 ) -> Dict[str, Any]:
     """Per module: MLGO's regalloc score of the default advisor and of the
     policy, their ratio (< 1: the policy's allocation is cheaper), the
-    questions answered and the compile time of both; in total, the ratio of
-    the summed scores."""
-    from mlbridge.onnx_policy import OnnxPolicy
+    questions answered and ``llc``'s wall time without a model and with
+    each of ``runners``; per project and in total, the ratio of the summed
+    scores. The runners' allocations must agree."""
+    from mlbridge.train.imitation import build_aot_module
 
     work.mkdir(parents=True, exist_ok=True)
-    served = FiniteFeatures(OnnxPolicy(str(policy)))
+    configs: Dict[str, RunnerConfig] = {}
+    for kind in runners:
+        if kind == "aot":
+            aot = build_aot_module(policy, work / "aot", class_name="EvictionPolicy")
+            configs[kind] = RunnerConfig(kind="aot", argument=str(aot))
+        else:
+            configs[kind] = RunnerConfig(kind=kind, argument=str(policy))
     rows: List[Dict[str, Any]] = []
+    agree = True
     for i, module in enumerate(modules):
         default = default_allocation(
             llc, opt_level, module.bitcode, module.flags, work, DEPLOY_TIMEOUT
         )
-        output = work / f"{i}.mir"
-        with tempfile.TemporaryDirectory(prefix="channel-", dir=work) as channel:
-            result = run_compiler(
-                allocation_command(llc, opt_level, module.bitcode, module.flags, output),
-                {"evict": served},
-                timeout=DEPLOY_TIMEOUT,
-                channel_dir=channel,
-                stdout=subprocess.DEVNULL,
+        plain = work / f"{i}.default.mir"
+        seconds = {
+            "default": _plain_seconds(
+                allocation_command(llc, opt_level, module.bitcode, module.flags, plain)
             )
-        if not result.ok:
-            raise MlbridgeError(
-                f"{module.name}: {llc} with the policy failed: "
-                f"{result.error or result.stderr.strip()[-1500:]}"
-            )
-        try:
-            score = default.score_of(output).score()
-        except ScoreError as err:
-            raise MlbridgeError(f"{module.name}: {err}") from None
-        finally:
-            output.unlink(missing_ok=True)
+        }
+        plain.unlink(missing_ok=True)
+        scores: Dict[str, float] = {}
+        texts: Dict[str, bytes] = {}
+        decisions = 0
+        for kind, config in configs.items():
+            output = work / f"{i}.{kind}.mir"
+            command = allocation_command(llc, opt_level, module.bitcode, module.flags, output)
+            stats = _host_run(host, config, command, work / f"{i}.{kind}.stats.jsonl")
+            try:
+                scores[kind] = default.score_of(output).score()
+                texts[kind] = output.read_bytes()
+            except (ScoreError, OSError) as err:
+                raise MlbridgeError(f"{module.name}: {err}") from None
+            finally:
+                output.unlink(missing_ok=True)
+            seconds[kind] = stats["seconds"]
+            decisions = int(stats["decisions"])
+        agree = agree and len(set(texts.values())) <= 1
+        first = runners[0]
         base = default.score.score()
         rows.append(
             {
                 "module": module.name,
                 "project": project_of(module.program),
                 "default_score": base,
-                "policy_score": score,
-                "policy_over_default": _ratio(score, base),
-                "decisions": result.decisions,
-                "default_seconds": round(default.seconds, 3),
-                "policy_seconds": round(result.wall_seconds, 3),
+                "policy_score": scores[first],
+                "policy_over_default": _ratio(scores[first], base),
+                "decisions": decisions,
+                "seconds": {k: round(v, 4) for k, v in seconds.items()},
             }
         )
+    return _report(rows, list(configs), agree)
+
+
+def _report(rows: List[Dict[str, Any]], runners: List[str], agree: bool) -> Dict[str, Any]:
     projects: Dict[str, Dict[str, float]] = {}
     for row in rows:
         sums = projects.setdefault(row["project"], {"default_score": 0.0, "policy_score": 0.0})
@@ -118,16 +171,26 @@ def evaluate_regalloc_eviction(
     ratio = _ratio(sum(r["policy_score"] for r in rows), sum(r["default_score"] for r in rows))
     worse = sum(1 for r in rows if r["policy_over_default"] > 1.0)
     better = sum(1 for r in rows if r["policy_over_default"] < 1.0)
+    decisions = sum(r["decisions"] for r in rows)
+    times = {k: sum(r["seconds"][k] for r in rows) for k in ["default", *runners]}
+    cost = ", ".join(
+        f"{k} {times[k]:.2f} s ({_ratio(times[k], times['default']):.2f}x)" for k in runners
+    )
     return {
         "modules": rows,
         "projects": projects,
         "policy_over_default": ratio,
+        "runners": runners,
+        "runners_agree": agree,
+        "seconds": times,
         "summary": [
             f"{len(rows)} modules of {len(projects)} projects: regalloc score "
             f"policy/default {ratio:.4f}x (< 1: cheaper allocation); better on {better} "
             f"modules, worse on {worse}",
             "per project: "
             + ", ".join(f"{p} {s['policy_over_default']:.4f}" for p, s in sorted(projects.items())),
+            f"llc wall time for {decisions} questions: default {times['default']:.2f} s, "
+            f"{cost}; the runners' allocations " + ("are identical" if agree else "DIFFER"),
         ],
     }
 
@@ -137,8 +200,17 @@ def _ratio(policy: float, default: float) -> float:
 
 
 def evaluate_trained(
-    policy: Path, modules: Sequence[Module], work: Path, llc: Optional[Path]
+    policy: Path, modules: Sequence[Module], work: Path, host: Optional[Path]
 ) -> Dict[str, Any]:
     """:func:`evaluate_regalloc_eviction` as ``mlbridge train`` and
-    ``mlbridge evaluate`` run it; the native tool is ``llc`` (default llc-19)."""
-    return evaluate_regalloc_eviction(policy, modules, work, str(llc) if llc else LLC)
+    ``mlbridge evaluate`` run it: the host of ``mlbridge config`` unless
+    given; AOT, and ONNX Runtime when the installation has it."""
+    from mlbridge.native import find_native, interactive_host_path
+
+    if host is None:
+        native = find_native()
+        host = interactive_host_path()
+        runners = [r for r in RUNNERS if r == "aot" or r in native.components]
+    else:
+        runners = list(RUNNERS)
+    return evaluate_regalloc_eviction(policy, modules, work, host, runners)

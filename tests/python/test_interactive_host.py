@@ -1,0 +1,166 @@
+"""mlbridge-interactive-host (tools/interactive_host): stock llc-19's
+eviction advisor answered by an mlbridge runner in C++. Its allocation is
+the Python host's for the same model, AOT and ONNX Runtime agree; a
+compiler that asks nothing is fine; a bad runner, an illegal answer and a
+hung compiler stop the compiler and say why; usage errors exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from process_checks import children
+
+pytest.importorskip("onnx")
+if shutil.which("llc-19") is None or shutil.which("clang-19") is None:
+    pytest.skip("needs llc-19 and clang-19", allow_module_level=True)
+
+from mlbridge.native import NativeError, interactive_host_path  # noqa: E402
+
+PRESSURE = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"
+
+
+@pytest.fixture(scope="module")
+def host():
+    try:
+        return interactive_host_path()
+    except NativeError as err:
+        pytest.skip(f"no mlbridge-interactive-host: {err}")
+
+
+@pytest.fixture(scope="module")
+def bitcode(tmp_path_factory):
+    out = tmp_path_factory.mktemp("host") / "p.bc"
+    subprocess.run(
+        ["clang-19", "-O2", "-emit-llvm", "-c", str(PRESSURE), "-o", str(out)], check=True
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    """An untrained eviction policy as the export writes it."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("stable_baselines3")
+    import gymnasium
+    import numpy as np
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    from mlbridge.problems.regalloc_eviction import CANDIDATES, deploy_inputs, observation_names
+    from mlbridge.train.export import export_policy
+
+    names = observation_names()
+    space = gymnasium.spaces.Box(-np.inf, np.inf, (len(names),), np.float32)
+    torch.manual_seed(0)
+    net = ActorCriticPolicy(space, gymnasium.spaces.Discrete(CANDIDATES), lambda _: 3e-4)
+    inputs, keep = deploy_inputs(names, list(range(len(names))))
+    path = tmp_path_factory.mktemp("policy") / "policy.onnx"
+    export_policy(net, path, inputs, "index_to_evict", keep, mask=list(range(CANDIDATES)))
+    return path
+
+
+def _run(host, runner, command, stats=None, *extra, timeout=120):
+    args = [str(host), "--runner", runner, "--advisor", "evict", *extra]
+    if stats is not None:
+        args += ["--stats", str(stats)]
+    return subprocess.run([*args, "--", *command], capture_output=True, text=True, timeout=timeout)
+
+
+def _llc(bitcode, out, *flags):
+    return ["llc-19", "-O2", *flags, "-stop-after=virtregrewriter", str(bitcode), "-o", str(out)]
+
+
+def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy, tmp_path):
+    from mlbridge.llvm.driver import run_compiler
+    from mlbridge.onnx_policy import OnnxPolicy
+    from mlbridge.train.imitation import build_aot_module
+
+    class Finite:  # what the environment observes and the host feeds
+        def __init__(self):
+            self.policy = OnnxPolicy(str(policy))
+
+        def __call__(self, features):
+            import numpy as np
+
+            return self.policy({k: np.nan_to_num(v) for k, v in features.items()})
+
+    python = run_compiler(
+        _llc(bitcode, tmp_path / "py.mir"),
+        {"evict": Finite()},
+        timeout=120,
+        channel_dir=str(tmp_path),
+        stdout=subprocess.DEVNULL,
+    )
+    assert python.ok and python.decisions > 10
+    aot = build_aot_module(policy, tmp_path / "aot", class_name="HostTestPolicy")
+    for runner in (f"onnx:{policy}", f"aot:{aot}"):
+        kind = runner.split(":")[0]
+        stats = tmp_path / f"{kind}.jsonl"
+        done = _run(
+            host,
+            runner,
+            _llc(bitcode, tmp_path / f"{kind}.mir"),
+            stats,
+            "--finite",
+            "--mask",
+            "mask",
+        )
+        assert done.returncode == 0, done.stderr
+        (line,) = stats.read_text().splitlines()
+        report = json.loads(line)
+        assert report["decisions"] == python.decisions and report["error"] is None
+        assert report["compiler_status"] == 0 and report["evaluate_seconds"] > 0
+        assert (tmp_path / f"{kind}.mir").read_bytes() == (tmp_path / "py.mir").read_bytes()
+
+
+def test_a_compiler_that_asks_nothing_is_served_nothing(host, bitcode, policy, tmp_path):
+    stats = tmp_path / "s.jsonl"
+    done = _run(host, f"onnx:{policy}", ["llc-19", "-O0", str(bitcode), "-o", "/dev/null"], stats)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(stats.read_text())["decisions"] == 0
+
+
+def test_an_illegal_answer_stops_the_compiler(host, bitcode, tmp_path):
+    stats = tmp_path / "s.jsonl"
+    done = _run(host, "constant:5", _llc(bitcode, tmp_path / "x.mir"), stats, "--mask", "mask")
+    assert done.returncode == 1
+    assert "not a legal index of mask" in done.stderr and "the compiler was stopped" in done.stderr
+    report = json.loads(stats.read_text())
+    assert report["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
+    assert children() == []
+
+
+def test_a_runner_that_cannot_be_made_stops_the_compiler(host, bitcode, tmp_path):
+    done = _run(host, f"onnx:{tmp_path / 'missing.onnx'}", _llc(bitcode, tmp_path / "x.mir"))
+    assert done.returncode == 1 and "creating the runner" in done.stderr
+    assert not (tmp_path / "x.mir").exists()
+
+
+def test_a_compiler_that_never_opens_its_channel_times_out(host, tmp_path):
+    start = time.monotonic()
+    # the advisor's flags land in sh's positional parameters: never read
+    done = _run(host, "constant:0", ["sh", "-c", "sleep 30", "sh"], None, "--timeout-ms", "500")
+    assert done.returncode == 1 and "did not open its channel" in done.stderr
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "required"),
+        (["--runner", "constant:0", "--advisor", "spill", "--", "llc-19"], "--advisor"),
+        (["--runner", "nonsense", "--advisor", "evict", "--", "llc-19"], "--runner"),
+        (
+            ["--runner", "constant:0", "--advisor", "evict", "--timeout-ms", "0", "--", "x"],
+            "timeout",
+        ),
+        (["--bogus"], "unknown option"),
+    ],
+)
+def test_usage_errors_exit_2(host, args, message):
+    done = subprocess.run([str(host), *args], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and message in done.stderr

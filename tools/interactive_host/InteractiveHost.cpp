@@ -1,0 +1,632 @@
+//===- interactive_host/InteractiveHost.cpp - mlbridge-interactive-host ---===//
+//
+// Part of mlbridge, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// mlbridge-interactive-host: runs a stock LLVM tool in its interactive mode
+// and answers every question of one of its ML advisors with an mlbridge
+// runner (AOT module, ONNX Runtime, ...), in C++ (docs/regalloc.md).
+//
+//   mlbridge-interactive-host --runner CONFIG --advisor evict|priority|inline
+//       [--timeout-ms N] [--finite] [--mask FEATURE] [--stats FILE]
+//       -- COMPILER ARGS...
+//
+// The host makes a private channel (two FIFOs in a 0700 directory), adds the
+// advisor's flags to the command (behind -mllvm for clang), starts the
+// compiler in its own process group, and serves: LLVM's header names the
+// features and the advice, then for every question the host reads the
+// features into the runner's inputs, evaluates, and writes the advice back.
+// Every wait has a deadline; on any error the compiler's process group is
+// killed before the FIFOs are closed (LLVM 19 spins on a closed input).
+//
+// Exit status: the compiler's (0 when it compiled), 1 a host error (the
+// runner, the protocol, a timeout: the compiler was killed), 2 usage. With
+// --stats FILE, one JSON line: decisions, seconds in evaluate, wall seconds,
+// the compiler's status, the error (or null).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlbridge/RunnerConfig.h"
+#include "pipe/Fifo.h"
+#include "support/AppendFile.h"
+#include "support/Json.h"
+#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
+#include "mlbridge/OnnxModelRunner.h"
+#endif
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace mlbridge;
+namespace chrono = std::chrono;
+
+namespace {
+
+constexpr const char *Tool = "mlbridge-interactive-host";
+constexpr int ExitOk = 0, ExitFailure = 1, ExitUsage = 2;
+/// Longest header line LLVM may send (its feature specs).
+constexpr size_t MaxHeaderBytes = size_t(8) << 20;
+/// Longest context or observation line.
+constexpr size_t MaxLineBytes = size_t(64) << 10;
+/// Most features a header may declare, and their bytes per question.
+constexpr size_t MaxFeatures = 4096;
+constexpr size_t MaxObservationBytes = size_t(64) << 20;
+/// Seconds the compiler has to exit after SIGTERM before SIGKILL.
+constexpr int KillGraceMs = 2000;
+/// Slice of a wait in which the compiler's exit is checked.
+constexpr chrono::milliseconds Slice(50);
+
+constexpr const char *Usage =
+    "usage: mlbridge-interactive-host --runner CONFIG --advisor "
+    "evict|priority|inline\n"
+    "           [--timeout-ms N] [--finite] [--mask FEATURE] [--stats FILE]\n"
+    "           -- COMPILER ARGS...\n"
+    "\n"
+    "  --runner CONFIG   the runner answering (docs/runner-config.md), e.g.\n"
+    "                    onnx:policy.onnx or aot:policy.so\n"
+    "  --advisor NAME    LLVM's advisor to serve: evict, priority (llc) or\n"
+    "                    inline (opt, clang)\n"
+    "  --timeout-ms N    longest wait for the compiler's next question or its\n"
+    "                    end (default 60000)\n"
+    "  --finite          feed NaN float features as 0 and infinities as the\n"
+    "                    largest finite float (as mlbridge's environments)\n"
+    "  --mask FEATURE    refuse an advice that is not an index of FEATURE\n"
+    "                    whose element is non-zero (the eviction mask)\n"
+    "  --stats FILE      append one JSON line of what happened\n";
+
+int usage(const std::string &Message) {
+  std::fprintf(stderr, "%s: %s\n%s", Tool, Message.c_str(), Usage);
+  return ExitUsage;
+}
+
+struct Options {
+  std::string Runner, Advisor, Mask, Stats;
+  int64_t TimeoutMs = 60000;
+  bool Finite = false;
+  std::vector<std::string> Command;
+};
+
+std::optional<Options> parseOptions(int Argc, char **Argv, std::string &Why) {
+  Options O;
+  int I = 1;
+  for (; I < Argc; ++I) {
+    std::string_view A = Argv[I];
+    if (A == "--") {
+      ++I;
+      break;
+    }
+    auto Value = [&](std::string &Out) {
+      if (I + 1 >= Argc) {
+        Why = std::string(A) + " needs a value";
+        return false;
+      }
+      Out = Argv[++I];
+      return true;
+    };
+    if (A == "--runner") {
+      if (!Value(O.Runner))
+        return std::nullopt;
+    } else if (A == "--advisor") {
+      if (!Value(O.Advisor))
+        return std::nullopt;
+    } else if (A == "--mask") {
+      if (!Value(O.Mask))
+        return std::nullopt;
+    } else if (A == "--stats") {
+      if (!Value(O.Stats))
+        return std::nullopt;
+    } else if (A == "--finite") {
+      O.Finite = true;
+    } else if (A == "--timeout-ms") {
+      std::string Text;
+      if (!Value(Text))
+        return std::nullopt;
+      auto N = json::parseNumber<int64_t>(Text);
+      if (!N || *N <= 0 || *N > int64_t(24) * 3600 * 1000) {
+        Why = "--timeout-ms must be a positive number of milliseconds";
+        return std::nullopt;
+      }
+      O.TimeoutMs = *N;
+    } else {
+      Why = "unknown option '" + std::string(A) + "'";
+      return std::nullopt;
+    }
+  }
+  for (; I < Argc; ++I)
+    O.Command.emplace_back(Argv[I]);
+  if (O.Runner.empty() || O.Advisor.empty() || O.Command.empty()) {
+    Why = "--runner, --advisor and a command after -- are required";
+    return std::nullopt;
+  }
+  if (O.Advisor != "evict" && O.Advisor != "priority" &&
+      O.Advisor != "inline") {
+    Why = "--advisor must be evict, priority or inline";
+    return std::nullopt;
+  }
+  return O;
+}
+
+/// LLVM's options serving \p Advisor over the channel \p Base.
+std::vector<std::string> advisorFlags(const std::string &Advisor,
+                                      const std::string &Base) {
+  if (Advisor == "evict")
+    return {"-regalloc-enable-advisor=release",
+            "-regalloc-evict-interactive-channel-base=" + Base};
+  if (Advisor == "priority")
+    return {"-regalloc-enable-priority-advisor=release",
+            "-regalloc-priority-interactive-channel-base=" + Base};
+  return {"-enable-ml-inliner=release",
+          "-inliner-interactive-channel-base=" + Base};
+}
+
+bool isClang(const std::string &Program) {
+  size_t Slash = Program.rfind('/');
+  std::string_view Name = std::string_view(Program).substr(
+      Slash == std::string::npos ? 0 : Slash + 1);
+  return Name.substr(0, 5) == "clang";
+}
+
+/// The private channel: a 0700 directory holding BASE.in and BASE.out.
+class Channel {
+public:
+  static Expected<Channel> create() {
+    const char *Tmp = std::getenv("TMPDIR");
+    std::string Template =
+        std::string(Tmp && *Tmp ? Tmp : "/tmp") + "/mlbridge-host-XXXXXX";
+    if (!::mkdtemp(Template.data()))
+      return makeError(ErrorCode::IO, "cannot create a directory in ", Template,
+                       ": ", std::strerror(errno));
+    Channel C;
+    C.Dir = Template;
+    C.Base = C.Dir + "/channel";
+    for (const char *Suffix : {".in", ".out"})
+      if (::mkfifo((C.Base + Suffix).c_str(), 0600) != 0)
+        return makeError(ErrorCode::IO, "cannot create the FIFO ", C.Base,
+                         Suffix, ": ", std::strerror(errno));
+    return C;
+  }
+  Channel() = default;
+  Channel(Channel &&Other) noexcept
+      : Dir(std::move(Other.Dir)), Base(std::move(Other.Base)) {
+    Other.Dir.clear();
+  }
+  Channel(const Channel &) = delete;
+  Channel &operator=(const Channel &) = delete;
+  Channel &operator=(Channel &&) = delete;
+  ~Channel() {
+    if (Dir.empty())
+      return;
+    ::unlink((Base + ".in").c_str());
+    ::unlink((Base + ".out").c_str());
+    ::rmdir(Dir.c_str());
+  }
+  std::string Dir, Base;
+};
+
+/// The compiler: its own process group, killed with this process.
+class Compiler {
+public:
+  static Expected<Compiler> start(const std::vector<std::string> &Command) {
+    std::vector<char *> Argv;
+    for (const std::string &A : Command)
+      Argv.push_back(const_cast<char *>(A.c_str()));
+    Argv.push_back(nullptr);
+    pid_t Parent = ::getpid();
+    pid_t Pid = ::fork();
+    if (Pid < 0)
+      return makeError(ErrorCode::IO, "fork: ", std::strerror(errno));
+    if (Pid == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != Parent)
+        ::_exit(127);
+      int Null = ::open("/dev/null", O_RDONLY);
+      if (Null >= 0)
+        ::dup2(Null, 0);
+      ::execvp(Argv[0], Argv.data());
+      std::fprintf(stderr, "%s: cannot run %s: %s\n", Tool, Argv[0],
+                   std::strerror(errno));
+      ::_exit(127);
+    }
+    ::setpgid(Pid, Pid);
+    Compiler C;
+    C.Pid = Pid;
+    return C;
+  }
+  Compiler() = default;
+  Compiler(Compiler &&Other) noexcept : Pid(Other.Pid), Status(Other.Status) {
+    Other.Pid = -1;
+  }
+  Compiler(const Compiler &) = delete;
+  Compiler &operator=(const Compiler &) = delete;
+  Compiler &operator=(Compiler &&) = delete;
+  ~Compiler() { kill(); }
+
+  /// Whether it has exited (reaps it).
+  bool exited() {
+    if (Pid < 0)
+      return true;
+    int S = 0;
+    pid_t R = ::waitpid(Pid, &S, WNOHANG);
+    if (R == Pid) {
+      Status = S;
+      Pid = -1;
+      return true;
+    }
+    return false;
+  }
+  /// Waits for its exit at most \p Ms milliseconds; whether it exited.
+  bool waitFor(int Ms) {
+    auto Until = chrono::steady_clock::now() + chrono::milliseconds(Ms);
+    while (!exited()) {
+      if (chrono::steady_clock::now() >= Until)
+        return false;
+      ::usleep(2000);
+    }
+    return true;
+  }
+  /// Stops its process group: SIGTERM (LLVM removes its temporary
+  /// outputs), SIGKILL after the grace period.
+  void kill() {
+    if (Pid < 0)
+      return;
+    ::killpg(Pid, SIGTERM);
+    if (!waitFor(KillGraceMs)) {
+      ::killpg(Pid, SIGKILL);
+      int S = 0;
+      ::waitpid(Pid, &S, 0);
+      Status = S;
+      Pid = -1;
+    }
+  }
+  /// The exit status as a shell reports it (128+N for signal N), or -1.
+  int exitCode() const {
+    if (!Status)
+      return -1;
+    if (WIFEXITED(*Status))
+      return WEXITSTATUS(*Status);
+    if (WIFSIGNALED(*Status))
+      return 128 + WTERMSIG(*Status);
+    return -1;
+  }
+
+private:
+  pid_t Pid = -1;
+  std::optional<int> Status;
+};
+
+/// LLVM's header: the features it sends and the advice it reads.
+struct Header {
+  std::vector<TensorSpec> Features;
+  std::optional<TensorSpec> Advice;
+};
+
+Expected<Header> parseHeader(std::string_view Line) {
+  Header H;
+  json::Reader R(Line);
+  std::string Scratch;
+  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
+    if (Key == "features")
+      return R.forEachElement([&]() -> Error {
+        size_t Start = R.offset();
+        if (Error Skip = R.skipValue())
+          return Skip;
+        if (H.Features.size() >= MaxFeatures)
+          return R.fail("more than 4096 features");
+        auto Spec =
+            TensorSpec::fromJSON(Line.substr(Start, R.offset() - Start));
+        if (!Spec)
+          return Spec.error();
+        H.Features.push_back(*Spec);
+        return Error::success();
+      });
+    if (Key == "advice") {
+      size_t Start = R.offset();
+      if (Error Skip = R.skipValue())
+        return Skip;
+      auto Spec = TensorSpec::fromJSON(Line.substr(Start, R.offset() - Start));
+      if (!Spec)
+        return Spec.error();
+      H.Advice = *Spec;
+      return Error::success();
+    }
+    if (Key == "score")
+      return makeError(ErrorCode::Unsupported,
+                       "the compiler logs a score (a development build's "
+                       "training mode), not an interactive session");
+    return R.skipValue();
+  });
+  if (E)
+    return E.withContext("LLVM's header");
+  if (Error End = R.expectEnd())
+    return End.withContext("LLVM's header");
+  if (H.Features.empty() || !H.Advice)
+    return makeError(ErrorCode::Protocol,
+                     "LLVM's header declares no features or no advice");
+  size_t Bytes = 0;
+  for (const TensorSpec &S : H.Features)
+    Bytes += S.byteSize();
+  if (Bytes > MaxObservationBytes)
+    return makeError(ErrorCode::TooLarge, "LLVM's features take ",
+                     std::to_string(Bytes), " bytes per question (limit ",
+                     std::to_string(MaxObservationBytes), ")");
+  return H;
+}
+
+/// NaN as 0, infinities as the largest finite value, in a float tensor.
+template <typename T> void makeFinite(void *Data, size_t Count) {
+  T *V = static_cast<T *>(Data);
+  for (size_t I = 0; I < Count; ++I) {
+    if (std::isnan(V[I]))
+      V[I] = 0;
+    else if (std::isinf(V[I]))
+      V[I] = V[I] > 0 ? std::numeric_limits<T>::max()
+                      : -std::numeric_limits<T>::max();
+  }
+}
+
+/// Reads the integer advice as an index; error unless it is one.
+Expected<int64_t> adviceIndex(const TensorSpec &Spec, const void *Data) {
+  if (Spec.elementCount() != 1)
+    return makeError(ErrorCode::TypeMismatch, "the advice is not one value");
+  switch (Spec.type()) {
+  case DType::Int64:
+    return *static_cast<const int64_t *>(Data);
+  case DType::Int32:
+    return int64_t(*static_cast<const int32_t *>(Data));
+  default:
+    return makeError(ErrorCode::TypeMismatch,
+                     "--mask needs an int32 or int64 advice");
+  }
+}
+
+RunnerFactories factories() {
+  RunnerFactories F = RunnerFactories::core();
+#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
+  addOnnxRunners(F);
+#endif
+  return F;
+}
+
+/// What a session did, for --stats.
+struct Stats {
+  uint64_t Decisions = 0;
+  double EvaluateSeconds = 0, WallSeconds = 0;
+  int CompilerStatus = -1;
+  std::string Error;
+};
+
+using fifo::Deadline;
+
+Deadline after(int64_t Ms) {
+  return fifo::Clock::now() + chrono::milliseconds(Ms);
+}
+
+/// Serves the compiler until it closes its channel. Returns success when the
+/// compiler ended the session (or never opened it), else the host's error.
+Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
+            const Channel &Ch, Stats &S) {
+  auto ReadEnd = fifo::openForRead(Ch.Base + ".out");
+  if (!ReadEnd)
+    return ReadEnd.error();
+  // BASE.in for writing: the compiler opens it first; give up when the
+  // compiler exits without (it asked nothing) or the deadline passes.
+  Deadline OpenUntil = after(O.TimeoutMs);
+  std::optional<fifo::WriteEnd> Write;
+  while (!Write) {
+    Deadline SliceEnd = std::min(OpenUntil, fifo::Clock::now() + Slice);
+    auto W = fifo::openForWrite(Ch.Base + ".in", ReadEnd->get(), SliceEnd);
+    if (W) {
+      Write.emplace(std::move(*W));
+      break;
+    }
+    if (W.error().code() != ErrorCode::Timeout)
+      return W.error();
+    if (C.exited())
+      return Error::success(); // the compiler never asked
+    if (fifo::Clock::now() >= OpenUntil)
+      return makeError(ErrorCode::Timeout, "the compiler did not open its "
+                                           "channel within --timeout-ms");
+  }
+  fifo::Reader In(ReadEnd->get(), MaxHeaderBytes + 1);
+  auto HeaderLine =
+      In.readLine(MaxHeaderBytes, after(O.TimeoutMs), "reading LLVM's header");
+  if (!HeaderLine) {
+    if (HeaderLine.error().code() == ErrorCode::PeerClosed)
+      return Error::success(); // opened, then asked nothing
+    return HeaderLine.error();
+  }
+  auto H = parseHeader(*HeaderLine);
+  if (!H)
+    return H.error();
+  auto Runner = createRunner(Config, H->Features, {*H->Advice}, factories());
+  if (!Runner)
+    return Runner.error().withContext("creating the runner");
+  ModelRunner &M = **Runner;
+  std::optional<size_t> MaskIndex;
+  if (!O.Mask.empty()) {
+    for (size_t I = 0; I < H->Features.size(); ++I)
+      if (H->Features[I].name() == O.Mask)
+        MaskIndex = I;
+    if (!MaskIndex)
+      return makeError(ErrorCode::InvalidArgument, "--mask ", O.Mask,
+                       ": the compiler sends no such feature");
+  }
+  std::vector<std::string> Scratch;
+  const size_t AdviceBytes = H->Advice->byteSize();
+  while (true) {
+    auto Line = In.readLine(MaxLineBytes, after(O.TimeoutMs),
+                            "waiting for the compiler's next question");
+    if (!Line) {
+      if (Line.error().code() == ErrorCode::PeerClosed && In.pending() == 0)
+        return Error::success(); // the compiler is done
+      return Line.error();
+    }
+    json::Reader R(*Line);
+    std::string KeyScratch, ValueScratch;
+    bool Observation = false;
+    std::string Context;
+    Error E = R.forEachMember(KeyScratch, [&](std::string_view Key) -> Error {
+      if (Key == "observation") {
+        Observation = true;
+        auto N = R.readInt();
+        return N ? Error::success() : N.error();
+      }
+      if (Key == "context") {
+        auto Name = R.readString(ValueScratch);
+        if (!Name)
+          return Name.error();
+        Context.assign(*Name);
+        return Error::success();
+      }
+      return R.fail("unexpected key in a question line");
+    });
+    if (E)
+      return E.withContext("a line of the compiler");
+    if (!Observation) {
+      if (Error Switch = M.switchContext(Context))
+        return Switch;
+      continue;
+    }
+    for (size_t I = 0; I < H->Features.size(); ++I) {
+      const TensorSpec &Spec = H->Features[I];
+      auto Bytes = In.readExact(Spec.byteSize(), after(O.TimeoutMs),
+                                "reading a feature");
+      if (!Bytes)
+        return Bytes.error();
+      std::memcpy(M.inputData(I), Bytes->data(), Bytes->size());
+      if (O.Finite && Spec.type() == DType::Float)
+        makeFinite<float>(M.inputData(I), Spec.elementCount());
+      else if (O.Finite && Spec.type() == DType::Double)
+        makeFinite<double>(M.inputData(I), Spec.elementCount());
+    }
+    auto End = In.readExact(1, after(O.TimeoutMs), "reading a question's end");
+    if (!End)
+      return End.error();
+    if ((*End)[0] != '\n')
+      return makeError(ErrorCode::Protocol,
+                       "a question does not end with a newline");
+    auto Start = chrono::steady_clock::now();
+    if (Error Eval = M.evaluate())
+      return Eval.withContext("evaluating the model");
+    S.EvaluateSeconds +=
+        chrono::duration<double>(chrono::steady_clock::now() - Start).count();
+    const void *Advice = M.outputData(0);
+    if (MaskIndex) {
+      auto Index = adviceIndex(*H->Advice, Advice);
+      if (!Index)
+        return Index.error();
+      const TensorSpec &MaskSpec = H->Features[*MaskIndex];
+      if (MaskSpec.type() != DType::Int64)
+        return makeError(ErrorCode::TypeMismatch, "--mask ", O.Mask,
+                         " is not an int64 feature");
+      const int64_t *Mask =
+          static_cast<const int64_t *>(M.inputData(*MaskIndex));
+      if (*Index < 0 || size_t(*Index) >= MaskSpec.elementCount() ||
+          Mask[*Index] == 0)
+        return makeError(ErrorCode::ModelFailure, "the model answered ",
+                         std::to_string(*Index), ", not a legal index of ",
+                         O.Mask);
+    }
+    if (Error W = fifo::writeAll(
+            *Write,
+            std::string_view(static_cast<const char *>(Advice), AdviceBytes),
+            after(O.TimeoutMs), "writing the advice"))
+      return W;
+    ++S.Decisions;
+  }
+}
+
+void writeStats(const std::string &Path, const Stats &S) {
+  std::string Line = "{\"decisions\":";
+  json::appendUInt(Line, S.Decisions);
+  Line.append(",\"evaluate_seconds\":");
+  json::appendDouble(Line, S.EvaluateSeconds);
+  Line.append(",\"wall_seconds\":");
+  json::appendDouble(Line, S.WallSeconds);
+  Line.append(",\"compiler_status\":");
+  json::appendInt(Line, S.CompilerStatus);
+  Line.append(",\"error\":");
+  if (S.Error.empty())
+    Line.append("null");
+  else
+    json::appendString(Line, S.Error);
+  Line.append("}\n");
+  AppendFile File;
+  std::string Problem;
+  if (!File.open(Path, Problem))
+    std::fprintf(stderr, "%s: --stats %s: %s\n", Tool, Path.c_str(),
+                 Problem.c_str());
+  else if (!File.append(Line))
+    std::fprintf(stderr, "%s: --stats %s: cannot write\n", Tool, Path.c_str());
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  std::string Why;
+  std::optional<Options> O = parseOptions(Argc, Argv, Why);
+  if (!O)
+    return usage(Why);
+  auto Config = RunnerConfig::parse(O->Runner);
+  if (!Config)
+    return usage("--runner: " + Config.error().message());
+  std::signal(SIGPIPE, SIG_IGN);
+  auto Start = chrono::steady_clock::now();
+  auto Ch = Channel::create();
+  if (!Ch) {
+    std::fprintf(stderr, "%s: %s\n", Tool, Ch.error().message().c_str());
+    return ExitFailure;
+  }
+  std::vector<std::string> Command = O->Command;
+  for (const std::string &Flag : advisorFlags(O->Advisor, Ch->Base)) {
+    if (isClang(Command[0]))
+      Command.emplace_back("-mllvm");
+    Command.push_back(Flag);
+  }
+  auto C = Compiler::start(Command);
+  if (!C) {
+    std::fprintf(stderr, "%s: %s\n", Tool, C.error().message().c_str());
+    return ExitFailure;
+  }
+  Stats S;
+  Error E = serve(*O, *Config, *C, *Ch, S);
+  if (E) {
+    C->kill(); // before the FIFOs close (LLVM 19 spins on a closed input)
+    S.Error = E.message();
+    std::fprintf(stderr, "%s: %s; the compiler was stopped\n", Tool,
+                 E.message().c_str());
+  } else if (!C->waitFor(int(std::min<int64_t>(O->TimeoutMs, 1 << 30)))) {
+    C->kill();
+    S.Error = "the compiler did not exit within --timeout-ms after its "
+              "session ended";
+    std::fprintf(stderr, "%s: %s\n", Tool, S.Error.c_str());
+  }
+  S.CompilerStatus = C->exitCode();
+  S.WallSeconds =
+      chrono::duration<double>(chrono::steady_clock::now() - Start).count();
+  if (!O->Stats.empty())
+    writeStats(O->Stats, S);
+  if (!S.Error.empty())
+    return ExitFailure;
+  return S.CompilerStatus == 0
+             ? ExitOk
+             : (S.CompilerStatus < 0 ? ExitFailure : S.CompilerStatus);
+}
