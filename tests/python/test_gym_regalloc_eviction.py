@@ -225,3 +225,27 @@ def test_constructor_errors(modules):
         RegallocEvictionEnv([modules[0]], step_timeout=float("nan"))
     with pytest.raises(ValueError, match="render"):
         RegallocEvictionEnv([modules[0]], render_mode="human")
+
+
+def test_per_function_episodes_allocate_one_function_each(modules, tmp_path):
+    from mlbridge.llvm.functions import defined_functions
+
+    pressure = modules[0]
+    env = RegallocEvictionEnv([pressure], per_function=True, cache_dir=tmp_path)
+    try:
+        names = defined_functions(pressure.bitcode)
+        assert [m.name for m in env.modules] == [f"{pressure.name}:{n}" for n in names]
+        assert all(m.program == pressure.program for m in env.modules)
+        reward, terminated, _, info = _episode(env, 0)
+        assert terminated and info["module"] == f"{pressure.name}:pressure"
+        assert reward == pytest.approx(
+            (info["default_score"] - info["score"]) / info["default_score"]
+        )
+        extracted = sorted(tmp_path.glob("functions/*/*.bc"))
+        assert len(extracted) == len(names)
+        stamps = [p.stat().st_mtime_ns for p in extracted]
+    finally:
+        env.close()
+    again = RegallocEvictionEnv([pressure], per_function=True, cache_dir=tmp_path)
+    again.close()
+    assert [p.stat().st_mtime_ns for p in sorted(tmp_path.glob("functions/*/*.bc"))] == stamps

@@ -27,7 +27,7 @@ from gymnasium import spaces
 
 from mlbridge.gym.corpus_modules import EnvError, SkipModule, environment_modules
 from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
-from mlbridge.gym.modules import Module, module_flags
+from mlbridge.gym.modules import Module, default_cache_dir, module_flags
 from mlbridge.gym.served_compilation import (
     Outcome,
     ServedCompilerEnv,
@@ -42,6 +42,7 @@ from mlbridge.llvm.allocation import (
     default_allocation,
 )
 from mlbridge.llvm.driver import RunResult, run_compiler
+from mlbridge.llvm.functions import FunctionError, function_modules
 from mlbridge.llvm.regalloc_score import ScoreError
 from mlbridge.policy import Session
 from mlbridge.problems.regalloc_eviction import (
@@ -70,6 +71,26 @@ class _Served:
         return self._decide(features)
 
 
+def _functions_of(
+    modules: Sequence[Module], cache_dir: Optional[Union[str, os.PathLike]]
+) -> List[Module]:
+    """Each function of ``modules`` as a module of its own."""
+    base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    out = []
+    for module in modules:
+        try:
+            functions = function_modules(module.bitcode, base / "functions")
+        except FunctionError as err:
+            raise EnvError(f"{module.name}: {err}") from None
+        out += [
+            Module(f"{module.name}:{name}", path, module.program, module.split, module.flags)
+            for name, path in functions
+        ]
+    if not out:
+        raise EnvError("the modules define no function")
+    return out
+
+
 class RegallocEvictionEnv(ServedCompilerEnv):
     """Eviction in llc-19's greedy register allocator; see docs/regalloc.md.
 
@@ -85,6 +106,11 @@ class RegallocEvictionEnv(ServedCompilerEnv):
       compilation may last, the agent's time included (and the default
       advisor's compilation of a module).
     - ``opt_level``: llc's ``-O`` level (1, 2 or 3).
+    - ``per_function``: every function of every module is a module of its
+      own (``MODULE:FUNCTION``, extracted by llvm-extract-19 into
+      ``cache_dir``): an episode allocates one function and its reward is
+      that function's score against the default advisor's, as MLGO rewards
+      eviction.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -101,6 +127,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         step_timeout: float = 60.0,
         episode_timeout: float = 600.0,
         opt_level: int = 2,
+        per_function: bool = False,
         cache_dir: Optional[Union[str, os.PathLike]] = None,
         llc: str = LLC,
         render_mode: Optional[str] = None,
@@ -123,6 +150,9 @@ class RegallocEvictionEnv(ServedCompilerEnv):
             module_flags(PROBLEM.optimized_modules),
             max_programs,
         )
+        if per_function:
+            self.modules = _functions_of(self.modules, cache_dir)
+            self._by_name = {m.name: m for m in self.modules}
         #: Modules that give no episode (nothing to evict, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
         self._baselines: Dict[str, DefaultAllocation] = {}

@@ -1,0 +1,89 @@
+"""A module's functions, each extracted into a module of its own.
+
+Code generation allocates registers function by function, so one function
+alone in a module is allocated as it is in its module; a problem of the back
+end can then make an episode of every function, each with its own reward
+(MLGO rewards eviction per function). ``llvm-nm-19`` lists a module's
+defined functions; ``llvm-extract-19 --func=NAME`` keeps one and declares
+what it references.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import List, Tuple
+
+from mlbridge import child_process
+from mlbridge.errors import MlbridgeError
+from mlbridge.jsontext import load_json_value
+
+NM = "llvm-nm-19"
+EXTRACT = "llvm-extract-19"
+#: Longest one listing or extraction may take.
+TIMEOUT = 120.0
+#: nm's letters of functions (text), global and local.
+_FUNCTION_TYPES = frozenset({"T", "t", "W"})
+
+
+class FunctionError(MlbridgeError):
+    """A module's functions cannot be listed or extracted."""
+
+
+def _run(command: List[str]) -> str:
+    try:
+        done = child_process.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise FunctionError(f"{command[0]} ran longer than {TIMEOUT:g} s") from None
+    except OSError as err:
+        raise FunctionError(f"cannot run {command[0]}: {err.strerror or err}") from None
+    if done.returncode != 0:
+        raise FunctionError(f"{command[0]} failed ({done.returncode}): {done.stderr[-1000:]}")
+    return done.stdout
+
+
+def defined_functions(bitcode: Path, nm: str = NM) -> List[str]:
+    """The functions ``bitcode`` defines, in nm's order."""
+    out = _run([nm, "--defined-only", "--format=posix", str(bitcode)])
+    names = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[1] in _FUNCTION_TYPES:
+            names.append(fields[0])
+    return names
+
+
+def function_modules(
+    bitcode: Path, cache_dir: Path, extract: str = EXTRACT, nm: str = NM
+) -> List[Tuple[str, Path]]:
+    """(function, its own module) for every function ``bitcode`` defines,
+    extracted once into ``cache_dir`` (by the hash of the module's bytes)."""
+    digest = hashlib.sha256(bitcode.read_bytes()).hexdigest()[:24]
+    directory = cache_dir / digest
+    index = directory / "functions.json"
+    if index.is_file():
+        names = load_json_value(index.read_bytes(), str(index))
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise FunctionError(f"{index} is not a list of function names")
+        return [(name, directory / f"{i}.bc") for i, name in enumerate(names)]
+    directory.mkdir(parents=True, exist_ok=True)
+    names = defined_functions(bitcode, nm)
+    for i, name in enumerate(names):
+        out = directory / f"{i}.bc"
+        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+        _run([extract, f"--func={name}", str(bitcode), "-o", str(tmp)])
+        os.replace(tmp, out)
+    tmp_index = index.with_name(f"functions.json.{os.getpid()}.tmp")
+    tmp_index.write_text(json.dumps(names), "utf-8")
+    os.replace(tmp_index, index)
+    return [(name, directory / f"{i}.bc") for i, name in enumerate(names)]
