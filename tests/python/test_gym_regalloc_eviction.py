@@ -249,3 +249,20 @@ def test_per_function_episodes_allocate_one_function_each(modules, tmp_path):
     again = RegallocEvictionEnv([pressure], per_function=True, cache_dir=tmp_path)
     again.close()
     assert [p.stat().st_mtime_ns for p in sorted(tmp_path.glob("functions/*/*.bc"))] == stamps
+
+
+def test_an_alias_is_no_function_of_its_own(tmp_path):
+    from mlbridge.llvm.functions import function_modules
+
+    source = tmp_path / "alias.cc"
+    source.write_text(
+        "struct S { ~S(); int x; };\nS::~S() { x = 0; }\nint f(int a) { return a; }\n"
+    )
+    bitcode = tmp_path / "alias.bc"
+    subprocess.run(
+        ["clang-19", "-x", "c++", "-O2", "-emit-llvm", "-c", str(source), "-o", str(bitcode)]
+        + ["-Xclang", "-mconstructor-aliases"],
+        check=True,
+    )
+    names = [name for name, _ in function_modules(bitcode, tmp_path / "cache")]
+    assert names == ["_Z1fi", "_ZN1SD2Ev"]  # D1 is an alias of D2, left out

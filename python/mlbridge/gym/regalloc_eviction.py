@@ -17,6 +17,7 @@ of the default advisor on the same module: ``(default - score) / default``.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -55,6 +56,8 @@ from mlbridge.problems.regalloc_eviction import (
 
 __all__ = ["EnvError", "RegallocEvictionEnv"]
 
+_LOG = logging.getLogger("mlbridge.gym")
+
 
 class _Served:
     """The policy :func:`run_compiler` serves: the bridge's, plus the
@@ -81,7 +84,8 @@ def _functions_of(
         try:
             functions = function_modules(module.bitcode, base / "functions")
         except FunctionError as err:
-            raise EnvError(f"{module.name}: {err}") from None
+            _LOG.warning("mlbridge.gym: module %s left out: %s", module.name, err)
+            continue
         out += [
             Module(f"{module.name}:{name}", path, module.program, module.split, module.flags)
             for name, path in functions

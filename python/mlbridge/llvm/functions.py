@@ -67,7 +67,9 @@ def function_modules(
     bitcode: Path, cache_dir: Path, extract: str = EXTRACT, nm: str = NM
 ) -> List[Tuple[str, Path]]:
     """(function, its own module) for every function ``bitcode`` defines,
-    extracted once into ``cache_dir`` (by the hash of the module's bytes)."""
+    extracted once into ``cache_dir`` (by the hash of the module's bytes).
+    A symbol that cannot be extracted on its own (an alias nm lists as a
+    function, such as a C++ complete-object destructor) is left out."""
     digest = hashlib.sha256(bitcode.read_bytes()).hexdigest()[:24]
     directory = cache_dir / digest
     index = directory / "functions.json"
@@ -77,12 +79,19 @@ def function_modules(
             raise FunctionError(f"{index} is not a list of function names")
         return [(name, directory / f"{i}.bc") for i, name in enumerate(names)]
     directory.mkdir(parents=True, exist_ok=True)
-    names = defined_functions(bitcode, nm)
-    for i, name in enumerate(names):
-        out = directory / f"{i}.bc"
+    names = []
+    for name in defined_functions(bitcode, nm):
+        out = directory / f"{len(names)}.bc"
         tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        _run([extract, f"--func={name}", str(bitcode), "-o", str(tmp)])
+        try:
+            _run([extract, f"--func={name}", str(bitcode), "-o", str(tmp)])
+        except FunctionError as err:
+            tmp.unlink(missing_ok=True)
+            if "doesn't contain function named" not in str(err):
+                raise
+            continue
         os.replace(tmp, out)
+        names.append(name)
     tmp_index = index.with_name(f"functions.json.{os.getpid()}.tmp")
     tmp_index.write_text(json.dumps(names), "utf-8")
     os.replace(tmp_index, index)
