@@ -419,20 +419,40 @@ Deadline after(int64_t Ms) {
   return fifo::Clock::now() + chrono::milliseconds(Ms);
 }
 
+/// The host's ends of the channel.
+struct Ends {
+  fifo::FileDescriptor Read;
+  std::optional<fifo::WriteEnd> Write;
+};
+
+Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
+              const Channel &Ch, Ends &E, Stats &S);
+
 /// Serves the compiler until it closes its channel. Returns success when the
-/// compiler ended the session (or never opened it), else the host's error.
+/// compiler ended the session (or never opened it), else the host's error,
+/// the compiler then stopped while the channel's ends are still open.
 Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
             const Channel &Ch, Stats &S) {
+  Ends E;
+  Error Failed = session(O, Config, C, Ch, E, S);
+  if (Failed)
+    C.kill(); // before the FIFOs close: LLVM 19 spins on a closed input
+  return Failed;
+}
+
+Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
+              const Channel &Ch, Ends &E, Stats &S) {
   auto ReadEnd = fifo::openForRead(Ch.Base + ".out");
   if (!ReadEnd)
     return ReadEnd.error();
+  E.Read = std::move(*ReadEnd);
   // BASE.in for writing: the compiler opens it first; give up when the
   // compiler exits without (it asked nothing) or the deadline passes.
   Deadline OpenUntil = after(O.TimeoutMs);
-  std::optional<fifo::WriteEnd> Write;
+  std::optional<fifo::WriteEnd> &Write = E.Write;
   while (!Write) {
     Deadline SliceEnd = std::min(OpenUntil, fifo::Clock::now() + Slice);
-    auto W = fifo::openForWrite(Ch.Base + ".in", ReadEnd->get(), SliceEnd);
+    auto W = fifo::openForWrite(Ch.Base + ".in", E.Read.get(), SliceEnd);
     if (W) {
       Write.emplace(std::move(*W));
       break;
@@ -445,7 +465,7 @@ Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
       return makeError(ErrorCode::Timeout, "the compiler did not open its "
                                            "channel within --timeout-ms");
   }
-  fifo::Reader In(ReadEnd->get(), MaxHeaderBytes + 1);
+  fifo::Reader In(E.Read.get(), MaxHeaderBytes + 1);
   auto HeaderLine =
       In.readLine(MaxHeaderBytes, after(O.TimeoutMs), "reading LLVM's header");
   if (!HeaderLine) {
@@ -483,7 +503,7 @@ Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
     std::string KeyScratch, ValueScratch;
     bool Observation = false;
     std::string Context;
-    Error E = R.forEachMember(KeyScratch, [&](std::string_view Key) -> Error {
+    Error Bad = R.forEachMember(KeyScratch, [&](std::string_view Key) -> Error {
       if (Key == "observation") {
         Observation = true;
         auto N = R.readInt();
@@ -498,8 +518,8 @@ Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
       }
       return R.fail("unexpected key in a question line");
     });
-    if (E)
-      return E.withContext("a line of the compiler");
+    if (Bad)
+      return Bad.withContext("a line of the compiler");
     if (!Observation) {
       if (Error Switch = M.switchContext(Context))
         return Switch;
@@ -609,7 +629,6 @@ int main(int Argc, char **Argv) {
   Stats S;
   Error E = serve(*O, *Config, *C, *Ch, S);
   if (E) {
-    C->kill(); // before the FIFOs close (LLVM 19 spins on a closed input)
     S.Error = E.message();
     std::fprintf(stderr, "%s: %s; the compiler was stopped\n", Tool,
                  E.message().c_str());
