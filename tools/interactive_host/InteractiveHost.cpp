@@ -29,6 +29,7 @@
 
 #include "mlbridge/RunnerConfig.h"
 #include "pipe/Fifo.h"
+#include "pipe/InteractiveProtocol.h"
 #include "support/AppendFile.h"
 #include "support/Json.h"
 #ifdef MLBRIDGE_HAVE_ONNXRUNTIME
@@ -65,9 +66,6 @@ constexpr int ExitOk = 0, ExitFailure = 1, ExitUsage = 2;
 constexpr size_t MaxHeaderBytes = size_t(8) << 20;
 /// Longest context or observation line.
 constexpr size_t MaxLineBytes = size_t(64) << 10;
-/// Most features a header may declare, and their bytes per question.
-constexpr size_t MaxFeatures = 4096;
-constexpr size_t MaxObservationBytes = size_t(64) << 20;
 /// Seconds the compiler has to exit after SIGTERM before SIGKILL.
 constexpr int KillGraceMs = 2000;
 /// Slice of a wait in which the compiler's exit is checked.
@@ -312,64 +310,6 @@ private:
   std::optional<int> Status;
 };
 
-/// LLVM's header: the features it sends and the advice it reads.
-struct Header {
-  std::vector<TensorSpec> Features;
-  std::optional<TensorSpec> Advice;
-};
-
-Expected<Header> parseHeader(std::string_view Line) {
-  Header H;
-  json::Reader R(Line);
-  std::string Scratch;
-  Error E = R.forEachMember(Scratch, [&](std::string_view Key) -> Error {
-    if (Key == "features")
-      return R.forEachElement([&]() -> Error {
-        size_t Start = R.offset();
-        if (Error Skip = R.skipValue())
-          return Skip;
-        if (H.Features.size() >= MaxFeatures)
-          return R.fail("more than 4096 features");
-        auto Spec =
-            TensorSpec::fromJSON(Line.substr(Start, R.offset() - Start));
-        if (!Spec)
-          return Spec.error();
-        H.Features.push_back(*Spec);
-        return Error::success();
-      });
-    if (Key == "advice") {
-      size_t Start = R.offset();
-      if (Error Skip = R.skipValue())
-        return Skip;
-      auto Spec = TensorSpec::fromJSON(Line.substr(Start, R.offset() - Start));
-      if (!Spec)
-        return Spec.error();
-      H.Advice = *Spec;
-      return Error::success();
-    }
-    if (Key == "score")
-      return makeError(ErrorCode::Unsupported,
-                       "the compiler logs a score (a development build's "
-                       "training mode), not an interactive session");
-    return R.skipValue();
-  });
-  if (E)
-    return E.withContext("LLVM's header");
-  if (Error End = R.expectEnd())
-    return End.withContext("LLVM's header");
-  if (H.Features.empty() || !H.Advice)
-    return makeError(ErrorCode::Protocol,
-                     "LLVM's header declares no features or no advice");
-  size_t Bytes = 0;
-  for (const TensorSpec &S : H.Features)
-    Bytes += S.byteSize();
-  if (Bytes > MaxObservationBytes)
-    return makeError(ErrorCode::TooLarge, "LLVM's features take ",
-                     std::to_string(Bytes), " bytes per question (limit ",
-                     std::to_string(MaxObservationBytes), ")");
-  return H;
-}
-
 /// NaN as 0, infinities as the largest finite value, in a float tensor.
 template <typename T> void makeFinite(void *Data, size_t Count) {
   T *V = static_cast<T *>(Data);
@@ -473,10 +413,10 @@ Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
       return Error::success(); // opened, then asked nothing
     return HeaderLine.error();
   }
-  auto H = parseHeader(*HeaderLine);
+  auto H = interactive::parseHeader(*HeaderLine);
   if (!H)
     return H.error();
-  auto Runner = createRunner(Config, H->Features, {*H->Advice}, factories());
+  auto Runner = createRunner(Config, H->Features, {H->Advice}, factories());
   if (!Runner)
     return Runner.error().withContext("creating the runner");
   ModelRunner &M = **Runner;
@@ -489,8 +429,7 @@ Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
       return makeError(ErrorCode::InvalidArgument, "--mask ", O.Mask,
                        ": the compiler sends no such feature");
   }
-  std::vector<std::string> Scratch;
-  const size_t AdviceBytes = H->Advice->byteSize();
+  const size_t AdviceBytes = H->Advice.byteSize();
   while (true) {
     auto Line = In.readLine(MaxLineBytes, after(O.TimeoutMs),
                             "waiting for the compiler's next question");
@@ -499,29 +438,11 @@ Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
         return Error::success(); // the compiler is done
       return Line.error();
     }
-    json::Reader R(*Line);
-    std::string KeyScratch, ValueScratch;
-    bool Observation = false;
-    std::string Context;
-    Error Bad = R.forEachMember(KeyScratch, [&](std::string_view Key) -> Error {
-      if (Key == "observation") {
-        Observation = true;
-        auto N = R.readInt();
-        return N ? Error::success() : N.error();
-      }
-      if (Key == "context") {
-        auto Name = R.readString(ValueScratch);
-        if (!Name)
-          return Name.error();
-        Context.assign(*Name);
-        return Error::success();
-      }
-      return R.fail("unexpected key in a question line");
-    });
-    if (Bad)
-      return Bad.withContext("a line of the compiler");
-    if (!Observation) {
-      if (Error Switch = M.switchContext(Context))
+    auto Question = interactive::parseQuestionLine(*Line);
+    if (!Question)
+      return Question.takeError();
+    if (!Question->Observation) {
+      if (Error Switch = M.switchContext(Question->Context))
         return Switch;
       continue;
     }
@@ -550,7 +471,7 @@ Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
         chrono::duration<double>(chrono::steady_clock::now() - Start).count();
     const void *Advice = M.outputData(0);
     if (MaskIndex) {
-      auto Index = adviceIndex(*H->Advice, Advice);
+      auto Index = adviceIndex(H->Advice, Advice);
       if (!Index)
         return Index.error();
       const TensorSpec &MaskSpec = H->Features[*MaskIndex];
