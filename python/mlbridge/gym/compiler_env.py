@@ -51,6 +51,12 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
         return spaces.Box(-FLOAT_MAX, FLOAT_MAX, shape=(len(names),), dtype=np.float32)
 
     @property
+    def compiler_pid(self) -> Optional[int]:
+        """The process id of the running compiler session (a compiler, a
+        service; None: none runs)."""
+        return None
+
+    @property
     def module(self) -> Optional[str]:
         """The name of the current (or last) episode's module."""
         return None if self._episode is None else self._episode.module.name

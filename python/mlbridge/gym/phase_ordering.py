@@ -445,6 +445,11 @@ class PhaseOrderingEnv(CompilerEnv):
             return None
         return service.pid
 
+    @property
+    def compiler_pid(self) -> Optional[int]:
+        """:attr:`service_pid`, by the name every environment has."""
+        return self.service_pid
+
     def _command_line(self, base: str) -> List[str]:
         connect_ms = runner_ms(self.step_timeout)
         runner = RunnerConfig(

@@ -1,0 +1,137 @@
+"""Every problem of the registry (mlbridge.problems), by one test each
+parametrised over it: the environment passes gymnasium's reset and step
+checks, runs a random episode to its end, and ends an episode with
+``info["error"]`` on an invalid action and on a killed compiler session;
+a corrupt module gives no episode and says why. The bundled demo programs
+are every problem's modules (optimised as the problem declares)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import warnings
+
+import numpy as np
+import pytest
+from process_checks import gone, wait_for
+
+gym = pytest.importorskip("gymnasium")
+
+import mlbridge.gym  # noqa: E402, F401  (registers the ids)
+from mlbridge.corpus.defaults import bundled_programs  # noqa: E402
+from mlbridge.errors import MlbridgeError  # noqa: E402
+from mlbridge.gym.corpus_modules import EnvError  # noqa: E402
+from mlbridge.gym.modules import module_flags, prepare_modules  # noqa: E402
+from mlbridge.native import NativeError  # noqa: E402
+from mlbridge.problems import PROBLEMS  # noqa: E402
+
+
+@pytest.fixture(scope="module", params=sorted(PROBLEMS))
+def problem(request):
+    return PROBLEMS[request.param]
+
+
+@pytest.fixture(scope="module")
+def modules(problem, tmp_path_factory):
+    return prepare_modules(
+        bundled_programs(),
+        tmp_path_factory.mktemp(problem.name),
+        module_flags=module_flags(problem.optimized_modules),
+    )
+
+
+def _make(problem, modules):
+    try:
+        return gym.make(problem.env_id, modules=modules)
+    except (NativeError, FileNotFoundError) as err:  # a native half not built
+        pytest.skip(f"{problem.name}: {err}")
+
+
+def _action(env, rng):
+    """A random action, a legal one where the environment masks them."""
+    inner = env.unwrapped
+    masks = getattr(inner, "action_masks", None)
+    if masks is not None:
+        return int(rng.choice(np.flatnonzero(masks())))
+    return int(rng.integers(inner.action_space.n))
+
+
+def test_gymnasiums_checks_pass(problem, modules):
+    from gymnasium.utils import env_checker, passive_env_checker
+
+    env = _make(problem, modules)
+    try:
+        inner = env.unwrapped
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            passive_env_checker.check_observation_space(inner.observation_space)
+            passive_env_checker.check_action_space(inner.action_space)
+            env_checker.check_reset_seed_determinism(inner)
+            env_checker.check_reset_return_type(inner)
+            passive_env_checker.env_reset_passive_checker(inner, seed=0)
+            rng = np.random.default_rng(0)
+            for _ in range(3):
+                passive_env_checker.env_step_passive_checker(inner, _action(env, rng))
+        assert [str(w.message) for w in caught] == []
+        assert len(inner.feature_names) == inner.observation_space.shape[0]
+    finally:
+        env.close()
+
+
+def test_a_random_episode_runs_to_its_end(problem, modules):
+    env = _make(problem, modules)
+    try:
+        rng = np.random.default_rng(1)
+        obs, info = env.reset(seed=1)
+        assert env.unwrapped.compiler_pid is not None
+        terminated = truncated = False
+        steps = 0
+        while not (terminated or truncated):
+            obs, reward, terminated, truncated, info = env.step(_action(env, rng))
+            steps += 1
+            assert steps < 100_000
+        assert "error" not in info, info.get("error")
+        assert math.isfinite(reward) and env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+def test_an_invalid_action_ends_the_episode(problem, modules):
+    env = _make(problem, modules)
+    try:
+        obs, _ = env.reset(seed=2)
+        _, reward, terminated, truncated, info = env.step(-1)
+        assert truncated and not terminated and reward == 0.0
+        assert "invalid action" in info["error"]
+        with pytest.raises(MlbridgeError):
+            env.step(0)
+        env.reset(seed=2)  # the environment goes on
+    finally:
+        env.close()
+
+
+def test_a_killed_compiler_session_ends_the_episode(problem, modules):
+    env = _make(problem, modules)
+    try:
+        env.reset(seed=3)
+        pid = env.unwrapped.compiler_pid
+        os.kill(pid, signal.SIGKILL)
+        _, _, terminated, truncated, info = env.step(_action(env, np.random.default_rng(3)))
+        assert truncated and not terminated
+        assert "SIGKILL" in info["error"] or "killed" in info["error"], info["error"]
+        assert wait_for(lambda: gone(pid)) and env.unwrapped.compiler_pid is None
+    finally:
+        env.close()
+
+
+def test_a_corrupt_module_gives_no_episode(problem, tmp_path):
+    corrupt = tmp_path / "corrupt.bc"
+    corrupt.write_bytes(b"BC\xc0\xde" + bytes(range(256)) * 4)
+    env = _make(problem, [corrupt])
+    try:
+        with pytest.raises(EnvError, match="no module gives an episode"):
+            env.reset(seed=0)
+        assert "corrupt" in env.unwrapped.skipped
+    finally:
+        env.close()
