@@ -1,7 +1,8 @@
 """Every problem of the registry (mlbridge.problems), by one test each
 parametrised over it: the environment passes gymnasium's reset and step
 checks, runs a random episode to its end, and ends an episode with
-``info["error"]`` on an invalid action and on a killed compiler session;
+``info["error"]`` on an invalid action and on a killed or stalled compiler
+session;
 a corrupt module gives no episode and says why. The bundled demo programs
 are every problem's modules (optimised as the problem declares)."""
 
@@ -41,9 +42,9 @@ def modules(problem, tmp_path_factory):
     )
 
 
-def _make(problem, modules):
+def _make(problem, modules, **kwargs):
     try:
-        return gym.make(problem.env_id, modules=modules)
+        return gym.make(problem.env_id, modules=modules, **kwargs)
     except (NativeError, FileNotFoundError) as err:  # a native half not built
         pytest.skip(f"{problem.name}: {err}")
 
@@ -121,6 +122,24 @@ def test_a_killed_compiler_session_ends_the_episode(problem, modules):
         assert truncated and not terminated
         assert "SIGKILL" in info["error"] or "killed" in info["error"], info["error"]
         assert wait_for(lambda: gone(pid)) and env.unwrapped.compiler_pid is None
+    finally:
+        env.close()
+
+
+def test_a_stalled_compiler_session_ends_the_episode(problem, modules):
+    env = _make(problem, modules, step_timeout=2.0)
+    try:
+        env.reset(seed=4)
+        pid = env.unwrapped.compiler_pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            _, _, terminated, truncated, info = env.step(_action(env, np.random.default_rng(4)))
+        finally:
+            if not gone(pid):
+                os.kill(pid, signal.SIGCONT)
+        assert truncated and not terminated
+        assert "step_timeout" in info["error"], info["error"]
+        assert wait_for(lambda: gone(pid))
     finally:
         env.close()
 
