@@ -128,6 +128,7 @@ def evaluate_regalloc_eviction(
         }
         plain.unlink(missing_ok=True)
         scores: Dict[str, float] = {}
+        model_seconds: Dict[str, float] = {}
         texts: Dict[str, bytes] = {}
         decisions = 0
         for kind, config in configs.items():
@@ -142,6 +143,7 @@ def evaluate_regalloc_eviction(
             finally:
                 output.unlink(missing_ok=True)
             seconds[kind] = stats["seconds"]
+            model_seconds[kind] = float(stats["evaluate_seconds"])
             decisions = int(stats["decisions"])
         agree = agree and len(set(texts.values())) <= 1
         first = runners[0]
@@ -155,6 +157,7 @@ def evaluate_regalloc_eviction(
                 "policy_over_default": _ratio(scores[first], base),
                 "decisions": decisions,
                 "seconds": {k: round(v, 4) for k, v in seconds.items()},
+                "model_seconds": {k: round(v, 6) for k, v in model_seconds.items()},
             }
         )
     return _report(rows, list(configs), agree)
@@ -173,8 +176,11 @@ def _report(rows: List[Dict[str, Any]], runners: List[str], agree: bool) -> Dict
     better = sum(1 for r in rows if r["policy_over_default"] < 1.0)
     decisions = sum(r["decisions"] for r in rows)
     times = {k: sum(r["seconds"][k] for r in rows) for k in ["default", *runners]}
+    model = {k: sum(r["model_seconds"][k] for r in rows) for k in runners}
     cost = ", ".join(
-        f"{k} {times[k]:.2f} s ({_ratio(times[k], times['default']):.2f}x)" for k in runners
+        f"{k} {times[k]:.2f} s ({_ratio(times[k], times['default']):.2f}x; the model "
+        f"{1e6 * model[k] / max(decisions, 1):.1f} us per question)"
+        for k in runners
     )
     return {
         "modules": rows,
@@ -183,6 +189,7 @@ def _report(rows: List[Dict[str, Any]], runners: List[str], agree: bool) -> Dict
         "runners": runners,
         "runners_agree": agree,
         "seconds": times,
+        "model_seconds": model,
         "summary": [
             f"{len(rows)} modules of {len(projects)} projects: regalloc score "
             f"policy/default {ratio:.4f}x (< 1: cheaper allocation); better on {better} "
