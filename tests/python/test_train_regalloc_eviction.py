@@ -96,8 +96,11 @@ def test_a_run_exports_a_masked_model_and_deploys_in_llc(tmp_path, pressure):
     assert report["runners_agree"]  # AOT and ONNX Runtime allocate the same
     assert set(row["seconds"]) == {"default", "aot", "onnx"}
     assert row["policy_over_default"] == pytest.approx(row["policy_score"] / row["default_score"])
-    assert report["policy_over_default"] == row["policy_over_default"]
-    assert report["projects"]["pressure"]["policy_over_default"] == row["policy_over_default"]
+    assert report["geomean_policy_over_default"] == pytest.approx(row["policy_over_default"])
+    assert report["summed_policy_over_default"] == pytest.approx(row["policy_over_default"])
+    project = report["projects"]["pressure"]
+    assert project["geomean_policy_over_default"] == pytest.approx(row["policy_over_default"])
+    assert project["modules_asking"] == 1
     assert "regalloc score policy/default" in report["summary"][0]
 
 

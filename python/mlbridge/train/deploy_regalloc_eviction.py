@@ -14,6 +14,7 @@ without a model and with each runner.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import time
 from pathlib import Path
@@ -163,15 +164,27 @@ def evaluate_regalloc_eviction(
     return _report(rows, list(configs), agree)
 
 
+def _geomean(ratios: Sequence[float]) -> float:
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
+
+
 def _report(rows: List[Dict[str, Any]], runners: List[str], agree: bool) -> Dict[str, Any]:
+    """The modules' rows summed up. The headline is the geometric mean of the
+    per-module ratios over the modules that asked: block frequencies make
+    one module's score dwarf the others' (a loop nest's blocks weigh
+    millions of entries), so summed scores would measure that module alone."""
+    asked = [r for r in rows if r["decisions"] > 0]
     projects: Dict[str, Dict[str, float]] = {}
-    for row in rows:
-        sums = projects.setdefault(row["project"], {"default_score": 0.0, "policy_score": 0.0})
-        sums["default_score"] += row["default_score"]
-        sums["policy_score"] += row["policy_score"]
-    for sums in projects.values():
-        sums["policy_over_default"] = _ratio(sums["policy_score"], sums["default_score"])
-    ratio = _ratio(sum(r["policy_score"] for r in rows), sum(r["default_score"] for r in rows))
+    for project in sorted({r["project"] for r in rows}):
+        mine = [r for r in asked if r["project"] == project]
+        projects[project] = {
+            "modules_asking": len(mine),
+            "geomean_policy_over_default": _geomean([r["policy_over_default"] for r in mine]),
+            "default_score": sum(r["default_score"] for r in rows if r["project"] == project),
+            "policy_score": sum(r["policy_score"] for r in rows if r["project"] == project),
+        }
+    geomean = _geomean([r["policy_over_default"] for r in asked])
+    summed = _ratio(sum(r["policy_score"] for r in rows), sum(r["default_score"] for r in rows))
     worse = sum(1 for r in rows if r["policy_over_default"] > 1.0)
     better = sum(1 for r in rows if r["policy_over_default"] < 1.0)
     decisions = sum(r["decisions"] for r in rows)
@@ -185,17 +198,18 @@ def _report(rows: List[Dict[str, Any]], runners: List[str], agree: bool) -> Dict
     return {
         "modules": rows,
         "projects": projects,
-        "policy_over_default": ratio,
+        "geomean_policy_over_default": geomean,
+        "summed_policy_over_default": summed,
         "runners": runners,
         "runners_agree": agree,
         "seconds": times,
         "model_seconds": model,
         "summary": [
-            f"{len(rows)} modules of {len(projects)} projects: regalloc score "
-            f"policy/default {ratio:.4f}x (< 1: cheaper allocation); better on {better} "
-            f"modules, worse on {worse}",
+            f"{len(rows)} modules of {len(projects)} projects, {len(asked)} asking: regalloc "
+            f"score policy/default geometric mean {geomean:.4f}x (< 1: cheaper allocation); "
+            f"better on {better} modules, worse on {worse}",
             "per project: "
-            + ", ".join(f"{p} {s['policy_over_default']:.4f}" for p, s in sorted(projects.items())),
+            + ", ".join(f"{p} {s['geomean_policy_over_default']:.4f}" for p, s in projects.items()),
             f"llc wall time for {decisions} questions: default {times['default']:.2f} s, "
             f"{cost}; the runners' allocations " + ("are identical" if agree else "DIFFER"),
         ],
