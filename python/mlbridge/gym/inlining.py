@@ -36,6 +36,7 @@ from mlbridge.gym.served_compilation import (
     Outcome,
     ServedCompilerEnv,
     ServedEpisode,
+    SessionPolicy,
     StepResult,
     failure,
 )
@@ -57,20 +58,12 @@ TRANSPORTS = ("pipe", "grpc")
 _PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
 
 
-class _Served:
-    """The policy :func:`run_compiler` serves: the bridge's, plus the
-    session header (:meth:`begin`) that names the features."""
+class _Served(SessionPolicy):
+    """The inliner's session policy: it asks for LLVM's own decision too."""
 
-    def __init__(self, decide: Any, episode: "_Episode", include_default: bool) -> None:
-        self._decide = decide
-        self._episode = episode
+    def __init__(self, decide: Any, episode: ServedEpisode, include_default: bool) -> None:
+        super().__init__(decide, episode)
         self.wants_default = include_default
-
-    def begin(self, session: Session) -> None:
-        self._episode.header = session
-
-    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
-        return self._decide(features)
 
 
 class _GrpcServed:

@@ -33,6 +33,7 @@ from mlbridge.gym.served_compilation import (
     Outcome,
     ServedCompilerEnv,
     ServedEpisode,
+    SessionPolicy,
     StepResult,
 )
 from mlbridge.llvm.allocation import (
@@ -45,7 +46,6 @@ from mlbridge.llvm.allocation import (
 from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.functions import FunctionError, function_modules
 from mlbridge.llvm.regalloc_score import ScoreError
-from mlbridge.policy import Session
 from mlbridge.problems.regalloc_eviction import (
     CANDIDATES,
     FEATURES,
@@ -57,21 +57,6 @@ from mlbridge.problems.regalloc_eviction import (
 __all__ = ["EnvError", "RegallocEvictionEnv"]
 
 _LOG = logging.getLogger("mlbridge.gym")
-
-
-class _Served:
-    """The policy :func:`run_compiler` serves: the bridge's, plus the
-    session header (:meth:`begin`) that names the features."""
-
-    def __init__(self, decide: Any, episode: ServedEpisode) -> None:
-        self._decide = decide
-        self._episode = episode
-
-    def begin(self, session: Session) -> None:
-        self._episode.header = session
-
-    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
-        return self._decide(features)
 
 
 def _functions_of(
@@ -216,7 +201,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         def serve(decide: Any) -> RunResult:
             return run_compiler(
                 command,
-                {"evict": _Served(decide, episode)},
+                {"evict": SessionPolicy(decide, episode)},
                 timeout=timeout,
                 channel_dir=workdir,
                 stdout=subprocess.DEVNULL,

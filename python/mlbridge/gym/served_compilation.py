@@ -65,6 +65,22 @@ class ServedEpisode:
             self.bridge.abandon(join_timeout=KILL_GRACE_SECONDS + 10.0)
 
 
+class SessionPolicy:
+    """The policy a served compilation answers with: the bridge's decisions,
+    and the session header of LLVM's protocol (:meth:`begin`) recorded on
+    the episode, which names the features."""
+
+    def __init__(self, decide: Any, episode: ServedEpisode) -> None:
+        self._decide = decide
+        self._episode = episode
+
+    def begin(self, session: Session) -> None:
+        self._episode.header = session
+
+    def __call__(self, features: Dict[str, np.ndarray]) -> Any:
+        return self._decide(features)
+
+
 def failure(result: RunResult, episode_timeout: float) -> str:
     """Why a served compilation failed, in one message."""
     if result.timed_out:
