@@ -51,6 +51,7 @@ def _config(out: Path, timesteps: int, module, resume: bool = False) -> TrainCon
         batch_size=64,
         epochs=2,
         checkpoint_every=64,
+        warm_start_steps=300,
         resume=resume,
         progress=False,
         env_kwargs={"modules": [str(module.bitcode)]},
@@ -60,7 +61,10 @@ def _config(out: Path, timesteps: int, module, resume: bool = False) -> TrainCon
 def test_a_run_exports_a_masked_model_and_deploys_in_llc(tmp_path, pressure):
     out = tmp_path / "run"
     first = train(_config(out, 128, pressure))
-    assert first["timesteps"] == 128 and first["warm_start"] is None
+    assert first["timesteps"] == 128
+    # the actor first imitated the density heuristic (no default to imitate;
+    # a random legal answer agrees with it about 1 time in 7)
+    assert first["warm_start"]["samples"] == 300 and first["warm_start"]["agreement"] > 0.5
     second = train(_config(out, 192, pressure, resume=True))
     assert second["resumed_from"].endswith("ppo_128_steps.zip")
     session = ort.InferenceSession(str(out / "policy.onnx"))
@@ -125,3 +129,22 @@ def test_mlbridge_evaluate_measures_a_policy(tmp_path, pressure):
     report = json.loads((tmp_path / "eval" / "evaluate.json").read_text())
     assert [r["module"] for r in report["modules"]] == ["pressure.c"]
     assert "policy/default" in done.stdout
+
+
+def test_the_density_heuristic_evicts_the_cheapest_legal_range():
+    from mlbridge.problems.regalloc_eviction import DensityHeuristic, observation_names
+
+    names = observation_names()
+    heuristic = DensityHeuristic(names)
+    obs = np.zeros(len(names), np.float32)
+    mask = [names.index(f"mask[{i}]") for i in range(CANDIDATES)]
+    density = [names.index(f"use_def_density[{i}]") for i in range(CANDIDATES)]
+    for i, d in ((3, 0.5), (7, 0.2), (9, 0.1), (32, 0.4)):
+        obs[density[i]] = d
+    for i in (3, 7, 32):
+        obs[mask[i]] = 1
+    assert heuristic(obs) == 7  # 9 is cheaper but not legal
+    obs[density[32]] = 0.1
+    assert heuristic(obs) == 32  # nothing cheaper than the current range
+    obs[mask[32]] = 0
+    assert heuristic(obs) == 7  # must evict: the cheapest legal

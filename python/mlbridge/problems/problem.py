@@ -47,6 +47,11 @@ class Problem:
     session: str = "compiler-per-episode"
     #: A feature the actor imitates before PPO (None: no warm start).
     warm_start_feature: Optional[str] = None
+    #: Or a heuristic the actor imitates before PPO, where the compiler's
+    #: own decision is not observable (entry point): the names of the
+    #: features a policy sees -> a picklable ``observation -> action``
+    #: over them (signed-log scaled, which keeps order and zeros).
+    warm_start_policy: Optional[EntryPoint] = None
     #: The features saying which actions are legal (``NAME[i]`` non-zero:
     #: action i is legal), masked in training and in the deployed model
     #: (:mod:`mlbridge.train.masking`); None: every action is always legal.

@@ -23,12 +23,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
+from mlbridge.problems import resolve
 from mlbridge.train.tasks import Task, action_mask, env_kwargs, export, get_task, wrapper
-from mlbridge.train.warm_start import warm_start
+from mlbridge.train.warm_start import FollowFeature, warm_start
 
 if TYPE_CHECKING:
     from mlbridge.train.checkpoints import Hyperparameters
@@ -83,6 +84,17 @@ def _hyperparameters(config: TrainConfig, task: Task) -> "Hyperparameters":
         gae_lambda=task.gae_lambda,
         seed=config.seed,
     )
+
+
+def warm_policy(task: Task, kept: Sequence[str]) -> Optional[Callable[[Any], int]]:
+    """What the actor imitates before PPO, over the features it sees
+    (``kept``): the task's warm-start feature or heuristic; None: nothing."""
+    if task.warm_start_feature is not None:
+        return FollowFeature(list(kept).index(task.warm_start_feature))
+    if task.warm_start_policy is not None:
+        follow: Callable[[Any], int] = resolve(task.warm_start_policy)(kept)
+        return follow
+    return None
 
 
 def _logger(directory: Path) -> Any:
@@ -140,14 +152,9 @@ def train(config: TrainConfig) -> Dict[str, Any]:
         if resume_from is not None:
             state.restore(model, resume_from)
         warm = None
-        if resume_from is None and config.warm_start and task.warm_start_feature:
-            kept = wrapper(task).names(names)
-            warm = warm_start(
-                model.policy,
-                pool,
-                kept.index(task.warm_start_feature),
-                steps_per_worker=config.warm_start_steps,
-            )
+        follow = warm_policy(task, wrapper(task).names(names))
+        if resume_from is None and config.warm_start and follow is not None:
+            warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
         model.set_logger(_logger(config.out / "logs"))
         remaining = max(0, config.timesteps - model.num_timesteps)
         callback = CheckpointCallback(state, max(1, config.checkpoint_every // config.workers))

@@ -1,6 +1,8 @@
 """Warm start: before PPO, the actor imitates a decision the observation
-already carries (for inlining, LLVM's own ``inlining_default``), as
-ml-compiler-opt starts its RL from behavioural cloning. PPO then explores
+already carries (for inlining, LLVM's own ``inlining_default``), or a
+heuristic over the features where the compiler's own decision is not
+observable (register allocation), as ml-compiler-opt starts its RL from
+behavioural cloning. PPO then explores
 around a policy that already matches the compiler's heuristic instead of
 around a coin flip (whose random inlining makes some modules ten times
 larger and their episodes thousands of steps long).
@@ -8,7 +10,7 @@ larger and their episodes thousands of steps long).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 import numpy as np
 
@@ -28,18 +30,18 @@ class FollowFeature:
 def warm_start(
     policy: Any,
     pool: WorkerPool,
-    feature_index: int,
+    follow: Callable[[Any], int],
     steps_per_worker: int = 2000,
     epochs: int = 30,
     batch_size: int = 256,
     learning_rate: float = 1e-3,
 ) -> Dict[str, float]:
-    """Trains ``policy`` (an SB3 ActorCriticPolicy) to answer the feature at
-    ``feature_index`` of the (transformed) observation; returns the
-    agreement reached on the collected observations."""
+    """Trains ``policy`` (an SB3 ActorCriticPolicy, masked or not) to answer
+    as ``follow`` does (a picklable ``observation -> action``, e.g.
+    :class:`FollowFeature`) on the (transformed) observations ``follow``
+    visits; returns the agreement reached on them."""
     import torch
 
-    follow = FollowFeature(feature_index)
     rollouts = pool.rollout(follow, steps_per_worker)
     obs = np.concatenate([r.observations for r in rollouts]).astype(np.float32)
     labels = np.concatenate([r.actions for r in rollouts]).astype(np.int64)
@@ -53,12 +55,16 @@ def warm_start(
         order = torch.randperm(len(x), generator=generator)
         for start in range(0, len(x), batch_size):
             batch = order[start : start + batch_size]
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(x[batch]))
+            logits = policy.get_distribution(x[batch]).distribution.logits
             loss = torch.nn.functional.cross_entropy(logits, y[batch])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
     with torch.no_grad():
-        logits = policy.action_net(policy.mlp_extractor.forward_actor(x))
+        logits = policy.get_distribution(x).distribution.logits
         agreement = float((logits.argmax(dim=1) == y).float().mean())
-    return {"samples": float(len(x)), "agreement": agreement, "positive": float(labels.mean())}
+    return {
+        "samples": float(len(x)),
+        "agreement": agreement,
+        "positive": float((labels > 0).mean()),
+    }
