@@ -61,6 +61,11 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
         """The name of the current (or last) episode's module."""
         return None if self._episode is None else self._episode.module.name
 
+    def baseline_action(self) -> int:
+        """The action that keeps the compiler's own decision at the current
+        step: playing it every step is the baseline episode."""
+        raise NotImplementedError
+
     def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Starts an episode on ``module``: its first observation and info."""
         raise NotImplementedError

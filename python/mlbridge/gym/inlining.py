@@ -417,6 +417,13 @@ class InliningEnv(ServedCompilerEnv):
 
     # -- gymnasium API -------------------------------------------------------
 
+    def baseline_action(self) -> int:
+        """LLVM's own decision at the current call site (needs ``include_default``)."""
+        episode = self._running()
+        if not self.include_default:
+            raise EnvError("LLVM's own decision is observed with include_default=True only")
+        return int(np.asarray(episode.features[DEFAULT_FEATURE]).reshape(-1)[0] != 0)
+
     def step(self, action: Any) -> StepResult:
         """Answers the current call site (0: do not inline, 1: inline)."""
         episode = self._running()

@@ -601,6 +601,10 @@ class PhaseOrderingEnv(CompilerEnv):
 
     # -- gymnasium API -------------------------------------------------------
 
+    def baseline_action(self) -> int:
+        """The action running ``default<Oz>``: the reward's own baseline."""
+        return self.default_action
+
     def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         """APPLYs action ``action`` (an index of :attr:`actions`) to the module."""
         episode = self._episode

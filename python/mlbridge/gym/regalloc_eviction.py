@@ -51,6 +51,7 @@ from mlbridge.problems.regalloc_eviction import (
     FEATURES,
     MASK,
     PROBLEM,
+    DensityHeuristic,
     observation_names,
 )
 
@@ -247,6 +248,14 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         if episode is None or episode.done:
             return np.zeros(CANDIDATES, dtype=bool)
         return self._mask(episode)
+
+    def baseline_action(self) -> int:
+        """The density heuristic's answer to the current question: LLVM 19
+        does not send the default advisor's own choice, and the heuristic
+        allocates about as well (:class:`~mlbridge.problems.regalloc_eviction.DensityHeuristic`)."""
+        episode = self._running()
+        assert episode.observation is not None
+        return DensityHeuristic(self.feature_names)(episode.observation)
 
     def step(self, action: Any) -> StepResult:
         """Answers the current question: the index of the candidate to evict

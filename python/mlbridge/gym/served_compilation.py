@@ -81,18 +81,23 @@ class SessionPolicy:
         return self._decide(features)
 
 
+def exit_message(returncode: int) -> str:
+    """How a compiler that exited with ``returncode`` (not 0) ended."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the compiler was killed by {name}"
+    return f"the compiler failed (exit status {returncode})"
+
+
 def failure(result: RunResult, episode_timeout: float) -> str:
     """Why a served compilation failed, in one message."""
     if result.timed_out:
         message = f"the compilation ran longer than episode_timeout ({episode_timeout:g} s): killed"
-    elif result.returncode < 0:
-        try:
-            name = signal.Signals(-result.returncode).name
-        except ValueError:
-            name = f"signal {-result.returncode}"
-        message = f"the compiler was killed by {name}"
     elif result.returncode != 0:
-        message = f"the compiler failed (exit status {result.returncode})"
+        message = exit_message(result.returncode)
     else:
         message = "serving the compiler failed"
     host = result.error
@@ -203,6 +208,11 @@ class ServedCompilerEnv(CompilerEnv):
                 f"({self.step_timeout:g} s): killed",
             )
         if isinstance(event, Request):
+            # A compiler driver that died while its front end asks on (gcc's
+            # cc1 outlives a killed gcc until it is reaped): a fault.
+            gone = None if episode.compiler is None else episode.compiler.proc.poll()
+            if gone is not None:
+                return self._fault(episode, exit_message(gone) if gone else "the compiler exited")
             return self._hand(episode, event), 0.0, False, False, self._info(episode)
         if event.error is not None:
             return self._fault(

@@ -288,6 +288,44 @@ def run_compiler(
             channel.close()
 
 
+def run_served(
+    command: Callable[[str], List[str]],
+    policy: Policy,
+    *,
+    name: str = "plugin",
+    timeout: Optional[float] = None,
+    open_timeout: Optional[float] = None,
+    io_timeout: Optional[float] = None,
+    stdout: Any = None,
+    channel_dir: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    on_start: Optional[Callable[[CompilerProcess], None]] = None,
+) -> RunResult:
+    """Compile with ``command(base)`` while ``policy`` answers on a private
+    channel at ``base``, for a compiler that reaches its model through a
+    runner configuration (``pipe:BASE``: mlbridge's GCC and MLIR plugins)
+    instead of LLVM's own flags; the rest is as :func:`run_compiler`, the
+    channel's run named ``name`` in the result."""
+    channel = create_channel(channel_dir, name)
+    try:
+        return _run(
+            command(channel.base),
+            {name: policy},
+            {name: None},
+            {name: channel},
+            timeout,
+            open_timeout,
+            io_timeout,
+            {},
+            stdout,
+            None,
+            env,
+            on_start,
+        )
+    finally:
+        channel.close()
+
+
 def _run(
     command: List[str],
     policies: Mapping[str, Policy],

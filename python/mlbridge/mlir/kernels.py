@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mlbridge import child_process
 
@@ -26,6 +26,8 @@ LOWERING = (
     "lower-affine,convert-scf-to-cf,finalize-memref-to-llvm,convert-arith-to-llvm,"
     "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"
 )
+#: Seconds a tool (mlir-opt, mlir-cpu-runner) may take on one kernel.
+TOOL_TIMEOUT = 300.0
 #: MLIR's C runner utilities (rtclock, printF64), from Debian's mlir-19-tools.
 RUNNER_UTILS = Path("/usr/lib/llvm-19/lib/libmlir_c_runner_utils.so")
 
@@ -295,6 +297,26 @@ def suite() -> List[Kernel]:
     ]
 
 
+#: Which kinds of kernel validate and which are held out (a kind is a
+#: project: its sizes are never split); the other kinds train.
+SPLITS: Dict[str, str] = {
+    "conv2d": "validation",
+    "transpose_add": "validation",
+    "batch_matmul": "held-out",
+    "column_sum": "held-out",
+}
+
+
+def kind_of(name: str) -> str:
+    """A kernel's kind: its name without its sizes (``matmul_256x256x256``: matmul)."""
+    return name.rsplit("_", 1)[0]
+
+
+def split_of(name: str) -> str:
+    """The split of the suite's kernel called ``name``."""
+    return SPLITS.get(kind_of(name), "train")
+
+
 def tools() -> None:
     """Raises FileNotFoundError naming the first MLIR tool that is missing."""
     for tool in ("mlir-opt-19", "mlir-cpu-runner-19"):
@@ -304,41 +326,57 @@ def tools() -> None:
         raise FileNotFoundError(str(RUNNER_UTILS))
 
 
-def tile(
+def tile_command(
     source: Path, out: Path, plugin: Path, runner: Optional[str], log: Optional[Path] = None
-) -> subprocess.CompletedProcess:
-    """mlir-opt-19 with the plugin's mlbridge-tile (``runner`` None: the
-    pass's own tile sizes); raises CalledProcessError on failure."""
+) -> List[str]:
+    """mlir-opt-19 running the plugin's mlbridge-tile on ``source`` (``runner``
+    None: the pass's own tile sizes), its log to ``log``."""
     options = []
     if runner:
-        options.append(f"runner={runner}")
+        if '"' in runner or "}" in runner:
+            raise ValueError(
+                f"a runner configuration in a pass option cannot hold '\"' or '}}': {runner}"
+            )
+        options.append(f'runner="{runner}"' if "," in runner else f"runner={runner}")
     if log:
         options.append(f"log={log}")
     pipeline = "builtin.module(mlbridge-tile{" + " ".join(options) + "})"
+    return [
+        "mlir-opt-19",
+        f"--load-pass-plugin={plugin}",
+        f"--pass-pipeline={pipeline}",
+        str(source),
+        "-o",
+        str(out),
+    ]
+
+
+def tile(
+    source: Path, out: Path, plugin: Path, runner: Optional[str], log: Optional[Path] = None
+) -> subprocess.CompletedProcess:
+    """Runs :func:`tile_command`; raises CalledProcessError on failure."""
     return child_process.run(
-        [
-            "mlir-opt-19",
-            f"--load-pass-plugin={plugin}",
-            f"--pass-pipeline={pipeline}",
-            str(source),
-            "-o",
-            str(out),
-        ],
+        tile_command(source, out, plugin, runner, log),
         capture_output=True,
         text=True,
         check=True,
+        timeout=TOOL_TIMEOUT,
     )
 
 
-def run(tiled: Path, work: Path) -> Tuple[float, float]:
-    """Lowers the tiled module and runs it: the fastest time (s) and the checksum."""
-    lowered = work / (tiled.stem + ".llvm.mlir")
+def lower(tiled: Path, lowered: Path) -> None:
+    """Lowers a tiled module to the LLVM dialect (:data:`LOWERING`)."""
     child_process.run(
         ["mlir-opt-19", f"--pass-pipeline={LOWERING}", str(tiled), "-o", str(lowered)],
         capture_output=True,
         text=True,
         check=True,
+        timeout=TOOL_TIMEOUT,
     )
+
+
+def execute(lowered: Path) -> Tuple[float, float]:
+    """Runs a lowered module: the fastest time (s) and the checksum."""
     done = child_process.run(
         [
             "mlir-cpu-runner-19",
@@ -352,6 +390,14 @@ def run(tiled: Path, work: Path) -> Tuple[float, float]:
         capture_output=True,
         text=True,
         check=True,
+        timeout=TOOL_TIMEOUT,
     )
     seconds, checksum = done.stdout.split()[:2]
     return float(seconds), float(checksum)
+
+
+def run(tiled: Path, work: Path) -> Tuple[float, float]:
+    """Lowers the tiled module and runs it: the fastest time (s) and the checksum."""
+    lowered = work / (tiled.stem + ".llvm.mlir")
+    lower(tiled, lowered)
+    return execute(lowered)

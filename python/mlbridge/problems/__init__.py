@@ -18,11 +18,25 @@ from __future__ import annotations
 
 from typing import Dict
 
-from mlbridge.problems import inlining, phase_ordering, regalloc_eviction
-from mlbridge.problems.problem import SESSIONS, DeployInputs, EntryPoint, Problem, resolve
+from mlbridge.problems import (
+    gcc_unroll,
+    inlining,
+    mlir_tiling,
+    phase_ordering,
+    regalloc_eviction,
+)
+from mlbridge.problems.problem import (
+    SESSIONS,
+    Answer,
+    DeployInputs,
+    EntryPoint,
+    Problem,
+    resolve,
+)
 
 __all__ = [
     "PROBLEMS",
+    "Answer",
     "SESSIONS",
     "DeployInputs",
     "EntryPoint",
@@ -34,7 +48,14 @@ __all__ = [
 
 #: Every problem, by name: one line each.
 PROBLEMS: Dict[str, Problem] = {
-    p.name: p for p in (inlining.PROBLEM, phase_ordering.PROBLEM, regalloc_eviction.PROBLEM)
+    p.name: p
+    for p in (
+        inlining.PROBLEM,
+        phase_ordering.PROBLEM,
+        regalloc_eviction.PROBLEM,
+        gcc_unroll.PROBLEM,
+        mlir_tiling.PROBLEM,
+    )
 }
 
 

@@ -11,6 +11,9 @@ from mlbridge.tensor_spec import TensorSpec
 #: Raw feature names, kept indices -> (deployed input specs, kept indices in
 #: the concatenated inputs or None when the inputs are the kept features).
 DeployInputs = Callable[[Sequence[str], List[int]], Tuple[List[TensorSpec], Optional[List[int]]]]
+#: What one action answers the compiler: a number, a row of numbers, or the
+#: name of an input whose value the answer copies (the compiler's own decision).
+Answer = Union[int, Tuple[int, ...], str]
 #: A callable, or the entry point ``"module:attribute"`` naming one.
 EntryPoint = Union[str, Callable[..., Any]]
 
@@ -63,6 +66,15 @@ class Problem:
     #: The modules are optimised by clang -O2 (for problems of the back
     #: end) instead of made ready for a size pipeline (clang -Oz, no pass run).
     optimized_modules: bool = False
+    #: What each action answers, when the answer is not the action's index
+    #: (a table the deployed model indexes: :data:`Answer`); None: the index.
+    answers: Optional[Tuple[Answer, ...]] = None
+    #: The action that keeps the compiler's own decision, where one does
+    #: (None: the environment's ``baseline_action()`` reads it per step).
+    baseline_action: Optional[int] = None
+    #: The problem's own kernel suite instead of a corpus of programs (entry
+    #: point): (split, directory to write them in) -> modules.
+    suite: Optional[EntryPoint] = None
     #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -70,3 +82,8 @@ class Problem:
     def __post_init__(self) -> None:
         if self.session not in SESSIONS:
             raise ValueError(f"session must be one of {SESSIONS}, got {self.session!r}")
+        if self.answers is not None and not self.answers:
+            raise ValueError("answers, when given, name at least one answer")
+        actions = None if self.answers is None else len(self.answers)
+        if self.baseline_action is not None and actions and not 0 <= self.baseline_action < actions:
+            raise ValueError(f"baseline_action {self.baseline_action} is not an action")

@@ -59,7 +59,7 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         type=int,
         default=2000,
         help="steps per worker the actor imitates the compiler's own decision "
-        "before PPO (0: no warm start)",
+        "(or the problem's heuristic) before PPO (0: no warm start)",
     )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
@@ -171,10 +171,13 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
     from mlbridge.train.ppo import TrainConfig, train
+    from mlbridge.train.tasks import TASKS
 
     out = Path(args.out)
     if args.corpus and not Path(args.corpus).exists():
         fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
+    if args.corpus and TASKS[args.task].suite is not None:
+        fail(f"--corpus: {args.task} runs on its own kernel suite", USAGE)
     if args.address and args.backend != "ray":
         fail("--address is for --backend ray", USAGE)
     if args.method == "search" and args.task != "inlining":

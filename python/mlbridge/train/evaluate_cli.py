@@ -73,7 +73,7 @@ def measure(
     from mlbridge.gym.corpus_modules import corpus_modules
     from mlbridge.gym.modules import module_flags
     from mlbridge.native import NativeError
-    from mlbridge.problems import get_problem
+    from mlbridge.problems import get_problem, resolve
     from mlbridge.train.tasks import evaluate
 
     declared = get_problem(problem)
@@ -83,15 +83,19 @@ def measure(
         fail(f"{policy} does not exist: train first", ENVIRONMENT)
     if corpus is not None and not corpus.exists():
         fail(f"--corpus {corpus}: no such file or directory", USAGE)
-    chosen = corpus if corpus is not None else default_corpus()
-    modules = corpus_modules(
-        chosen,
-        split,
-        not full,
-        None,
-        module_flags(declared.optimized_modules),
-        max_programs,
-    )
+    if declared.suite is not None:
+        if corpus is not None:
+            fail(f"--corpus: {problem} runs on its own kernel suite", USAGE)
+        modules = resolve(declared.suite)(split, work / "kernels")[:max_programs]
+    else:
+        modules = corpus_modules(
+            corpus if corpus is not None else default_corpus(),
+            split,
+            not full,
+            None,
+            module_flags(declared.optimized_modules),
+            max_programs,
+        )
     if not modules:
         fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
     try:

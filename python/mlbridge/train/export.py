@@ -4,7 +4,9 @@ The model takes the compiler's own tensors (the names, types and shapes of
 the runner's input specs: LLVM's feature names for the inliner, the phase
 service's tensors for phase ordering), does what the training wrapper did
 (:mod:`mlbridge.train.features`: keep some features, signed log), runs the
-actor network and answers the greedy action as one int64. So the policy
+actor network and answers the greedy action as one int64, or what the
+problem answers for it (``Problem.answers``: a factor, a row of tile sizes,
+a copy of the compiler's own decision). So the policy
 deployed in the compiler decides exactly as ``model.predict(obs,
 deterministic=True)`` does in Python.
 """
@@ -12,17 +14,45 @@ deterministic=True)`` does in Python.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from mlbridge.onnx_tools import export_torch
+from mlbridge.problems.problem import Answer
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.masking import masked_logits
 
 
+def answer_rows(
+    answers: Sequence[Answer], inputs: Sequence[TensorSpec]
+) -> Tuple[int, List[Union[List[int], int]]]:
+    """The answer table of a problem's ``answers`` over ``inputs``: the
+    answer's element count, and per action its values or the index of the
+    input it copies."""
+    names = [s.name for s in inputs]
+    rows: List[Union[List[int], int]] = []
+    for answer in answers:
+        if isinstance(answer, str):
+            if answer not in names:
+                raise ValueError(f"the answer copies {answer!r}, which is no input")
+            rows.append(names.index(answer))
+        else:
+            rows.append([int(v) for v in np.array(answer, dtype=np.int64).reshape(-1)])
+    sizes = {inputs[r].element_count if isinstance(r, int) else len(r) for r in rows}
+    if len(sizes) != 1:
+        raise ValueError(f"the answers have different sizes {sorted(sizes)}")
+    return sizes.pop(), rows
+
+
 def deployable(
-    policy: Any, keep: Optional[Sequence[int]] = None, mask: Optional[Sequence[int]] = None
+    policy: Any,
+    keep: Optional[Sequence[int]] = None,
+    mask: Optional[Sequence[int]] = None,
+    answers: Optional[Tuple[int, List[Union[List[int], int]]]] = None,
 ) -> Any:
-    """A torch module: compiler tensors (in spec order) -> greedy action [1].
+    """A torch module: compiler tensors (in spec order) -> greedy action [1],
+    or the answer of that action (``answers``, :func:`answer_rows`).
 
     ``policy`` is an SB3 ``ActorCriticPolicy`` over a flat Box observation;
     ``keep`` indexes the concatenation of the flattened inputs (None: all);
@@ -38,6 +68,17 @@ def deployable(
             self.action_net = policy.action_net
             self.keep = None if keep is None else torch.tensor(list(keep), dtype=torch.int64)
             self.mask = None if mask is None else torch.tensor(list(mask), dtype=torch.int64)
+            # The answer table's rows: a constant, or the index of the
+            # input it copies (the compiler's own decision).
+            self.size = 0 if answers is None else answers[0]
+            self.rows = (
+                None
+                if answers is None
+                else [
+                    r if isinstance(r, int) else torch.tensor([r], dtype=torch.int64)
+                    for r in answers[1]
+                ]
+            )
 
         def forward(self, *inputs: Any) -> Any:
             raw = torch.cat([x.reshape(-1) for x in inputs]).to(torch.float32)
@@ -47,7 +88,17 @@ def deployable(
             logits = self.action_net(self.actor(x.unsqueeze(0)))
             if self.mask is not None:
                 logits = masked_logits(logits, torch.index_select(x, 0, self.mask).unsqueeze(0))
-            return torch.argmax(logits, dim=1)
+            action = torch.argmax(logits, dim=1)
+            if self.rows is None:
+                return action
+            # The table indexed by the action: Concat and Gather in ONNX.
+            table = torch.cat(
+                [
+                    inputs[r].reshape(1, self.size).to(torch.int64) if isinstance(r, int) else r
+                    for r in self.rows
+                ]
+            )
+            return torch.index_select(table, 0, action).reshape(self.size)
 
     module = DeployedPolicy()
     module.eval()
@@ -61,16 +112,19 @@ def export_policy(
     output: str,
     keep: Optional[Sequence[int]] = None,
     mask: Optional[Sequence[int]] = None,
+    answers: Optional[Sequence[Answer]] = None,
 ) -> None:
     """Writes ``policy`` (see :func:`deployable`) as ONNX at ``path`` with
-    ``inputs`` and one output ``output`` int64 [1], checked against them."""
+    ``inputs`` and one output ``output``, checked against them: int64 [1],
+    the action, or the action's answer (``answers``: the problem's)."""
     import torch
 
+    table = None if answers is None else answer_rows(answers, inputs)
     with torch.no_grad():
         export_torch(
-            deployable(policy, keep, mask),
+            deployable(policy, keep, mask, table),
             str(path),
             inputs,
-            [TensorSpec(output, "int64_t", (1,))],
+            [TensorSpec(output, "int64_t", (1 if table is None else table[0],))],
             opset=13,
         )

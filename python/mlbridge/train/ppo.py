@@ -29,7 +29,7 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
 from mlbridge.problems import resolve
 from mlbridge.train.tasks import Task, action_mask, env_kwargs, export, get_task, wrapper
-from mlbridge.train.warm_start import FollowFeature, warm_start
+from mlbridge.train.warm_start import Constant, FollowFeature, warm_start
 
 if TYPE_CHECKING:
     from mlbridge.train.checkpoints import Hyperparameters
@@ -88,12 +88,15 @@ def _hyperparameters(config: TrainConfig, task: Task) -> "Hyperparameters":
 
 def warm_policy(task: Task, kept: Sequence[str]) -> Optional[Callable[[Any], int]]:
     """What the actor imitates before PPO, over the features it sees
-    (``kept``): the task's warm-start feature or heuristic; None: nothing."""
+    (``kept``): the task's warm-start feature or heuristic, else its
+    baseline action; None: nothing."""
     if task.warm_start_feature is not None:
         return FollowFeature(list(kept).index(task.warm_start_feature))
     if task.warm_start_policy is not None:
         follow: Callable[[Any], int] = resolve(task.warm_start_policy)(kept)
         return follow
+    if task.baseline_action is not None:
+        return Constant(task.baseline_action)
     return None
 
 

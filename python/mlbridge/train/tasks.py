@@ -52,7 +52,15 @@ def export(problem: Problem, policy: Any, path: Path, names: Sequence[str]) -> N
     ``names`` are the environment's raw feature names."""
     kept = kept_features(names, problem.hidden)
     inputs, keep = resolve(problem.deploy_inputs)(names, kept)
-    export_policy(policy, path, inputs, problem.output, keep, action_mask(problem, policy, names))
+    export_policy(
+        policy,
+        path,
+        inputs,
+        problem.output,
+        keep,
+        action_mask(problem, policy, names),
+        problem.answers,
+    )
 
 
 def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:

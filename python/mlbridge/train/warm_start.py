@@ -27,6 +27,17 @@ class FollowFeature:
         return int(np.asarray(observation)[self.index] > self.threshold)
 
 
+class Constant:
+    """A picklable policy answering ``action`` everywhere (a problem's
+    ``baseline_action``: the compiler's own decision)."""
+
+    def __init__(self, action: int) -> None:
+        self.action = action
+
+    def __call__(self, observation: Any) -> int:
+        return self.action
+
+
 def warm_start(
     policy: Any,
     pool: WorkerPool,

@@ -1,0 +1,46 @@
+"""Tiling in stock ``mlir-opt-19``: the tile sizes of every linalg operation,
+through mlbridge's MLIR pass plugin; reward: the kernel's run time (lowered
+and run by ``mlir-cpu-runner-19``) against the pass's own sizes, on the
+kernel suite of :mod:`mlbridge.mlir.kernels`."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+from mlbridge.mlir.features import FEATURES, OUTPUT_NAME
+from mlbridge.mlir.policy import TILE_CHOICES
+from mlbridge.problems.problem import Answer, Problem
+from mlbridge.tensor_spec import TensorSpec
+
+#: Action 0 keeps the pass's own sizes; the others answer a row of TILE_CHOICES.
+ANSWERS: Tuple[Answer, ...] = ("default_tile_sizes",) + tuple(
+    tuple(int(v) for v in row) for row in TILE_CHOICES.tolist()
+)
+
+
+def deploy_inputs(
+    names: Sequence[str], kept: List[int]
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+    """The pass feeds a model its int64 features, shaped [1] or [3]."""
+    inputs = [TensorSpec(name, "int64_t", (count,)) for name, count in FEATURES]
+    if sum(s.element_count for s in inputs) != len(names):
+        raise ValueError("the MLIR pass's features do not match the observation")
+    return inputs, kept
+
+
+PROBLEM = Problem(
+    name="mlir-tiling",
+    env_id="mlbridge/MlirTiling-v0",
+    environment="mlbridge.gym.mlir_tiling:MlirTilingEnv",
+    hidden=(),
+    output=OUTPUT_NAME,
+    deploy_inputs=deploy_inputs,
+    description="the tile sizes of each linalg operation (mlir-opt-19, MLIR pass plugin), "
+    "reward: the kernel's run time vs the pass's own sizes",
+    answers=ANSWERS,
+    baseline_action=0,
+    suite="mlbridge.gym.mlir_tiling:suite_modules",
+    evaluate="mlbridge.train.deploy_kernels:mlir_tiling",
+    gamma=1.0,
+    gae_lambda=1.0,
+)
