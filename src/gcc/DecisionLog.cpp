@@ -20,32 +20,20 @@ bool DecisionLog::open(const std::string &Path, std::string &Problem) {
 
 std::string DecisionLog::line(const LoopPlace &Place, const LoopFeatures &F,
                               const UnrollAdvice &A, bool Pragma) {
-  std::string Out = "{\"function\":";
-  json::appendString(Out, Place.Function);
-  Out += ",\"file\":";
-  json::appendString(Out, Place.File);
-  Out += ",\"line\":";
-  json::appendInt(Out, Place.Line);
-  Out += ",\"loop\":";
-  json::appendInt(Out, Place.Number);
-  Out += ",\"features\":{";
-  for (unsigned I = 0; I < NumLoopFeatures; ++I) {
-    if (I)
-      Out += ',';
-    json::appendString(Out, LoopFeatureNames[I]);
-    Out += ':';
-    json::appendInt(Out, F.Values[I]);
-  }
-  Out += "},\"factor\":";
-  json::appendInt(Out, A.Factor);
-  Out += ",\"source\":";
-  json::appendString(Out, Pragma ? "pragma" : sourceName(A.From));
-  if (!A.Problem.empty()) {
-    Out += ",\"problem\":";
-    json::appendString(Out, A.Problem);
-  }
-  Out += "}\n";
-  return Out;
+  json::ObjectLine L;
+  L.string("function", Place.Function)
+      .string("file", Place.File)
+      .integer("line", Place.Line)
+      .integer("loop", Place.Number)
+      .begin("features");
+  for (unsigned I = 0; I < NumLoopFeatures; ++I)
+    L.integer(LoopFeatureNames[I], F.Values[I]);
+  L.end()
+      .integer("factor", A.Factor)
+      .string("source", Pragma ? "pragma" : sourceName(A.From));
+  if (!A.Problem.empty())
+    L.string("problem", A.Problem);
+  return L.line();
 }
 
 bool DecisionLog::write(const LoopPlace &Place, const LoopFeatures &F,

@@ -7,6 +7,7 @@
 #include "BridgeInlineAdvisor.h"
 #include "InlineRunners.h"
 #include "support/AppendFile.h"
+#include "support/Json.h"
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/IR/Module.h"
@@ -33,23 +34,6 @@ std::vector<llvm::TensorSpec> llvmInputs() {
 /// may be writing its output there).
 void report(const std::string &Message) {
   errs() << "mlbridge inline advisor: " << Message << "\n";
-}
-
-/// Escapes \p S for a JSON string.
-std::string jsonString(StringRef S) {
-  std::string Out = "\"";
-  for (char C : S) {
-    if (C == '"' || C == '\\')
-      Out += '\\';
-    if (static_cast<unsigned char>(C) < 0x20) {
-      char Buf[8];
-      std::snprintf(Buf, sizeof(Buf), "\\u%04x", C);
-      Out += Buf;
-      continue;
-    }
-    Out += C;
-  }
-  return Out + "\"";
 }
 
 /// LLVM's -ml-advisor-size-increase-threshold (a float cl::opt of
@@ -226,18 +210,19 @@ BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
 void BridgeInlineAdvisor::writeStats() {
   if (Options.StatsPath.empty())
     return;
-  std::string Line =
-      "{\"module\":" + jsonString(ModuleName) +
-      ",\"runner\":" + jsonString(Options.Runner) +
-      ",\"decisions\":" + std::to_string(Decisions) +
-      ",\"inlined\":" + std::to_string(Inlined) +
-      ",\"fallbacks\":" + std::to_string(Fallbacks) +
-      ",\"compared\":" + std::to_string(Compared) +
-      ",\"agreed\":" + std::to_string(Agreed) +
-      ",\"size_increase_threshold\":" + sizeThresholdJson() +
-      ",\"size_stopped\":" + (isForcedToStop() ? "true" : "false") +
-      ",\"after_size_stop\":" + std::to_string(AfterSizeStop) +
-      ",\"first_error\":" + jsonString(FirstError) + "}\n";
+  std::string Line = json::ObjectLine()
+                         .string("module", ModuleName)
+                         .string("runner", Options.Runner)
+                         .integer("decisions", Decisions)
+                         .integer("inlined", Inlined)
+                         .integer("fallbacks", Fallbacks)
+                         .integer("compared", Compared)
+                         .integer("agreed", Agreed)
+                         .raw("size_increase_threshold", sizeThresholdJson())
+                         .boolean("size_stopped", isForcedToStop())
+                         .integer("after_size_stop", AfterSizeStop)
+                         .string("first_error", FirstError)
+                         .line();
   // One write() per line with O_APPEND: parallel compilations can share it.
   AppendFile Stats;
   std::string Problem;

@@ -11,47 +11,24 @@
 namespace mlbridge {
 namespace mlirtiling {
 
-namespace {
-void appendArray(std::string &Out,
-                 const std::array<int64_t, MaxTiledLoops> &A) {
-  Out += '[';
-  for (unsigned I = 0; I < MaxTiledLoops; ++I) {
-    if (I)
-      Out += ',';
-    json::appendInt(Out, A[I]);
-  }
-  Out += ']';
-}
-} // namespace
-
 std::string tilingLogLine(const TilingRecord &R) {
-  std::string Out = "{\"function\":";
-  json::appendString(Out, R.Function);
-  Out += ",\"operation\":";
-  json::appendString(Out, R.Operation);
-  Out += ",\"features\":{";
-  for (unsigned I = 0; I < NumScalarFeatures; ++I) {
-    json::appendString(Out, scalarFeatureName(TilingFeature(I)));
-    Out += ':';
-    json::appendInt(Out, R.Features.Scalars[I]);
-    Out += ',';
-  }
-  Out += "\"loop_ranges\":";
-  appendArray(Out, R.Features.LoopRanges);
-  Out += ",\"default_tile_sizes\":";
-  appendArray(Out, R.Features.DefaultTileSizes);
-  Out += "},\"tile_sizes\":";
-  appendArray(Out, R.TileSizes);
-  Out += ",\"source\":";
-  json::appendString(Out, R.Source);
-  if (!R.Problem.empty()) {
-    Out += ",\"problem\":";
-    json::appendString(Out, R.Problem);
-  }
-  Out += ",\"runner_us\":";
-  json::appendDouble(Out, R.RunnerMicros);
-  Out += "}\n";
-  return Out;
+  json::ObjectLine L;
+  L.string("function", R.Function)
+      .string("operation", R.Operation)
+      .begin("features");
+  for (unsigned I = 0; I < NumScalarFeatures; ++I)
+    L.integer(scalarFeatureName(TilingFeature(I)), R.Features.Scalars[I]);
+  L.integers("loop_ranges", R.Features.LoopRanges.data(),
+             R.Features.LoopRanges.size())
+      .integers("default_tile_sizes", R.Features.DefaultTileSizes.data(),
+                R.Features.DefaultTileSizes.size())
+      .end()
+      .integers("tile_sizes", R.TileSizes.data(), R.TileSizes.size())
+      .string("source", R.Source);
+  if (!R.Problem.empty())
+    L.string("problem", R.Problem);
+  L.number("runner_us", R.RunnerMicros);
+  return L.line();
 }
 
 } // namespace mlirtiling

@@ -38,6 +38,81 @@ template <typename F> void appendFloating(std::string &Out, F V) {
 }
 } // namespace
 
+void ObjectLine::member(std::string_view Key) {
+  if (!First)
+    Out += ',';
+  First = false;
+  appendString(Out, Key);
+  Out += ':';
+}
+
+ObjectLine &ObjectLine::string(std::string_view Key, std::string_view V) {
+  member(Key);
+  appendString(Out, V);
+  return *this;
+}
+
+ObjectLine &ObjectLine::integer(std::string_view Key, int64_t V) {
+  member(Key);
+  appendInt(Out, V);
+  return *this;
+}
+
+ObjectLine &ObjectLine::number(std::string_view Key, double V) {
+  member(Key);
+  appendDouble(Out, V);
+  return *this;
+}
+
+ObjectLine &ObjectLine::boolean(std::string_view Key, bool V) {
+  member(Key);
+  Out += V ? "true" : "false";
+  return *this;
+}
+
+ObjectLine &ObjectLine::raw(std::string_view Key, std::string_view Json) {
+  member(Key);
+  Out += Json;
+  return *this;
+}
+
+ObjectLine &ObjectLine::integers(std::string_view Key, const int64_t *V,
+                                 size_t N) {
+  member(Key);
+  Out += '[';
+  for (size_t I = 0; I < N; ++I) {
+    if (I)
+      Out += ',';
+    appendInt(Out, V[I]);
+  }
+  Out += ']';
+  return *this;
+}
+
+ObjectLine &ObjectLine::begin(std::string_view Key) {
+  member(Key);
+  Out += '{';
+  ++Depth;
+  First = true;
+  return *this;
+}
+
+ObjectLine &ObjectLine::end() {
+  if (Depth) {
+    Out += '}';
+    --Depth;
+    First = false;
+  }
+  return *this;
+}
+
+std::string ObjectLine::line() {
+  while (Depth)
+    end();
+  Out += "}\n";
+  return std::move(Out);
+}
+
 void appendString(std::string &Out, std::string_view S) {
   static const char Hex[] = "0123456789abcdef";
   Out.push_back('"');

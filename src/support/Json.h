@@ -35,6 +35,42 @@ void appendFloat(std::string &Out, float V);
 /// Appends a double in its shortest round-trip form (NaN/Infinity tokens).
 void appendDouble(std::string &Out, double V);
 
+/// One JSON object written as one line ("{...}\n"): the line of every
+/// JSON-lines log mlbridge's plugins write (the GCC plugin's decisions, the
+/// MLIR pass's nests, the LLVM plugin's statistics), built member by member
+/// and handed to an AppendFile whole. Members may open nested objects and
+/// arrays of integers.
+class ObjectLine {
+public:
+  ObjectLine() { Out = "{"; }
+
+  /// A string member.
+  ObjectLine &string(std::string_view Key, std::string_view V);
+  /// An integer member.
+  ObjectLine &integer(std::string_view Key, int64_t V);
+  /// A double member (shortest round-trip form).
+  ObjectLine &number(std::string_view Key, double V);
+  /// A boolean member.
+  ObjectLine &boolean(std::string_view Key, bool V);
+  /// A member whose value is JSON text already (e.g. `null`).
+  ObjectLine &raw(std::string_view Key, std::string_view Json);
+  /// A member holding an array of integers.
+  ObjectLine &integers(std::string_view Key, const int64_t *V, size_t N);
+  /// Opens a nested object member; members then go into it until end().
+  ObjectLine &begin(std::string_view Key);
+  /// Closes the innermost nested object.
+  ObjectLine &end();
+  /// The line: the object closed (nested ones too) and a newline; the
+  /// builder is spent.
+  std::string line();
+
+private:
+  void member(std::string_view Key);
+  std::string Out;
+  unsigned Depth = 0;
+  bool First = true;
+};
+
 /// A pull parser over one JSON text. Every method returns an Error naming
 /// the byte offset on malformed input. Nesting depth is bounded.
 class Reader {

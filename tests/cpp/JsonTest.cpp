@@ -67,3 +67,25 @@ TEST(Json, DeepNestingIsAnErrorNotACrash) {
   ASSERT_TRUE(bool(E));
   EXPECT_NE(E.message().find("nesting"), std::string::npos);
 }
+
+TEST(Json, ObjectLinesAreOneObjectPerLineWithNestedMembers) {
+  const int64_t Sizes[] = {8, -1, 0};
+  json::ObjectLine L;
+  L.string("name", "a\"b\n")
+      .integer("n", -3)
+      .begin("features")
+      .integer("x", 1)
+      .integers("sizes", Sizes, 3)
+      .end()
+      .boolean("ok", true)
+      .raw("none", "null")
+      .number("us", 1.5);
+  EXPECT_EQ(L.line(), "{\"name\":\"a\\\"b\\n\",\"n\":-3,\"features\":{\"x\":1,"
+                      "\"sizes\":[8,-1,0]},\"ok\":true,\"none\":null,"
+                      "\"us\":1.5}\n");
+  // A nested object left open is closed by line(); an empty one is {}.
+  json::ObjectLine Open;
+  Open.begin("a").begin("b");
+  EXPECT_EQ(Open.line(), "{\"a\":{\"b\":{}}}\n");
+  EXPECT_EQ(json::ObjectLine().line(), "{}\n");
+}

@@ -354,14 +354,15 @@ def test_a_log_that_is_not_a_regular_file_is_refused(plugin, tmp_path, kind):
     bool(os.environ.get("MLBRIDGE_MLIR_PLUGIN")), reason="the study uses the installed plugin"
 )
 def test_the_tiling_study_searches_fits_and_deploys(plugin, tmp_path):
-    """examples/mlir_tiling: every tiling keeps every kernel's result (the
-    study checks checksums), and the deployed policy decides every kernel's
-    nests among the sizes the search found. Times are printed, not asserted."""
+    """examples/mlir_tiling, a thin use of the MlirTiling environment: every
+    tiling keeps every kernel's result (the environment checks checksums),
+    and the policy fitted on the training kernels decides every kernel's
+    nests among TILE_CHOICES, reported per split. Times are printed, not
+    asserted."""
     results = tmp_path / "study.json"
     study = Path(__file__).resolve().parents[2] / "examples" / "mlir_tiling" / "tiling_study.py"
     done = subprocess.run(
-        [sys.executable, str(study), "--rounds", "1", "--repeats", "1"]
-        + ["--out", str(tmp_path / "out"), "--json", str(results)],
+        [sys.executable, str(study), "--rounds", "1", "--repeats", "1", "--json", str(results)],
         capture_output=True,
         text=True,
         timeout=900,
@@ -369,9 +370,8 @@ def test_the_tiling_study_searches_fits_and_deploys(plugin, tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(results.read_text())
     assert len(data["kernels"]) == len(kernels.suite())
-    searched = {tuple(k["searched"]) for k in data["kernels"]}
+    assert {k["split"] for k in data["kernels"]} == {"train", "validation", "held-out"}
     chosen = {tuple(s) for k in data["kernels"] for s in k["model_sizes"]}
-    assert all(k["model_sizes"] for k in data["kernels"]) and chosen <= searched
+    assert all(k["model_sizes"] for k in data["kernels"])
+    assert chosen <= {tuple(row) for row in TILE_CHOICES.tolist()}
     assert data["runner_us"] > 0 and "geometric mean speedup" in done.stdout
-    assert data["held_out_geomean_speedup"] > 0
-    assert all(k["held_out_sizes"] in TILE_CHOICES.tolist() for k in data["kernels"])

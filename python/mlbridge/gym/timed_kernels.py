@@ -290,7 +290,8 @@ class TimedKernelEnv(ServedCompilerEnv):
         """The kernel named ``module`` compiled with a deployed model (the
         plugin's ``runner``, e.g. ``onnx:policy.onnx``) and with the
         compiler's own decisions, run ``rounds`` times in turn: their fastest
-        times, the speedup, the compile times and the model's answers.
+        times, the speedup, the compile times, and per decision the model's
+        answer and the features it saw.
         Raises :class:`EnvError` when a build fails, a decision fell back to
         the compiler's, or the checksums differ."""
         if module not in self._by_name:
@@ -329,6 +330,7 @@ class TimedKernelEnv(ServedCompilerEnv):
             "compile_seconds": built["model"][2],
             "decisions": len(decisions),
             "answers": [d[self.log_answer] for d in decisions],
+            "features": [d["features"] for d in decisions],
             "runner_us": sum(float(d.get("runner_us", 0.0)) for d in decisions),
         }
 
