@@ -12,7 +12,7 @@ pinned for both by tests/golden/runner_configs.json::
     constant:1
     echo:inlining_default
 
-The LLVM plugin reads it from ``-mlbridge-runner=`` or ``MLBRIDGE_RUNNER``; the C API from
+The LLVM plugin reads it from ``-mlbridge-runner=`` or ``MLBRIDGE_INLINE_RUNNER``; the C API from
 ``mlbridge_runner_create()``. Python tooling builds configurations here and hands the
 compiler ``plugin_env()``.
 """
@@ -163,7 +163,7 @@ class RunnerConfig:
 
     def plugin_env(self) -> Dict[str, str]:
         """The environment that makes the LLVM plugin use this runner."""
-        return {"MLBRIDGE_RUNNER": str(self)}
+        return {"MLBRIDGE_INLINE_RUNNER": str(self)}
 
     def replace(self, **changes: object) -> "RunnerConfig":
         """A copy with some fields changed, checked."""

@@ -18,55 +18,67 @@ cl::opt<std::string> RunnerOpt(
     "mlbridge-runner",
     cl::desc("mlbridge inline advisor: none|default|constant|pipe|grpc|onnx|"
              "aot, or a runner configuration such as onnx:FILE or "
-             "pipe:BASE,protocol=extended (env MLBRIDGE_RUNNER)"));
+             "pipe:BASE,protocol=extended (env MLBRIDGE_INLINE_RUNNER)"));
 cl::opt<std::string>
     ModelOpt("mlbridge-model",
              cl::desc("ONNX file (onnx) or AOT module (aot) (env "
-                      "MLBRIDGE_MODEL)"));
+                      "MLBRIDGE_INLINE_MODEL)"));
 cl::opt<std::string> ChannelOpt("mlbridge-channel",
                                 cl::desc("pipe channel base: BASE.in/BASE.out "
-                                         "(env MLBRIDGE_CHANNEL)"));
+                                         "(env MLBRIDGE_INLINE_CHANNEL)"));
 cl::opt<std::string>
     GrpcOpt("mlbridge-grpc-target",
             cl::desc("gRPC model server, unix:PATH or HOST:PORT (env "
-                     "MLBRIDGE_GRPC_TARGET)"));
-cl::opt<int64_t> TimeoutOpt("mlbridge-timeout-ms",
-                            cl::desc("deadline of each remote step (env "
-                                     "MLBRIDGE_TIMEOUT_MS, default 10000)"));
+                     "MLBRIDGE_INLINE_GRPC_TARGET)"));
+cl::opt<int64_t>
+    TimeoutOpt("mlbridge-timeout-ms",
+               cl::desc("deadline of each remote step (env "
+                        "MLBRIDGE_INLINE_TIMEOUT_MS, default 10000)"));
 cl::opt<int64_t> ConstantOpt("mlbridge-constant",
                              cl::desc("answer of the constant runner (env "
-                                      "MLBRIDGE_CONSTANT)"));
+                                      "MLBRIDGE_INLINE_CONSTANT)"));
 cl::opt<std::string>
     LogOpt("mlbridge-log",
            cl::desc("write a training log of features, LLVM's decision and "
-                    "the advice (env MLBRIDGE_LOG)"));
+                    "the advice (env MLBRIDGE_INLINE_LOG)"));
 cl::opt<std::string>
     StatsOpt("mlbridge-stats",
              cl::desc("append per-module decision statistics as JSON lines "
-                      "(env MLBRIDGE_STATS)"));
+                      "(env MLBRIDGE_INLINE_STATS)"));
 cl::opt<bool> CompareOpt(
     "mlbridge-compare-default",
     cl::desc("also compute LLVM's decision for every call site, to count "
-             "agreement (env MLBRIDGE_COMPARE_DEFAULT=1)"));
+             "agreement (env MLBRIDGE_INLINE_COMPARE_DEFAULT=1)"));
 
 cl::opt<std::string> SizeThresholdOpt(
     "mlbridge-size-increase-threshold",
-    cl::desc("stop asking the model once the module grew by this factor, or "
-             "'none' (env MLBRIDGE_SIZE_INCREASE_THRESHOLD; default: LLVM's "
-             "2.0, none for the default runner)"));
+    cl::desc(
+        "stop asking the model once the module grew by this factor, or "
+        "'none' (env MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD; default: LLVM's "
+        "2.0, none for the default runner)"));
+
+/// The environment variable MLBRIDGE_INLINE_\p Name, else its older name
+/// MLBRIDGE_\p Name (kept as an alias), else null. Every plugin names its
+/// variables MLBRIDGE_<PLUGIN>_<OPTION> (INLINE, GCC, MLIR).
+const char *env(const char *Name) {
+  const std::string Prefix = "MLBRIDGE_";
+  if (const char *V = std::getenv((Prefix + "INLINE_" + Name).c_str()))
+    return V;
+  return std::getenv((Prefix + Name).c_str());
+}
 
 /// The option's value if given on the command line, else \p Env's.
 std::string pick(const cl::opt<std::string> &Opt, const char *Env) {
   if (Opt.getNumOccurrences())
     return Opt;
-  const char *V = std::getenv(Env);
+  const char *V = env(Env);
   return V ? V : "";
 }
 
 int64_t pickInt(const cl::opt<int64_t> &Opt, const char *Env, int64_t Default) {
   if (Opt.getNumOccurrences())
     return Opt;
-  const char *V = std::getenv(Env);
+  const char *V = env(Env);
   if (!V || !*V)
     return Default;
   char *End = nullptr;
@@ -145,23 +157,23 @@ namespace mlbridge {
 const PluginOptions &pluginOptions() {
   static const PluginOptions Options = [] {
     PluginOptions O;
-    O.Runner = pick(RunnerOpt, "MLBRIDGE_RUNNER");
+    O.Runner = pick(RunnerOpt, "RUNNER");
     if (O.Runner.empty())
       O.Runner = "none";
-    O.Model = pick(ModelOpt, "MLBRIDGE_MODEL");
-    O.Channel = pick(ChannelOpt, "MLBRIDGE_CHANNEL");
-    O.GrpcTarget = pick(GrpcOpt, "MLBRIDGE_GRPC_TARGET");
-    O.Timeout = std::chrono::milliseconds(
-        pickInt(TimeoutOpt, "MLBRIDGE_TIMEOUT_MS", 10000));
-    O.Constant = pickInt(ConstantOpt, "MLBRIDGE_CONSTANT", 0);
-    O.LogPath = pick(LogOpt, "MLBRIDGE_LOG");
-    O.StatsPath = pick(StatsOpt, "MLBRIDGE_STATS");
-    const char *Compare = std::getenv("MLBRIDGE_COMPARE_DEFAULT");
+    O.Model = pick(ModelOpt, "MODEL");
+    O.Channel = pick(ChannelOpt, "CHANNEL");
+    O.GrpcTarget = pick(GrpcOpt, "GRPC_TARGET");
+    O.Timeout =
+        std::chrono::milliseconds(pickInt(TimeoutOpt, "TIMEOUT_MS", 10000));
+    O.Constant = pickInt(ConstantOpt, "CONSTANT", 0);
+    O.LogPath = pick(LogOpt, "LOG");
+    O.StatsPath = pick(StatsOpt, "STATS");
+    const char *Compare = env("COMPARE_DEFAULT");
     O.CompareDefault = CompareOpt.getNumOccurrences()
                            ? bool(CompareOpt)
                            : (Compare && std::string(Compare) == "1");
     O.SizeIncreaseThreshold = parseThreshold(
-        pick(SizeThresholdOpt, "MLBRIDGE_SIZE_INCREASE_THRESHOLD"), O.Problem);
+        pick(SizeThresholdOpt, "SIZE_INCREASE_THRESHOLD"), O.Problem);
     if (O.Runner != "none") {
       auto Config = resolveConfig(O);
       if (Config)

@@ -158,6 +158,37 @@ def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir,
     assert s["agreed"] == s["compared"] == s["decisions"]
 
 
+def test_environment_names_are_mlbridge_inline_with_the_old_ones_as_aliases(
+    plugin, compiler_env, ir, tmp_path
+):
+    """MLBRIDGE_INLINE_<OPTION>, as every plugin names its variables; the
+    older MLBRIDGE_<OPTION> is read when the new one is not set."""
+    opt(ir, tmp_path / "plain.ll", None, compiler_env)
+
+    def calls(settings):
+        out = tmp_path / "out.ll"
+        (tmp_path / "s.jsonl").unlink(missing_ok=True)
+        opt(ir, out, plugin, compiler_env, extra=settings)
+        rows = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+        return out.read_text().count("call "), rows[0]
+
+    plain = (tmp_path / "plain.ll").read_text().count("call ")
+    stats_file = str(tmp_path / "s.jsonl")
+    never, s = calls({"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_STATS": stats_file})
+    assert never > plain and s["runner"] == "constant:0"
+    alias, s = calls({"MLBRIDGE_RUNNER": "constant:0", "MLBRIDGE_STATS": stats_file})
+    assert alias == never and s["runner"] == "constant:0"
+    # The new name wins over the old one.
+    both, s = calls(
+        {
+            "MLBRIDGE_INLINE_RUNNER": "default",
+            "MLBRIDGE_RUNNER": "constant:0",
+            "MLBRIDGE_INLINE_STATS": stats_file,
+        }
+    )
+    assert both == plain and s["runner"] == "default"
+
+
 @pytest.mark.parametrize(
     "options",
     [["-mlbridge-runner=constant", "-mlbridge-constant=0"], ["-mlbridge-runner=constant:0"]],

@@ -39,7 +39,7 @@ def test_invalid_configurations_are_refused_with_a_message_naming_the_problem(ca
 
 def test_plugin_env_carries_the_string_form():
     config = RunnerConfig(kind="onnx", argument="/m/inline.onnx", threads=2)
-    assert config.plugin_env() == {"MLBRIDGE_RUNNER": "onnx:/m/inline.onnx,threads=2"}
+    assert config.plugin_env() == {"MLBRIDGE_INLINE_RUNNER": "onnx:/m/inline.onnx,threads=2"}
 
 
 def test_replace_checks_the_result():
@@ -61,7 +61,7 @@ def test_loop_configurations_use_the_string_form(tmp_path):
     from mlbridge.loop.evaluate import plugin_for
 
     plugin = plugin_for("baseline", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so")
-    assert plugin is not None and plugin.env["MLBRIDGE_RUNNER"] == "echo:inlining_default"
+    assert plugin is not None and plugin.env["MLBRIDGE_INLINE_RUNNER"] == "echo:inlining_default"
     plugin = plugin_for("onnx", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so")
-    assert plugin is not None and plugin.env["MLBRIDGE_RUNNER"] == f"onnx:{tmp_path}/m.onnx"
+    assert plugin is not None and plugin.env["MLBRIDGE_INLINE_RUNNER"] == f"onnx:{tmp_path}/m.onnx"
     assert plugin_for("oz", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so") is None

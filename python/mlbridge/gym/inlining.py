@@ -348,12 +348,12 @@ class InliningEnv(ServedCompilerEnv):
         )
         environ = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
         environ.update(
-            MLBRIDGE_RUNNER=str(runner),
-            MLBRIDGE_SIZE_INCREASE_THRESHOLD=(
+            MLBRIDGE_INLINE_RUNNER=str(runner),
+            MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD=(
                 "none" if self.size_increase_threshold is None else f"{threshold:g}"
             ),
         )
-        environ["MLBRIDGE_STATS"] = str(episode.stats)
+        environ["MLBRIDGE_INLINE_STATS"] = str(episode.stats)
         served = self._grpc_policy
 
         def serve_grpc(decide: Any) -> RunResult:

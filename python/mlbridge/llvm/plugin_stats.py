@@ -1,5 +1,5 @@
 """The statistics file of the clang-19 inline-advisor plugin
-(``MLBRIDGE_STATS``, ``-mlbridge-stats=``): one JSON object per module the
+(``MLBRIDGE_INLINE_STATS``, ``-mlbridge-stats=``): one JSON object per module the
 plugin's advisor served, appended when the advisor ends. How a caller knows
 whether the model decided (and did not fall back to LLVM's advice) without
 reading the compiler's stderr."""

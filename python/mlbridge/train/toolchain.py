@@ -90,7 +90,7 @@ def compile_program(
         stats = Path(tmp) / "stats.jsonl"
         if plugin is not None:
             env.update(plugin.env)
-            env["MLBRIDGE_STATS"] = str(stats)
+            env["MLBRIDGE_INLINE_STATS"] = str(stats)
 
         def one(source: Path) -> Path:
             # x.c and x.ll may both be sources of one program.
