@@ -87,6 +87,23 @@ def test_gymnasiums_checks_pass(problem, modules):
         env.close()
 
 
+def test_gymnasiums_check_env_passes(problem, modules):
+    """gymnasium's whole check_env; it samples actions without a mask, so a
+    masked problem is checked with legal actions above instead."""
+    from gymnasium.utils.env_checker import check_env
+
+    if problem.action_mask is not None:
+        pytest.skip("check_env samples illegal actions: checked with legal ones above")
+    env = _make(problem, modules)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped, skip_render_check=True)
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
+
+
 def test_a_random_episode_runs_to_its_end(problem, modules):
     env = _make(problem, modules)
     try:

@@ -117,6 +117,9 @@ class ServedCompilerEnv(CompilerEnv):
     _episode: Optional[ServedEpisode] = None
     #: What the compiler decides, for messages ("call site", "eviction").
     decision_name = "decision"
+    #: Whether the last step's ``info`` has the episode's wall times
+    #: (``compile_seconds``, ``agent_seconds``).
+    timing_info = True
 
     @property
     def compiler_pid(self) -> Optional[int]:
@@ -232,7 +235,8 @@ class ServedCompilerEnv(CompilerEnv):
         reward, extra = outcome
         info = self._info(episode)
         info.update(extra)
-        info.update(compile_seconds=result.wall_seconds, agent_seconds=episode.agent_seconds)
+        if self.timing_info:
+            info.update(compile_seconds=result.wall_seconds, agent_seconds=episode.agent_seconds)
         assert episode.observation is not None
         return episode.observation, float(reward), True, False, info
 
