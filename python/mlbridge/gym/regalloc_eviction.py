@@ -36,16 +36,16 @@ from mlbridge.gym.served_compilation import (
     SessionPolicy,
     StepResult,
 )
-from mlbridge.llvm.allocation import (
+from mlbridge.llvm.driver import RunResult, run_compiler
+from mlbridge.llvm.functions import FunctionError, function_modules
+from mlbridge.llvm.regalloc_score import (
     LLC,
     AllocationError,
     DefaultAllocation,
+    ScoreError,
     allocation_command,
     default_allocation,
 )
-from mlbridge.llvm.driver import RunResult, run_compiler
-from mlbridge.llvm.functions import FunctionError, function_modules
-from mlbridge.llvm.regalloc_score import ScoreError
 from mlbridge.problems.regalloc_eviction import (
     CANDIDATES,
     FEATURES,

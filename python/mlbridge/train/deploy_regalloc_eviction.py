@@ -8,7 +8,7 @@ C++ (``aot:``) and under ONNX Runtime (``onnx:``, when the host has it),
 feeding NaN features as 0 as the environment observes them (``--finite``)
 and refusing any answer the mask forbids (``--mask mask``). Each module's
 allocated code is scored against the default advisor's
-(:mod:`mlbridge.llvm.allocation`), and ``llc``'s wall time is measured
+(:mod:`mlbridge.llvm.regalloc_score`), and ``llc``'s wall time is measured
 without a model and with each runner.
 """
 
@@ -25,8 +25,7 @@ from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
 from mlbridge.jsontext import load_json
-from mlbridge.llvm.allocation import LLC, allocation_command, default_allocation
-from mlbridge.llvm.regalloc_score import ScoreError
+from mlbridge.llvm.regalloc_score import LLC, ScoreError, allocation_command, default_allocation
 from mlbridge.problems.regalloc_eviction import MASK
 from mlbridge.runner_config import RunnerConfig
 
