@@ -75,6 +75,9 @@ class Problem:
     #: The problem's own kernel suite instead of a corpus of programs (entry
     #: point): (split, directory to write them in) -> modules.
     suite: Optional[EntryPoint] = None
+    #: How ``mlbridge train`` may train it: ``ppo``, and ``search``
+    #: (imitation of per-unit search, :mod:`mlbridge.train.inlining_size`).
+    methods: Tuple[str, ...] = ("ppo",)
     #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -82,6 +85,8 @@ class Problem:
     def __post_init__(self) -> None:
         if self.session not in SESSIONS:
             raise ValueError(f"session must be one of {SESSIONS}, got {self.session!r}")
+        if not self.methods or not set(self.methods) <= {"ppo", "search"}:
+            raise ValueError(f"methods are ppo and search, got {self.methods!r}")
         if self.answers is not None and not self.answers:
             raise ValueError("answers, when given, name at least one answer")
         actions = None if self.answers is None else len(self.answers)

@@ -180,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
         fail(f"--corpus: {args.task} runs on its own kernel suite", USAGE)
     if args.address and args.backend != "ray":
         fail("--address is for --backend ray", USAGE)
-    if args.method == "search" and args.task != "inlining":
-        fail("--method search is for the inlining task", USAGE)
+    methods = TASKS[args.task].methods
+    if args.method not in methods:
+        fail(f"--method {args.method}: {args.task} is trained by {', '.join(methods)}", USAGE)
     if args.max_programs and args.method == "search":
         fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
     if args.init and args.method != "search":
