@@ -29,6 +29,7 @@ from typing import Dict, List, Optional
 
 from mlbridge.gcc import FACTORS, UnrollPolicy, kernels
 from mlbridge.gym.gcc_unroll import GccUnrollEnv, suite_modules
+from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
 
 #: How much faster than GCC's own a factor must be to be preferred.
@@ -55,7 +56,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             search: Dict[str, Dict[int, dict]] = {}
             for module in env.modules:
                 search[module.name] = {
-                    f: env.deploy(module.name, f"constant:{f}") for f in FACTORS[1:]
+                    f: env.deploy(module.name, str(RunnerConfig(kind="constant", argument=str(f))))
+                    for f in FACTORS[1:]
                 }
             labels = {}
             for name, by_factor in search.items():
@@ -75,7 +77,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             policy.to_onnx(work / "policy.onnx")
             module = build_aot_module(work / "policy.onnx", work / "aot", "UnrollPolicy")
             # 3. Deploy the AOT-compiled policy on every kernel.
-            deployed = {m.name: env.deploy(m.name, f"aot:{module}") for m in env.modules}
+            aot = str(RunnerConfig(kind="aot", argument=str(module)))
+            deployed = {m.name: env.deploy(m.name, aot) for m in env.modules}
         finally:
             env.close()
     rows_out = []

@@ -32,6 +32,7 @@ from typing import Dict, List, Optional
 from mlbridge.gym.mlir_tiling import MlirTilingEnv, suite_modules
 from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels
 from mlbridge.mlir.policy import LAYOUT
+from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
 
 #: How much faster than the heuristic's a choice must be to be preferred.
@@ -60,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             for index in range(len(TILE_CHOICES)):
                 path = work / f"choice{index}.onnx"
                 TilePolicy.choosing(LAYOUT, index).to_onnx(path)
-                choices.append(f"onnx:{path}")
+                choices.append(str(RunnerConfig(kind="onnx", argument=str(path))))
             # 1. Search: one row of TILE_CHOICES at a time, against the pass's own.
             search: Dict[str, List[dict]] = {
                 m.name: [env.deploy(m.name, runner) for runner in choices] for m in env.modules
@@ -83,7 +84,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             policy.to_onnx(work / "policy.onnx")
             module = build_aot_module(work / "policy.onnx", work / "aot", "TilePolicy")
             # 3. Deploy the AOT-compiled policy on every kernel.
-            deployed = {m.name: env.deploy(m.name, f"aot:{module}") for m in env.modules}
+            aot = str(RunnerConfig(kind="aot", argument=str(module)))
+            deployed = {m.name: env.deploy(m.name, aot) for m in env.modules}
         finally:
             env.close()
     results = []
