@@ -5,14 +5,17 @@
     .venv/bin/python bench/gym_throughput.py --env inlining --workers 1 2
     .venv/bin/python bench/gym_throughput.py --env phase-ordering --backend process
 
+Every problem of the registry (``mlbridge.problems``) can be measured.
+
 A step is one decision (a call site; a pass). Each configuration runs a
 warm-up rollout, then ``--steps`` steps per worker, timed on the wall clock
 of the caller (the pool's own overhead included); the configurations
 alternate for ``--repeats`` rounds and the median of each is printed with
 its ratio to the first configuration (each round's ratio, paired; the
-median and the range over rounds). The policy answers LLVM's own decision for
-inlining (``--policy default``, what a warm-started policy does) or
-uniformly random actions (``--policy random``). Worker i is seeded with
+median and the range over rounds). The policy answers the compiler's own decision
+(``--policy default``: what a warm-started policy imitates, the problem's
+warm-start feature, heuristic or baseline action; random where a problem has
+none) or uniformly random actions (``--policy random``). Worker i is seeded with
 ``--seed`` + i, so N workers do different episodes than one worker does;
 with ``--same-work`` every worker is reseeded with ``--seed`` and repeats
 the single worker's episodes, so that the ratio measures the pool and the
@@ -32,24 +35,27 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-ENVS = {"inlining": "mlbridge/Inlining-v0", "phase-ordering": "mlbridge/PhaseOrdering-v0"}
+
+def _problem(name: str) -> Any:
+    from mlbridge.problems import get_problem
+
+    return get_problem(name)
 
 
 def _policy(env: str, which: str, feature_names: List[str]) -> Optional[Any]:
+    """The compiler's own decision over the raw features, or None (random)."""
     if which == "random":
         return None
-    if env != "inlining":
-        raise SystemExit("--policy default exists for inlining only")
-    from mlbridge.train.warm_start import FollowFeature
+    from mlbridge.train.ppo import warm_policy
 
-    return FollowFeature(feature_names.index("inlining_default"))
+    return warm_policy(_problem(env), feature_names)
 
 
 def measure(args: argparse.Namespace, workers: int) -> Dict[str, Any]:
     from mlbridge.gym.pool import make_pool
 
     with make_pool(
-        ENVS[args.env],
+        _problem(args.env).env_id,
         workers,
         {"quick": True},
         backend=args.backend,
@@ -78,7 +84,9 @@ def measure(args: argparse.Namespace, workers: int) -> Dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", choices=sorted(ENVS), default="inlining")
+    from mlbridge.problems import PROBLEMS
+
+    parser.add_argument("--env", choices=sorted(PROBLEMS), default="inlining")
     parser.add_argument("--backend", choices=("ray", "process", "serial"), default="ray")
     parser.add_argument("--address", help="a Ray cluster (default: this machine)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -102,8 +110,11 @@ def main() -> int:
     )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    if args.env != "inlining" and args.policy == "default":
-        args.policy = "random"
+    chosen = _problem(args.env)
+    if args.policy == "default" and not (
+        chosen.warm_start_feature or chosen.warm_start_policy or chosen.baseline_action is not None
+    ):
+        args.policy = "random"  # no decision of the compiler's own to follow
     rounds = [[measure(args, w) for w in args.workers] for _ in range(args.repeats)]
     results = []
     for i in range(len(args.workers)):
@@ -120,7 +131,7 @@ def main() -> int:
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "executable": sys.executable,
         "cpus": os.cpu_count(),
-        "env": ENVS[args.env],
+        "env": _problem(args.env).env_id,
         "backend": args.backend,
         "policy": args.policy,
         "same_work": args.same_work,
