@@ -2,14 +2,17 @@
 #
 #   include/mlbridge/...                   headers
 #   lib/libmlbridge*.{a,so}                libraries
-#   bin/mlbridge-phase-service             the phase-ordering compiler service
-#   lib/mlbridge/                          the LLVM, MLIR and GCC plugins, the
+#   bin/mlbridge-phase-service-llvmN       the phase-ordering compiler service
+#   lib/mlbridge/                          the LLVM, MLIR and GCC plugins
+#                                          (mlbridge-inline-advisor-llvmN.so,
+#                                          mlbridge-mlir-tiling-llvmN.so), the
 #                                          runner modules, bundled ONNX Runtime
 #   libexec/mlbridge/                      the demo's deployment replay program
 #   lib/cmake/mlbridge/                    the CMake package, one export set
 #                                          per component
 #   lib/pkgconfig/mlbridge.pc, mlbridge-c.pc
-#   share/mlbridge/native.json             what `mlbridge config` reads
+#   share/mlbridge/native.json             what `mlbridge config` reads, and
+#   share/mlbridge/llvmN.json              the parts built for LLVM N
 #
 # Nothing installed points into the source or build tree: bundled ONNX
 # Runtime binaries are installed beside mlbridge and found through RUNPATHs
@@ -95,42 +98,72 @@ if(MLBRIDGE_ENABLE_TORCH)
           DESTINATION ${MLBRIDGE_CMAKE_DIR})
 endif()
 
+# The parts built against one LLVM major (src/llvm, src/mlir): the install
+# component llvmN, with their own export sets and manifest, so that builds
+# for two majors install into one prefix side by side
+# (cmake --install BUILD --component llvm16; docs/llvm-versions.md).
+if(MLBRIDGE_ENABLE_LLVM OR MLBRIDGE_ENABLE_MLIR)
+  set(llvm_component llvm${MLBRIDGE_LLVM_MAJOR})
+  set(MLBRIDGE_LLVM_MANIFEST_PARTS "")
+  set(MLBRIDGE_LLVM_MANIFEST_COMPONENTS "")
+endif()
+
 if(MLBRIDGE_ENABLE_LLVM)
-  list(APPEND MLBRIDGE_COMPONENTS llvm)
+  list(APPEND MLBRIDGE_LLVM_MANIFEST_COMPONENTS llvm)
   mlbridge_ort_runpath(plugin_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
   set_target_properties(mlbridge-inline-advisor PROPERTIES
                         INSTALL_RPATH "${plugin_runpath}")
   install(TARGETS mlbridge_llvm mlbridge-inline-advisor
-          EXPORT mlbridgeLlvmTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
-  install(EXPORT mlbridgeLlvmTargets NAMESPACE mlbridge::
-          DESTINATION ${MLBRIDGE_CMAKE_DIR})
-  set(MLBRIDGE_MANIFEST_PLUGIN
-      ",\n  \"plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge-inline-advisor.so\"")
+          EXPORT mlbridgeLlvm${MLBRIDGE_LLVM_MAJOR}Targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${llvm_component}
+          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR}
+                  COMPONENT ${llvm_component})
+  install(EXPORT mlbridgeLlvm${MLBRIDGE_LLVM_MAJOR}Targets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR} COMPONENT ${llvm_component})
   mlbridge_ort_runpath(service_runpath ${CMAKE_INSTALL_BINDIR})
   set_target_properties(mlbridge-phase-service PROPERTIES
                         INSTALL_RPATH "${service_runpath}")
   install(TARGETS mlbridge-phase-service
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  set(MLBRIDGE_MANIFEST_PHASE_SERVICE
-      ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-phase-service\"")
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ${llvm_component})
+  string(APPEND MLBRIDGE_LLVM_MANIFEST_PARTS
+    ",\n  \"plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/$<TARGET_FILE_NAME:mlbridge-inline-advisor>\""
+    ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/$<TARGET_FILE_NAME:mlbridge-phase-service>\"")
 endif()
 
 if(MLBRIDGE_ENABLE_MLIR)
   # The MLIR plugin opens its runner modules from its own directory.
-  list(APPEND MLBRIDGE_COMPONENTS mlir)
+  list(APPEND MLBRIDGE_LLVM_MANIFEST_COMPONENTS mlir)
   mlbridge_ort_runpath(mlir_runpath ${MLBRIDGE_PRIVATE_LIBDIR})
   set_target_properties(mlbridge-mlir-tiling PROPERTIES
                         INSTALL_RPATH "${mlir_runpath}")
-  install(TARGETS mlbridge_mlir EXPORT mlbridgeMlirTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  install(EXPORT mlbridgeMlirTargets NAMESPACE mlbridge::
-          DESTINATION ${MLBRIDGE_CMAKE_DIR})
+  install(TARGETS mlbridge_mlir EXPORT mlbridgeMlir${MLBRIDGE_LLVM_MAJOR}Targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${llvm_component})
+  install(EXPORT mlbridgeMlir${MLBRIDGE_LLVM_MAJOR}Targets NAMESPACE mlbridge::
+          DESTINATION ${MLBRIDGE_CMAKE_DIR} COMPONENT ${llvm_component})
   install(TARGETS mlbridge-mlir-tiling
-          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
-  set(MLBRIDGE_MANIFEST_MLIR_PLUGIN
-      ",\n  \"mlir_plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/mlbridge-mlir-tiling.so\"")
+          LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR}
+                  COMPONENT ${llvm_component})
+  string(APPEND MLBRIDGE_LLVM_MANIFEST_PARTS
+    ",\n  \"mlir_plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/$<TARGET_FILE_NAME:mlbridge-mlir-tiling>\"")
+endif()
+
+if(MLBRIDGE_ENABLE_LLVM OR MLBRIDGE_ENABLE_MLIR)
+  # share/mlbridge/llvmN.json, read by `mlbridge config --llvm N`, and the
+  # CMake package's record of where LLVM N (and its MLIR) was found.
+  list(JOIN MLBRIDGE_LLVM_MANIFEST_COMPONENTS "\", \""
+       MLBRIDGE_LLVM_MANIFEST_COMPONENT_LIST)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/llvm.json.in
+                 ${PROJECT_BINARY_DIR}/llvm.json.in @ONLY)
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/${llvm_component}.json
+       INPUT ${PROJECT_BINARY_DIR}/llvm.json.in)
+  install(FILES ${PROJECT_BINARY_DIR}/${llvm_component}.json
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/mlbridge
+          COMPONENT ${llvm_component})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/mlbridgeLlvmMajor.cmake.in
+                 ${PROJECT_BINARY_DIR}/mlbridgeLlvm${MLBRIDGE_LLVM_MAJOR}.cmake
+                 @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/mlbridgeLlvm${MLBRIDGE_LLVM_MAJOR}.cmake
+          DESTINATION ${MLBRIDGE_CMAKE_DIR} COMPONENT ${llvm_component})
 endif()
 
 if(MLBRIDGE_ENABLE_GCC)

@@ -3,7 +3,7 @@
 ::
 
     mlbridge llvm --advisor inline --policy default [--log FILE] [--stats-json FILE]
-                  [--timeout S] -- clang-19 -Oz -c f.c
+                  [--timeout S] [--llvm N] -- clang-19 -Oz -c f.c
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge log dump FILE
@@ -13,7 +13,7 @@
     mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
                      --interactive-host | --cmake-dir | --libdir | --includedir |
-                     --components | --json]
+                     --components | --llvm-major | --llvm-majors | --json] [--llvm N]
     mlbridge --version
 
 Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a
@@ -45,6 +45,7 @@ from mlbridge.cli_errors import (
 )
 from mlbridge.corpus.cli import add_parser as add_corpus_parser
 from mlbridge.corpus.cli import run as run_corpus
+from mlbridge.llvm.versions import add_llvm_argument
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import ADVISORS, PolicyError, load_policy
 from mlbridge.policy import Policy
@@ -173,7 +174,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     llvm = sub.add_parser(
-        "llvm", help="run an LLVM 19 compiler whose ML advisor(s) a policy serves"
+        "llvm",
+        help="run an LLVM compiler (19, or 16 through mlbridge's plugin) whose ML "
+        "advisor(s) a policy serves",
     )
     llvm.add_argument(
         "--advisor",
@@ -220,7 +223,12 @@ def _parser() -> argparse.ArgumentParser:
     llvm.add_argument(
         "compiler",
         nargs=argparse.REMAINDER,
-        help="-- COMPILER_COMMAND... (clang-19, opt-19 or llc-19)",
+        help="-- COMPILER_COMMAND... (clang-19, opt-19, llc-19; clang-16, opt-16)",
+    )
+    add_llvm_argument(
+        llvm,
+        "of the compiler, when its name does not say (clang-16 does); below 17 the "
+        "inliner is served through mlbridge's plugin for it",
     )
 
     serve = sub.add_parser("serve", help="serve a policy on a pipe channel or over gRPC")
@@ -309,7 +317,7 @@ def _parser() -> argparse.ArgumentParser:
 
     loop = sub.add_parser(
         "loop",
-        help="train-to-deploy on clang-19: collect, train, "
+        help="train-to-deploy on clang: collect, train, "
         "export, AOT-compile, deploy through the plugin, measure, "
         "search for smaller code",
     )
@@ -324,8 +332,10 @@ def _parser() -> argparse.ArgumentParser:
         help="evolution-strategies iterations (0: skip the search)",
     )
     loop.add_argument(
-        "--plugin", help="mlbridge-inline-advisor.so (default: mlbridge config --plugin)"
+        "--plugin",
+        help="mlbridge-inline-advisor-llvmN.so (default: mlbridge config --plugin --llvm N)",
     )
+    add_llvm_argument(loop, "of clang (default: the newest with mlbridge parts installed)")
     loop.add_argument(
         "--corpus",
         metavar="PATH",
@@ -370,6 +380,7 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
             help=f"print {what}",
         )
     config.add_argument("--json", action="store_true", help="print everything as JSON")
+    add_llvm_argument(config, "whose LLVM parts to answer (default: the newest installed)")
 
 
 def _load_policy(spec: str, advisor: Optional[str]) -> Policy:
@@ -458,6 +469,8 @@ def _llvm_outcome(args: argparse.Namespace, result: RunResult) -> int:
 def _cmd_llvm(args: argparse.Namespace) -> int:
     from mlbridge.llvm import run_compiler
     from mlbridge.llvm.temp_outputs import TempOutputs
+    from mlbridge.llvm.versions import LlvmVersionError
+    from mlbridge.native import NativeError
 
     command = args.compiler[1:] if args.compiler[:1] == ["--"] else args.compiler
     if not command:
@@ -481,7 +494,12 @@ def _cmd_llvm(args: argparse.Namespace) -> int:
                 include_default=args.include_default,
                 size_increase_threshold=args.size_increase_threshold,
                 echo_stderr=sys.stderr,
+                llvm=args.llvm,
             )
+    except LlvmVersionError as err:
+        fail(str(err), USAGE)
+    except NativeError as err:
+        fail(str(err), ENVIRONMENT)
     finally:
         leftovers.remove_new()  # what a stopped compiler could not clean up
     if args.stats_json:
@@ -657,15 +675,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_loop(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mlbridge.llvm.versions import tools
     from mlbridge.loop.run import run_loop, summary_markdown
     from mlbridge.native import NativeError, plugin_path
 
     if args.corpus and not os.path.exists(args.corpus):
         fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
-    for tool in ("clang-19", "llvm-size-19", "c++"):
+    compilers = tools(args.llvm)
+    for tool in (compilers.clang, compilers.llvm_size, "c++"):
         _require_executable(tool, "the tool", " (scripts/setup installs it)")
     try:
-        plugin = Path(args.plugin) if args.plugin else plugin_path()
+        plugin = Path(args.plugin) if args.plugin else plugin_path(llvm=compilers.major)
     except NativeError as err:
         raise CommandError(
             f"{err} (give --plugin, or see 'mlbridge config --help')", ENVIRONMENT
@@ -683,6 +703,7 @@ def _cmd_loop(args: argparse.Namespace) -> int:
         es_iterations=args.es_iterations,
         jobs=args.jobs,
         repeats=args.repeats,
+        llvm=compilers.major,
     )
     print(summary_markdown(results))
     return 0
@@ -694,7 +715,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
     if args.json and args.fields:
         fail("--json prints everything: give it alone", USAGE)
     try:
-        print(config_text(args.fields or [], as_json=args.json))
+        print(config_text(args.fields or [], as_json=args.json, llvm=args.llvm))
     except NativeError as err:
         fail(str(err), ENVIRONMENT)
     return 0

@@ -1,28 +1,34 @@
 """Where the native half of mlbridge is (``mlbridge config``, like ``llvm-config``).
 
-The wheel is pure Python; the C++ parts (the clang-19 inline-advisor plugin,
-the GCC 12 unroll plugin, the mlir-opt-19 tiling plugin, the phase-ordering
+The wheel is pure Python; the C++ parts (the clang inline-advisor plugin,
+the GCC 12 unroll plugin, the mlir-opt tiling plugin, the phase-ordering
 service, the demo's replay program, the libraries, headers and CMake package)
 come from the CMake package of the same version, which installs a manifest
 ``PREFIX/share/mlbridge/native.json``::
 
-    {"version": "0.2.0", "components": ["core", "grpc", "onnx", "llvm", "c"],
-     "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
+    {"version": "0.2.0", "components": ["core", "grpc", "onnx", "c", "gcc"],
      "gcc_plugin": "lib/mlbridge/mlbridge_gcc.so",
-     "mlir_plugin": "lib/mlbridge/mlbridge-mlir-tiling.so",
-     "phase_service": "bin/mlbridge-phase-service",
      "deploy_replay": "libexec/mlbridge/mlbridge-deploy-replay",
      "interactive_host": "bin/mlbridge-interactive-host",
      "cmake_dir": "lib/cmake/mlbridge", "libdir": "lib", "includedir": "include"}
 
+and, for each LLVM major its LLVM parts were built for
+(docs/llvm-versions.md), ``PREFIX/share/mlbridge/llvmN.json``::
+
+    {"version": "0.2.0", "llvm_major": 19, "components": ["llvm", "mlir"],
+     "plugin": "lib/mlbridge/mlbridge-inline-advisor-llvm19.so",
+     "phase_service": "bin/mlbridge-phase-service-llvm19",
+     "mlir_plugin": "lib/mlbridge/mlbridge-mlir-tiling-llvm19.so"}
+
 (paths relative to PREFIX; a path key is absent when its part was not built).
-The prefix is, in this order:
+The LLVM parts are those of the major asked for (``mlbridge config --llvm
+16``), else of the newest installed. The prefix is, in this order:
 
 1. ``$MLBRIDGE_PREFIX`` (an error when it holds no manifest);
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
-   ``src/llvm/mlbridge-inline-advisor.so``, ``src/gcc/mlbridge_gcc.so``,
-   ``src/mlir/mlbridge-mlir-tiling.so``,
-   ``src/llvm/mlbridge-phase-service``, ``src/mlbridge-interactive-host``
+   ``src/llvm/mlbridge-inline-advisor-llvmN.so``, ``src/gcc/mlbridge_gcc.so``,
+   ``src/mlir/mlbridge-mlir-tiling-llvmN.so``,
+   ``src/llvm/mlbridge-phase-service-llvmN``, ``src/mlbridge-interactive-host``
    and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
    package);
 3. ``sys.prefix`` (the package installed into this venv:
@@ -51,8 +57,12 @@ from mlbridge.errors import MlbridgeError
 
 #: The manifest, relative to the prefix.
 MANIFEST = Path("share") / "mlbridge" / "native.json"
+#: The manifest of the parts built for LLVM major N: its name, with N.
+LLVM_MANIFEST = "llvm{}.json"
 MAX_MANIFEST_BYTES = 64 * 1024
-#: The manifest's path keys, in the order ``mlbridge config`` prints them.
+#: The path keys of an LLVM major's manifest (llvmN.json).
+LLVM_PATH_KEYS = ("plugin", "mlir_plugin", "phase_service")
+#: The manifests' path keys, in the order ``mlbridge config`` prints them.
 PATH_KEYS = (
     "plugin",
     "gcc_plugin",
@@ -64,15 +74,18 @@ PATH_KEYS = (
     "libdir",
     "includedir",
 )
-#: What MLBRIDGE_BUILD_DIR provides, relative to the build tree.
+#: What MLBRIDGE_BUILD_DIR provides, relative to the build tree ({} is the
+#: LLVM major of the build's LLVM parts).
 BUILD_TREE_PATHS = {
-    "plugin": Path("src/llvm/mlbridge-inline-advisor.so"),
-    "gcc_plugin": Path("src/gcc/mlbridge_gcc.so"),
-    "mlir_plugin": Path("src/mlir/mlbridge-mlir-tiling.so"),
-    "phase_service": Path("src/llvm/mlbridge-phase-service"),
-    "deploy_replay": Path("examples/mlbridge-example-deploy-replay"),
-    "interactive_host": Path("src/mlbridge-interactive-host"),
+    "plugin": "src/llvm/mlbridge-inline-advisor-llvm{}.so",
+    "gcc_plugin": "src/gcc/mlbridge_gcc.so",
+    "mlir_plugin": "src/mlir/mlbridge-mlir-tiling-llvm{}.so",
+    "phase_service": "src/llvm/mlbridge-phase-service-llvm{}",
+    "deploy_replay": "examples/mlbridge-example-deploy-replay",
+    "interactive_host": "src/mlbridge-interactive-host",
 }
+#: The LLVM majors mlbridge's LLVM parts build against (cmake/MlbridgeLlvmMajor.cmake).
+LLVM_MAJORS = (16, 19)
 FIX = (
     "install mlbridge's CMake package (cmake --install BUILD_DIR --prefix PREFIX) and "
     "set MLBRIDGE_PREFIX=PREFIX, or install it into this Python's prefix "
@@ -102,6 +115,10 @@ class Native:
     cmake_dir: Optional[Path] = None
     libdir: Optional[Path] = None
     includedir: Optional[Path] = None
+    #: The LLVM major of plugin, mlir_plugin and phase_service (None: no
+    #: LLVM part installed), and every major with parts installed, newest first.
+    llvm_major: Optional[int] = None
+    llvm_majors: Tuple[int, ...] = ()
 
     def describe(self) -> str:
         """Where this installation is and how it was found, for messages."""
@@ -114,6 +131,8 @@ class Native:
         was not built or is missing."""
         path: Optional[Path] = getattr(self, key)
         label = key.replace("_", "-")
+        if key in LLVM_PATH_KEYS and self.llvm_major is not None:
+            label += f" for LLVM {self.llvm_major}"
         if path is None:
             raise NativeError(f"{self.describe()} has no {label} ({self._why_absent(key)})")
         if not path.exists():
@@ -124,7 +143,8 @@ class Native:
         if self.found_by != "MLBRIDGE_BUILD_DIR":
             return "not built, or not installed there"
         if key in BUILD_TREE_PATHS:
-            return f"no {self.prefix / BUILD_TREE_PATHS[key]}: build it first"
+            major = "N" if self.llvm_major is None else self.llvm_major
+            return f"no {self.prefix / BUILD_TREE_PATHS[key].format(major)}: build it first"
         return (
             "a build tree provides only the plugins, the phase-ordering service and the "
             "replay program: install the CMake package for the rest"
@@ -143,6 +163,8 @@ class Native:
             "found_by": self.found_by,
             "manifest": text(self.manifest),
             "components": list(self.components),
+            "llvm_major": self.llvm_major,
+            "llvm_majors": list(self.llvm_majors),
             **{key: text(getattr(self, key)) for key in PATH_KEYS},
         }
 
@@ -194,9 +216,39 @@ def _strings(manifest: Path, key: str, value: object) -> Tuple[str, ...]:
     return tuple(value)
 
 
-def read_manifest(prefix: Path, found_by: str) -> Native:
-    """The installation at ``prefix`` from its manifest; NativeError when the
-    manifest is missing or invalid."""
+def _installed_majors(prefix: Path) -> Tuple[int, ...]:
+    """The N of every ``llvmN.json`` beside the manifest, newest first."""
+    majors = []
+    try:
+        names = os.listdir(prefix / MANIFEST.parent)
+    except OSError:
+        return ()
+    for name in names:
+        digits = name[len("llvm") : -len(".json")]
+        if name.startswith("llvm") and name.endswith(".json") and digits.isdigit():
+            if len(digits) <= 3:
+                majors.append(int(digits))
+    return tuple(sorted(majors, reverse=True))
+
+
+def pick_major(llvm: Optional[int], installed: Tuple[int, ...], where: str) -> Optional[int]:
+    """``llvm`` when installed (NativeError if not), else the newest
+    installed major (None: none is)."""
+    if llvm is None:
+        return installed[0] if installed else None
+    if llvm not in installed:
+        have = ", ".join(map(str, installed)) or "none"
+        raise NativeError(
+            f"{where} has no parts built for LLVM {llvm} (installed: {have}); build them "
+            f"with -DMLBRIDGE_LLVM_VERSION={llvm} (docs/llvm-versions.md)"
+        )
+    return llvm
+
+
+def read_manifest(prefix: Path, found_by: str, llvm: Optional[int] = None) -> Native:
+    """The installation at ``prefix`` from its manifests, with the LLVM parts
+    of major ``llvm`` (default: the newest installed); NativeError when a
+    manifest is missing or invalid, or ``llvm`` is not installed."""
     prefix = Path(os.path.abspath(prefix))
     manifest = prefix / MANIFEST
     data = _load_json(manifest)
@@ -204,8 +256,37 @@ def read_manifest(prefix: Path, found_by: str) -> Native:
     if not isinstance(version, str) or not version or len(version) > 64:
         raise _bad(manifest, f"'version' must be a short string, got {_shown(version)}")
     components = _strings(manifest, "components", data.get("components", []))
-    paths = {key: _inside(prefix, manifest, key, data.get(key)) for key in PATH_KEYS}
-    return Native(prefix, found_by, version, components, manifest, **paths)
+    paths = {
+        key: _inside(prefix, manifest, key, data.get(key))
+        for key in PATH_KEYS
+        if key not in LLVM_PATH_KEYS
+    }
+    installed = _installed_majors(prefix)
+    major = pick_major(llvm, installed, f"the mlbridge CMake package at {prefix}")
+    if major is not None:
+        llvm_manifest = prefix / MANIFEST.parent / LLVM_MANIFEST.format(major)
+        llvm_data = _load_json(llvm_manifest)
+        if llvm_data.get("version") != version:
+            raise _bad(
+                llvm_manifest,
+                f"version {_shown(llvm_data.get('version'))} is not {version}'s "
+                f"(native.json): install both from one source tree",
+            )
+        if llvm_data.get("llvm_major") != major:
+            raise _bad(llvm_manifest, f"'llvm_major' must be {major}")
+        components += _strings(llvm_manifest, "components", llvm_data.get("components", []))
+        for key in LLVM_PATH_KEYS:
+            paths[key] = _inside(prefix, llvm_manifest, key, llvm_data.get(key))
+    return Native(
+        prefix,
+        found_by,
+        version,
+        components,
+        manifest,
+        **paths,
+        llvm_major=major,
+        llvm_majors=installed,
+    )
 
 
 def _build_version(build: Path) -> str:
@@ -219,15 +300,33 @@ def _build_version(build: Path) -> str:
     return "unknown"
 
 
-def from_build_tree(build: Path) -> Native:
-    """The parts of a CMake build tree (MLBRIDGE_BUILD_DIR): the plugin, the
+def from_build_tree(build: Path, llvm: Optional[int] = None) -> Native:
+    """The parts of a CMake build tree (MLBRIDGE_BUILD_DIR): the plugins, the
     phase-ordering service and the replay program where the build puts them,
-    when they are there."""
+    when they are there; its LLVM parts are for one major, ``llvm`` if given."""
     build = Path(os.path.abspath(build))
     if not build.is_dir():
         raise NativeError(f"MLBRIDGE_BUILD_DIR={build} is not a directory")
-    paths = {key: build / rel for key, rel in BUILD_TREE_PATHS.items() if (build / rel).is_file()}
-    return Native(build, "MLBRIDGE_BUILD_DIR", _build_version(build), (), **paths)
+    built = tuple(
+        major
+        for major in sorted(LLVM_MAJORS, reverse=True)
+        if any((build / BUILD_TREE_PATHS[key].format(major)).is_file() for key in LLVM_PATH_KEYS)
+    )
+    major = pick_major(llvm, built, f"the build tree MLBRIDGE_BUILD_DIR={build}")
+    paths = {}
+    for key, pattern in BUILD_TREE_PATHS.items():
+        path = build / pattern.format(major)
+        if (major is not None or key not in LLVM_PATH_KEYS) and path.is_file():
+            paths[key] = path
+    return Native(
+        build,
+        "MLBRIDGE_BUILD_DIR",
+        _build_version(build),
+        (),
+        **paths,
+        llvm_major=major,
+        llvm_majors=built,
+    )
 
 
 def _pkg_config_prefix() -> Optional[Path]:
@@ -257,8 +356,9 @@ def _candidates() -> Iterator[Tuple[str, Path]]:
     yield "/usr", Path("/usr")
 
 
-def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
-    """The native installation, by the order of this module's docstring.
+def find_native(environ: Optional[Mapping[str, str]] = None, llvm: Optional[int] = None) -> Native:
+    """The native installation, by the order of this module's docstring, with
+    the LLVM parts of major ``llvm`` (default: the newest installed).
 
     ``environ``: the environment to read (default: os.environ). Raises
     NativeError, one line naming what was searched and how to fix it.
@@ -268,9 +368,9 @@ def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
         prefix = Path(env["MLBRIDGE_PREFIX"])
         if not (prefix / MANIFEST).is_file():
             raise NativeError(f"MLBRIDGE_PREFIX={prefix} holds no {MANIFEST}: {FIX}")
-        return read_manifest(prefix, "MLBRIDGE_PREFIX")
+        return read_manifest(prefix, "MLBRIDGE_PREFIX", llvm)
     if env.get("MLBRIDGE_BUILD_DIR"):
-        return from_build_tree(Path(env["MLBRIDGE_BUILD_DIR"]))
+        return from_build_tree(Path(env["MLBRIDGE_BUILD_DIR"]), llvm)
     searched: List[str] = []
     for found_by, prefix in _candidates():
         prefix = Path(os.path.abspath(prefix))
@@ -278,7 +378,7 @@ def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
             continue
         searched.append(str(prefix))
         if (prefix / MANIFEST).is_file():
-            return read_manifest(prefix, found_by)
+            return read_manifest(prefix, found_by, llvm)
     raise NativeError(
         f"mlbridge's native half not found (no {MANIFEST} in "
         f"{', '.join(searched)}; MLBRIDGE_PREFIX and MLBRIDGE_BUILD_DIR "
@@ -286,9 +386,10 @@ def find_native(environ: Optional[Mapping[str, str]] = None) -> Native:
     )
 
 
-def plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
-    """The clang-19 inline-advisor plugin (``mlbridge config --plugin``)."""
-    return find_native(environ).require("plugin")
+def plugin_path(environ: Optional[Mapping[str, str]] = None, llvm: Optional[int] = None) -> Path:
+    """The inline-advisor plugin for clang/opt of LLVM ``llvm`` (default: the
+    newest installed; ``mlbridge config --plugin [--llvm N]``)."""
+    return find_native(environ, llvm).require("plugin")
 
 
 def gcc_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
@@ -296,14 +397,20 @@ def gcc_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     return find_native(environ).require("gcc_plugin")
 
 
-def mlir_plugin_path(environ: Optional[Mapping[str, str]] = None) -> Path:
-    """The mlir-opt-19 tiling pass plugin (``mlbridge config --mlir-plugin``)."""
-    return find_native(environ).require("mlir_plugin")
+def mlir_plugin_path(
+    environ: Optional[Mapping[str, str]] = None, llvm: Optional[int] = None
+) -> Path:
+    """The mlir-opt tiling pass plugin of LLVM ``llvm`` (default: the newest
+    installed; ``mlbridge config --mlir-plugin``)."""
+    return find_native(environ, llvm).require("mlir_plugin")
 
 
-def phase_service_path(environ: Optional[Mapping[str, str]] = None) -> Path:
-    """The phase-ordering compiler service (``mlbridge config --phase-service``)."""
-    return find_native(environ).require("phase_service")
+def phase_service_path(
+    environ: Optional[Mapping[str, str]] = None, llvm: Optional[int] = None
+) -> Path:
+    """The phase-ordering compiler service built on LLVM ``llvm`` (default:
+    the newest installed; ``mlbridge config --phase-service``)."""
+    return find_native(environ, llvm).require("phase_service")
 
 
 def interactive_host_path(environ: Optional[Mapping[str, str]] = None) -> Path:
@@ -319,11 +426,13 @@ def deploy_replay_path(environ: Optional[Mapping[str, str]] = None) -> Path:
 #: The answers of ``mlbridge config --FIELD`` (``--cmake-dir`` for cmake_dir...).
 CONFIG_FIELDS = {
     "prefix": "the installation prefix (or the build tree of MLBRIDGE_BUILD_DIR)",
-    "components": "the components built, e.g. 'core grpc onnx llvm c'",
-    "plugin": "the clang-19 inline-advisor plugin (mlbridge-inline-advisor.so)",
+    "components": "the components built, e.g. 'core grpc onnx c llvm'",
+    "llvm_major": "the LLVM major of the LLVM parts answered (--llvm N, else the newest)",
+    "llvm_majors": "the LLVM majors with parts installed, newest first",
+    "plugin": "the clang/opt inline-advisor plugin (mlbridge-inline-advisor-llvmN.so)",
     "gcc_plugin": "the GCC 12 unroll plugin (mlbridge_gcc.so)",
-    "mlir_plugin": "the mlir-opt-19 tiling pass plugin (mlbridge-mlir-tiling.so)",
-    "phase_service": "the phase-ordering compiler service (mlbridge-phase-service)",
+    "mlir_plugin": "the mlir-opt tiling pass plugin (mlbridge-mlir-tiling-llvmN.so)",
+    "phase_service": "the phase-ordering compiler service (mlbridge-phase-service-llvmN)",
     "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
     "interactive_host": "the C++ host answering a stock LLVM tool's ML advisor "
     "(mlbridge-interactive-host)",
@@ -339,15 +448,25 @@ def config_answer(native: Native, field: str) -> str:
         return str(native.prefix)
     if field == "components":
         return " ".join(native.components)
+    if field == "llvm_major":
+        if native.llvm_major is None:
+            raise NativeError(f"{native.describe()} has no LLVM part")
+        return str(native.llvm_major)
+    if field == "llvm_majors":
+        return " ".join(map(str, native.llvm_majors))
     return str(native.require(field))
 
 
 def config_text(
-    fields: List[str], as_json: bool = False, environ: Optional[Mapping[str, str]] = None
+    fields: List[str],
+    as_json: bool = False,
+    environ: Optional[Mapping[str, str]] = None,
+    llvm: Optional[int] = None,
 ) -> str:
     """What ``mlbridge config`` prints: the answers of ``fields``, one a line;
-    everything as JSON with ``as_json``; a ``key: value`` summary when neither."""
-    native = find_native(environ)
+    everything as JSON with ``as_json``; a ``key: value`` summary when neither.
+    ``llvm``: the LLVM major whose parts are answered (default: the newest)."""
+    native = find_native(environ, llvm)
     if as_json:
         return json.dumps(native.to_json(), indent=2)
     if fields:
@@ -358,4 +477,4 @@ def config_text(
 def _plain(value: object) -> str:
     if value is None:
         return "-"
-    return " ".join(value) if isinstance(value, list) else str(value)
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)

@@ -299,6 +299,11 @@ class PipeHost:
                     ) from err
                 write(reply)
                 if logger is not None:
+                    if not logger.in_context:
+                        # A peer that names no context (mlbridge's runner,
+                        # e.g. the LLVM 16 plugin): the empty one, as
+                        # LLVM's interactive runner sends.
+                        logger.context("")
                     logger.observation(bytes(target[:total]) + reply)
                 decisions += 1
                 if timed:

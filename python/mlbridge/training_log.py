@@ -72,6 +72,11 @@ class TrainingLogWriter:
             header += ',"advice":' + advice.to_json_str()
         stream.write(header.encode() + b"}\n")
 
+    @property
+    def in_context(self) -> bool:
+        """Whether a context was switched to (observations need one)."""
+        return self._context is not None
+
     def context(self, name: str) -> None:
         """Switch to context ``name`` (e.g. the function being compiled)."""
         self._context = name

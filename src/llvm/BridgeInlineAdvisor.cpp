@@ -30,6 +30,15 @@ std::vector<llvm::TensorSpec> llvmInputs() {
   return Specs;
 }
 
+/// What LLVM's default advisor decides for \p CB, without it recording
+/// anything (the call site is not inlined on its advice).
+bool defaultDecision(DefaultInlineAdvisor &Default, CallBase &CB) {
+  auto Advice = Default.getAdvice(CB);
+  bool Inline = Advice->isInliningRecommended();
+  Advice->recordUnattemptedInlining();
+  return Inline;
+}
+
 /// Reports a problem of the plugin on stderr (never stdout: the compiler
 /// may be writing its output there).
 void report(const std::string &Message) {
@@ -115,13 +124,10 @@ BridgeInlineAdvisor::BridgeInlineAdvisor(
     std::unique_ptr<MLModelRunnerAdapter> Runner,
     std::unique_ptr<DefaultInlineAdvisor> DefaultAdvisor,
     const PluginOptions &O)
-    : MLInlineAdvisor(M, MAM, std::move(Runner),
-                      [D = DefaultAdvisor.get()](CallBase &CB) {
-                        auto Advice = D->getAdvice(CB);
-                        bool Inline = Advice->isInliningRecommended();
-                        Advice->recordUnattemptedInlining();
-                        return Inline;
-                      }),
+    : compat::MLInlineAdvisor(M, MAM, std::move(Runner),
+                              [D = DefaultAdvisor.get()](CallBase &CB) {
+                                return defaultDecision(*D, CB);
+                              }),
       Default(std::move(DefaultAdvisor)), Options(O),
       ModuleName(M.getModuleIdentifier()), DefaultIndex(FeatureMap.size()) {
   MLModelRunnerAdapter &A = adapter();
@@ -158,7 +164,7 @@ MLModelRunnerAdapter &BridgeInlineAdvisor::adapter() {
 }
 
 bool BridgeInlineAdvisor::llvmDecision(CallBase &CB) {
-  return GetDefaultAdvice(CB);
+  return defaultDecision(*Default, CB);
 }
 
 std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {

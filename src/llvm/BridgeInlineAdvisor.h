@@ -19,12 +19,12 @@
 #define MLBRIDGE_SRC_LLVM_BRIDGEINLINEADVISOR_H
 
 #include "PluginOptions.h"
+#include "compat/MLInlineAdvisor.h"
 
 #include "mlbridge/TrainingLogWriter.h"
 #include "mlbridge/llvm/MLModelRunnerAdapter.h"
 
 #include "llvm/Analysis/InlineAdvisor.h"
-#include "llvm/Analysis/MLInlineAdvisor.h"
 
 #include <memory>
 #include <optional>
@@ -33,7 +33,7 @@
 namespace mlbridge {
 
 /// The plugin's inline advisor.
-class BridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
+class BridgeInlineAdvisor final : public compat::MLInlineAdvisor {
 public:
   /// The advisor for \p M as \p O configures it; LLVM's default advisor
   /// when the runner is "none" or cannot be created (reported on stderr).

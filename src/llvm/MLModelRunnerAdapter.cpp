@@ -28,8 +28,8 @@ Expected<TensorSpec> fromLLVM(const llvm::TensorSpec &Spec) {
 MLModelRunnerAdapter::MLModelRunnerAdapter(llvm::LLVMContext &Ctx,
                                            std::unique_ptr<ModelRunner> R,
                                            size_t NumFeatures)
-    : llvm::MLModelRunner(Ctx, AdapterKind, NumFeatures), Runner(std::move(R)) {
-}
+    : compat::MLModelRunner(Ctx, AdapterKind, NumFeatures),
+      Runner(std::move(R)) {}
 
 Expected<std::unique_ptr<MLModelRunnerAdapter>>
 MLModelRunnerAdapter::create(llvm::LLVMContext &Ctx,

@@ -5,18 +5,18 @@
 //===----------------------------------------------------------------------===//
 //
 // The actions a phase-ordering policy chooses from (docs/phase-ordering.md):
-// single LLVM 19 new-PM passes, each in the adaptor it needs, then
-// sub-sequences of `default<Oz>` in the style of POSET-RL, then
-// `default<Oz>`. Append only: an action's index is its number on the wire.
-//
-// instcombine is always `instcombine<no-verify-fixpoint>`: in a textual
-// pipeline LLVM 19 verifies that one iteration reached a fixpoint and, when
-// it did not, stops the process with a fatal error (`default<Oz>` does not
-// verify either).
+// single new-PM passes, each in the adaptor it needs, then sub-sequences
+// of `default<Oz>` in the style of POSET-RL, then `default<Oz>`. Append
+// only: an action's index is its number on the wire. The same actions on
+// every supported LLVM major; the pass parameters some majors lack are in
+// compat/PassPipelines.h (instcombine never verifies a fixpoint, as in
+// default<Oz>).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlbridge/llvm/PhaseOrdering.h"
+
+#include "compat/PassPipelines.h"
 
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -27,7 +27,7 @@ namespace mlbridge::phase {
 const std::vector<Action> &actions() {
   static const std::vector<Action> Table = {
       // Scalar function passes.
-      {"instcombine", "function(instcombine<no-verify-fixpoint>)"},
+      {"instcombine", "function(" MLBRIDGE_PASS_INSTCOMBINE ")"},
       {"instsimplify", "function(instsimplify)"},
       {"aggressive-instcombine", "function(aggressive-instcombine)"},
       {"simplifycfg", "function(simplifycfg)"},
@@ -85,39 +85,39 @@ const std::vector<Action> &actions() {
       {"inline", "cgscc(inline)"},
       {"function-attrs", "cgscc(function-attrs)"},
       {"argpromotion", "cgscc(argpromotion)"},
-      // Sub-sequences of default<Oz> (LLVM 19), in its order.
+      // Sub-sequences of default<Oz> (as of LLVM 19), in its order.
       {"seq-early-simplify",
        "inferattrs,"
        "function(lower-expect,simplifycfg,sroa,early-cse)"},
       {"seq-ipo-early",
        "ipsccp,called-value-propagation,globalopt,"
-       "function(mem2reg,instcombine<no-verify-fixpoint>,simplifycfg)"},
+       "function(mem2reg," MLBRIDGE_PASS_INSTCOMBINE ",simplifycfg)"},
       {"seq-inline",
        "cgscc(inline,function-attrs,"
-       "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+       "function(sroa,early-cse<memssa>," MLBRIDGE_PASS_INSTCOMBINE ","
        "simplifycfg))"},
       {"seq-function-simplify",
        "function(sroa,early-cse<memssa>,jump-threading,"
-       "correlated-propagation,simplifycfg,instcombine<no-verify-fixpoint>,"
+       "correlated-propagation,simplifycfg," MLBRIDGE_PASS_INSTCOMBINE ","
        "aggressive-instcombine,tailcallelim,simplifycfg,reassociate,"
        "constraint-elimination)"},
       {"seq-loop-mssa",
        "function(loop-mssa(loop-instsimplify,loop-simplifycfg,"
-       "licm<no-allowspeculation>,loop-rotate<no-header-duplication>,licm,"
+       "licm<no-allowspeculation>," MLBRIDGE_PASS_LOOP_ROTATE_OZ ",licm,"
        "simple-loop-unswitch),"
-       "simplifycfg,instcombine<no-verify-fixpoint>)"},
+       "simplifycfg," MLBRIDGE_PASS_INSTCOMBINE ")"},
       {"seq-loop",
        "function(loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),"
        "sroa)"},
       {"seq-late-scalar",
-       "function(mldst-motion,gvn,sccp,bdce,instcombine<no-verify-fixpoint>,"
+       "function(mldst-motion,gvn,sccp,bdce," MLBRIDGE_PASS_INSTCOMBINE ","
        "jump-threading,correlated-propagation,adce,memcpyopt,dse,"
-       "loop-mssa(licm),simplifycfg,instcombine<no-verify-fixpoint>)"},
+       "loop-mssa(licm),simplifycfg," MLBRIDGE_PASS_INSTCOMBINE ")"},
       {"seq-module-cleanup",
        "deadargelim,globalopt,globaldce,elim-avail-extern,constmerge"},
       {"seq-late", "function(float2int,lower-constant-intrinsics,"
-                   "loop(loop-rotate<no-header-duplication>,loop-deletion),"
-                   "loop-load-elim,instcombine<no-verify-fixpoint>,simplifycfg,"
+                   "loop(" MLBRIDGE_PASS_LOOP_ROTATE_OZ ",loop-deletion),"
+                   "loop-load-elim," MLBRIDGE_PASS_INSTCOMBINE ",simplifycfg,"
                    "instsimplify,div-rem-pairs,tailcallelim,simplifycfg)"},
       // The whole pipeline of clang -Oz.
       {"default<Oz>", "default<Oz>"},

@@ -23,6 +23,7 @@
 
 #include "mlbridge/llvm/PhaseOrdering.h"
 
+#include "compat/StandardInstrumentations.h"
 #include "support/ReadFile.h"
 
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -35,7 +36,6 @@
 #include "llvm/IRReader/IRReader.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -124,7 +124,7 @@ Error runPipeline(
   llvm::ModuleAnalysisManager MAM;
   llvm::PassInstrumentationCallbacks PIC;
   llvm::StandardInstrumentations SI(M.getContext(), /*DebugLogging=*/false);
-  SI.registerCallbacks(PIC, &MAM);
+  compat::registerCallbacks(SI, PIC, MAM, FAM);
   // clang -Oz's tuning (and opt-19's): no loop or SLP vectorization.
   llvm::PipelineTuningOptions PTO;
   PTO.LoopVectorization = false;

@@ -3,7 +3,8 @@
 # may point back into the source or build tree), then builds and runs
 # consumers of every component it has: with find_package(mlbridge COMPONENTS
 # ...) and with pkg-config (C++ core and the C API from C), an MLIR tool on
-# mlbridge_mlir, and loads the installed LLVM plugin into opt-19. Where mount namespaces are available
+# mlbridge_mlir, and loads the installed LLVM plugin into opt-N (the
+# build's LLVM major). Where mount namespaces are available
 # (root), everything is built and run a second time with the source tree
 # hidden (an empty tmpfs mounted over it).
 set -euo pipefail
@@ -39,7 +40,10 @@ while IFS= read -r lib; do
   esac
 done < <(find "$PREFIX" -name '*.so*' -type f)
 
-COMPONENTS="$(python3 -c 'import json,sys; print(";".join(c for c in json.load(open(sys.argv[1]))["components"] if c != "core"))' "$PREFIX/share/mlbridge/native.json")"
+# The components: native.json's and those of the LLVM major's parts
+# (share/mlbridge/llvmN.json, one per major installed).
+COMPONENTS="$(python3 -c 'import glob, json, sys; names = [c for f in [sys.argv[1]] + sorted(glob.glob(sys.argv[2])) for c in json.load(open(f))["components"]]; print(";".join(c for c in dict.fromkeys(names) if c != "core"))' "$PREFIX/share/mlbridge/native.json" "$PREFIX/share/mlbridge/llvm*.json")"
+LLVM_MAJOR="$(python3 -c 'import glob, json, sys; print(max((json.load(open(f))["llvm_major"] for f in glob.glob(sys.argv[1])), default=""))' "$PREFIX/share/mlbridge/llvm*.json")"
 FLAGS=""
 SANITIZED=0
 if grep -q '^MLBRIDGE_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
@@ -99,16 +103,16 @@ consume() {
   fi
   RAN+=", pkg-config"
 
-  # The installed plugin, from the path the package gives, loads into opt-19
-  # (not when sanitized: opt-19 has no sanitizer runtime).
+  # The installed plugin, from the path the package gives, loads into opt-N
+  # (not when sanitized: opt has no sanitizer runtime).
   if [[ -f "$out/plugin_path.txt" ]]; then
     local plugin
     plugin="$(cat "$out/plugin_path.txt")"
     [[ "$plugin" == "$PREFIX"/* && -f "$plugin" ]] || fail "plugin path $plugin"
-    if ((!SANITIZED)) && command -v opt-19 >/dev/null; then
+    if ((!SANITIZED)) && command -v "opt-$LLVM_MAJOR" >/dev/null; then
       printf 'define internal i32 @f(i32 %%x) {\n  %%y = add i32 %%x, 1\n  ret i32 %%y\n}\ndefine i32 @g(i32 %%x) {\n  %%r = call i32 @f(i32 %%x)\n  ret i32 %%r\n}\n' >"$out/in.ll"
       rm -f "$out/stats.jsonl"
-      opt-19 -load-pass-plugin="$plugin" -passes='default<Oz>' \
+      "opt-$LLVM_MAJOR" -load-pass-plugin="$plugin" -passes='default<Oz>' \
         -mlbridge-runner=echo:inlining_default -mlbridge-stats="$out/stats.jsonl" \
         "$out/in.ll" -S -o /dev/null
       grep -q '"runner"' "$out/stats.jsonl" || fail "the installed plugin kept no statistics"

@@ -1,5 +1,6 @@
 """Fixtures of the LLVM plugin tests (run by ctest, which passes the plugin's
-path and, for sanitizer builds, the runtimes to preload into opt/clang)."""
+path, the LLVM major it was built for (MLBRIDGE_LLVM_MAJOR) and, for
+sanitizer builds, the runtimes to preload into opt/clang)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ from typing import Dict
 
 import pytest
 
+from mlbridge.llvm.versions import LlvmTools
+
 ROOT = Path(__file__).resolve().parents[2]
 # The helpers the Python tests share (hostile_paths).
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+
+#: The tools of the LLVM major the plugin under test was built for.
+TOOLS = LlvmTools(int(os.environ.get("MLBRIDGE_LLVM_MAJOR", "19")))
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +27,9 @@ def plugin() -> Path:
     path = os.environ.get("MLBRIDGE_PLUGIN")
     if not path or not Path(path).exists():
         pytest.fail(
-            "MLBRIDGE_PLUGIN must name the built mlbridge-inline-advisor.so (ctest sets it)"
+            "MLBRIDGE_PLUGIN must name the built mlbridge-inline-advisor-llvmN.so (ctest sets it)"
         )
-    for tool in ("opt-19", "clang-19", "llvm-size-19"):
+    for tool in (TOOLS.opt, TOOLS.clang, TOOLS.llvm_size):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is missing (scripts/setup installs it)")
     return Path(path)
@@ -39,7 +45,7 @@ def compiler_env() -> Dict[str, str]:
         env["LD_PRELOAD"] = preload
         env["ASAN_OPTIONS"] = "detect_leaks=0"
     for key in list(env):
-        if key.startswith("MLBRIDGE_") and key not in ("MLBRIDGE_PLUGIN",):
+        if key.startswith("MLBRIDGE_") and key not in ("MLBRIDGE_PLUGIN", "MLBRIDGE_LLVM_MAJOR"):
             del env[key]
     return env
 

@@ -1,4 +1,4 @@
-"""``mlbridge train inlining --method search`` on clang-19 with the plugin,
+"""``mlbridge train inlining --method search`` on clang with the plugin,
 on a toy corpus of three projects (seconds): real searches, a residual
 policy fitted and measured through the plugin on the validation project,
 resuming, and fine-tuning from a policy. The round logic itself is checked
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import List
 
 import numpy as np
+from conftest import TOOLS
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.problems.inlining import DEFAULT_FEATURE
@@ -50,7 +51,7 @@ def residual(flip_bias: float) -> Policy:
 def test_a_residual_policy_that_never_flips_is_exactly_oz_and_one_that_always_flips_is_not(
     plugin, plugin_env, tmp_path
 ):
-    validation = ValidationSet(toy_corpus(tmp_path / "src"), tmp_path, 1, plugin_env)
+    validation = ValidationSet(toy_corpus(tmp_path / "src"), tmp_path, 1, plugin_env, TOOLS)
     assert json.loads((tmp_path / OZ).read_text()) == validation.oz
     never = tmp_path / "never.onnx"
     residual(-50.0).to_onnx(never)
@@ -65,7 +66,9 @@ def test_rounds_search_fit_and_validate_then_resume_and_fine_tune(plugin, plugin
     programs = toy_corpus(tmp_path / "src")
     out = tmp_path / "run"
     config = SizeTraining(units_per_round=2, max_rounds=2, budget=6, validation_units=2, epochs=20)
-    result = train_size_policy(programs, out, plugin, config, plugin_env=plugin_env)
+    result = train_size_policy(
+        programs, out, plugin, config, plugin_env=plugin_env, llvm=TOOLS.major
+    )
     assert [r.round for r in result.curve] == [0, 1, 2] and result.stopped == "2 rounds"
     assert [r.units for r in result.curve] == [0, 2, 4]
     assert all(r.rows > 0 for r in result.curve[1:])
@@ -79,6 +82,7 @@ def test_rounds_search_fit_and_validate_then_resume_and_fine_tune(plugin, plugin
         plugin,
         SizeTraining(**{**config.__dict__, "max_rounds": 3}),
         plugin_env=plugin_env,
+        llvm=TOOLS.major,
     )
     assert again.stopped == "every training unit searched" and len(again.curve) == 3
     assert (out / "search" / "results.jsonl").read_text().splitlines() == searched
@@ -91,6 +95,7 @@ def test_rounds_search_fit_and_validate_then_resume_and_fine_tune(plugin, plugin
         SizeTraining(units_per_round=4, max_rounds=1, budget=6, validation_units=2, epochs=5),
         init=residual(-50.0),
         plugin_env=plugin_env,
+        llvm=TOOLS.major,
     )
     assert tuned.curve[0].validation_ratio == 1.0 and tuned.curve[0].best
     assert [r.round for r in tuned.curve] == [0, 1]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import TOOLS
+
 from mlbridge.loop.run import run_loop
 
 #: The corpus scripts/setup fetches (ctest runs this from the build tree).
@@ -17,7 +19,13 @@ CORPUS = Path(__file__).resolve().parents[2] / ".cache" / "corpus"
 def test_quick_loop_runs_every_step(plugin, plugin_env, tmp_path):
     out = tmp_path / "loop"
     results = run_loop(
-        out, plugin=plugin, corpus=CORPUS, quick=True, es_iterations=1, plugin_env=plugin_env
+        out,
+        plugin=plugin,
+        corpus=CORPUS,
+        quick=True,
+        es_iterations=1,
+        plugin_env=plugin_env,
+        llvm=TOOLS.major,
     )
     for name in (
         "results.json",

@@ -62,7 +62,7 @@ class Script:
         self.round = 0
         script = self
 
-        def search_programs(chosen, out, budget, seed):
+        def search_programs(chosen, out, budget, seed, llvm=None):
             script.searched.append([p.name for p in chosen])
 
         def fit(search, searched, config, init=None):
@@ -71,7 +71,7 @@ class Script:
             return residual(float(script.round)), 10 * len(searched), len(searched)
 
         class FakeValidation:
-            def __init__(self, chosen, out, jobs, plugin_env=None):
+            def __init__(self, chosen, out, jobs, plugin_env=None, llvm=None):
                 self.programs = chosen
 
             def measure(self, model: Path, plugin: Path):

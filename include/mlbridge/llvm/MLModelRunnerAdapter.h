@@ -14,7 +14,7 @@
 /// adapter adds one: evaluateChecked() returns the error, and
 /// evaluateUntyped() (what LLVM calls) returns a caller-set fallback result
 /// when the runner fails and remembers the error (lastError()).
-/// Part of the optional mlbridge_llvm library (built against LLVM 19).
+/// Part of the optional mlbridge_llvm library (built against LLVM 16 or 19).
 ///
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +23,8 @@
 
 #include "mlbridge/ModelRunner.h"
 
-#include "llvm/Analysis/MLModelRunner.h"
+#include "mlbridge/llvm/compat/MLModelRunner.h"
+
 #include "llvm/Analysis/TensorSpec.h"
 
 #include <memory>
@@ -35,7 +36,7 @@ namespace mlbridge {
 Expected<TensorSpec> fromLLVM(const llvm::TensorSpec &Spec);
 
 /// An llvm::MLModelRunner over an mlbridge::ModelRunner.
-class MLModelRunnerAdapter final : public llvm::MLModelRunner {
+class MLModelRunnerAdapter final : public compat::MLModelRunner {
 public:
   /// Exposes \p Runner to LLVM with LLVM's input order \p Features: input I
   /// of the LLVM runner is the mlbridge input named Features[I].name(), or a

@@ -67,10 +67,13 @@ def corpus_modules(
     cache_dir: Optional[Union[str, os.PathLike]],
     module_flags: Sequence[str] = MODULE_FLAGS,
     max_programs: Optional[int] = None,
+    clang: Optional[str] = None,
 ) -> List[Module]:
     """The modules of ``corpus`` (None: the loop's default corpus, with the
     bundled demo programs) in ``split``, compiled with ``module_flags`` into
-    ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`);
+    ``cache_dir`` (None: :func:`~mlbridge.gym.modules.default_cache_dir`) by
+    ``clang`` (the major that reads them: bitcode is read by the same or a
+    newer LLVM only);
     a source that does not compile is left out with a warning;
     with ``max_programs``, those of a fixed sample of the split's programs,
     its projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`)."""
@@ -87,7 +90,9 @@ def corpus_modules(
         programs = interleave_projects(programs, seed=0)[:max_programs]
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     failed: Dict[str, str] = {}
-    modules = prepare_modules(programs, cache, module_flags=module_flags, failed=failed)
+    modules = prepare_modules(
+        programs, cache, clang=clang, module_flags=module_flags, failed=failed
+    )
     if failed:
         first = next(iter(failed.values()))
         _LOG.warning(
@@ -107,6 +112,7 @@ def environment_modules(
     cache_dir: Optional[Union[str, os.PathLike]],
     module_flags: Sequence[str] = MODULE_FLAGS,
     max_programs: Optional[int] = None,
+    clang: Optional[str] = None,
 ) -> Tuple[List[Module], Dict[str, Module]]:
     """An environment's modules (``modules``, else those of the corpus) and
     the same by name. Raises :class:`EnvError` when there is none or two
@@ -114,7 +120,7 @@ def environment_modules(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if modules is None:
-        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags, max_programs)
+        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags, max_programs, clang)
         if not modules:
             raise EnvError(f"the corpus has no module in the split {split!r}")
     found = [as_module(m) for m in modules]

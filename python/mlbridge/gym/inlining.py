@@ -1,12 +1,15 @@
-"""``mlbridge/Inlining-v0``: inlining for size on stock clang-19 (docs/gym.md).
+"""``mlbridge/Inlining-v0``: inlining for size on stock clang (docs/gym.md).
 
-One episode compiles one module with ``clang-19 -Oz -c``; LLVM 19's own ML
-inline advisor pauses at every call site and sends its features over a pipe
-channel (:func:`mlbridge.llvm.run_compiler`), or over gRPC from mlbridge's
-plugin (``transport="grpc"``), a :class:`DecisionBridge` hands them to
+One episode compiles one module with ``clang -Oz -c`` of one LLVM major
+(``llvm``: 19 or 16; default: the newest whose mlbridge parts are
+installed). LLVM's own ML inline advisor pauses at every call site and
+sends its features over a pipe channel (:func:`mlbridge.llvm.run_compiler`:
+LLVM's interactive mode on 19, mlbridge's plugin and its pipe runner on 16,
+which has no interactive mode), or over gRPC from mlbridge's plugin
+(``transport="grpc"``); a :class:`DecisionBridge` hands them to
 :meth:`InliningEnv.step`, and the action is the advisor's answer. When the
 compiler is done, the reward compares the ``.text`` of the object with that
-of plain ``clang-19 -Oz -c`` of the same module.
+of plain ``clang -Oz -c`` of the same module.
 
 Every fault (an invalid action, a compiler that crashes, is killed or stops
 answering, an episode that runs too long) ends the episode with
@@ -31,7 +34,7 @@ from mlbridge import child_process
 from mlbridge.errors import CodecError
 from mlbridge.gym.corpus_modules import EnvError, environment_modules
 from mlbridge.gym.episode_limits import STDERR_TAIL, runner_ms, seconds
-from mlbridge.gym.modules import CLANG, Module
+from mlbridge.gym.modules import Module
 from mlbridge.gym.served_compilation import (
     Outcome,
     ServedCompilerEnv,
@@ -44,6 +47,7 @@ from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_stats import read_inline_stats
+from mlbridge.llvm.versions import LlvmTools, major_of_command, tools
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
@@ -51,7 +55,6 @@ from mlbridge.runner_config import RunnerConfig
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
 #: The size tool measuring ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`).
-SIZE_TOOL = "llvm-size-19"
 #: How the compiler's questions reach the environment.
 TRANSPORTS = ("pipe", "grpc")
 #: The module compiled at construction to read the compiler's feature list.
@@ -149,14 +152,18 @@ def _run_plugin(
     )
 
 
-_PROBED: Dict[Tuple[str, bool], Tuple[str, ...]] = {}
+_PROBED: Dict[Tuple[str, bool, int, Optional[Path]], Tuple[str, ...]] = {}
 _PROBE_LOCK = threading.Lock()
 
 
-def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[str, ...]:
-    """The inliner features ``clang`` sends, in its order: read from the
-    header of one compilation of a two-function program (once per process)."""
-    key = (clang, include_default)
+def probe_features(
+    clang: str, include_default: bool = True, llvm: Optional[LlvmTools] = None
+) -> Tuple[str, ...]:
+    """The inliner features ``clang`` (of ``llvm``: its major and, below 17,
+    the plugin serving it) sends, in its order: read from the header of one
+    compilation of a two-function program (once per process)."""
+    llvm = llvm or tools()
+    key = (clang, include_default, llvm.major, llvm.plugin)
     with _PROBE_LOCK:
         if key in _PROBED:
             return _PROBED[key]
@@ -182,6 +189,8 @@ def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[st
                 size_increase_threshold=size_cap.NO_CAP,
                 timeout=120.0,
                 channel_dir=tmp,
+                llvm=llvm.major,
+                plugin=llvm.plugin,
             )
         if not result.ok or not header:
             raise EnvError(
@@ -192,12 +201,13 @@ def probe_features(clang: str = CLANG, include_default: bool = True) -> Tuple[st
         wide = [s.name for s in specs if s.element_count != 1]
         if wide:
             raise EnvError(f"{clang} sends inliner features of several values: {wide}")
-        _PROBED[key] = tuple(s.name for s in specs)
+        # The plugin (LLVM 16) always sends LLVM's decision.
+        _PROBED[key] = tuple(s.name for s in specs if s.name != DEFAULT_FEATURE or include_default)
         return _PROBED[key]
 
 
 class InliningEnv(ServedCompilerEnv):
-    """Inlining for size on stock clang-19; see docs/gym.md for the reference.
+    """Inlining for size on stock clang; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
       of bitcode files), all used; else the programs of ``corpus`` (a path in
@@ -214,9 +224,15 @@ class InliningEnv(ServedCompilerEnv):
       may last, the agent's time included.
     - ``size_increase_threshold``: LLVM's size cap on the ML inliner (None:
       lifted, every call site is asked).
-    - ``transport``: ``"pipe"`` (LLVM's interactive mode) or ``"grpc"``
-      (mlbridge's plugin, ``plugin`` or ``mlbridge config --plugin``, asking
-      the environment's in-process gRPC server over a unix socket).
+    - ``transport``: ``"pipe"`` (LLVM's interactive mode; on LLVM 16
+      mlbridge's plugin and its pipe runner) or ``"grpc"`` (mlbridge's
+      plugin asking the environment's in-process gRPC server over a unix
+      socket).
+    - ``llvm``: the LLVM major (16 or 19; default: that of ``clang`` when its
+      name says one, else the newest with mlbridge parts installed);
+      ``clang`` and ``size_tool`` default to that major's (``clang-16``...);
+      ``plugin``: mlbridge's plugin for it (default: ``mlbridge config
+      --plugin --llvm N``), used by the gRPC transport and on LLVM 16.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -235,10 +251,11 @@ class InliningEnv(ServedCompilerEnv):
         episode_timeout: float = 3600.0,
         size_increase_threshold: Optional[float] = None,
         cache_dir: Optional[Union[str, os.PathLike]] = None,
-        clang: str = CLANG,
-        size_tool: str = SIZE_TOOL,
+        clang: Optional[str] = None,
+        size_tool: Optional[str] = None,
         transport: str = "pipe",
         plugin: Optional[Union[str, os.PathLike]] = None,
+        llvm: Optional[int] = None,
         render_mode: Optional[str] = None,
     ) -> None:
         if render_mode is not None:
@@ -248,12 +265,16 @@ class InliningEnv(ServedCompilerEnv):
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         self.transport = transport
+        if llvm is None and clang is not None:
+            llvm = major_of_command(clang)
+        #: The LLVM major's tools, and the plugin given for it (or None).
+        self.llvm = tools(llvm, Path(plugin) if plugin is not None else None)
         self.plugin: Optional[str] = None
         if transport == "grpc":
             if plugin is None:
                 from mlbridge.native import plugin_path
 
-                plugin = plugin_path()
+                plugin = plugin_path(llvm=self.llvm.major)
             self.plugin = str(plugin)
             if not os.path.isfile(self.plugin):
                 raise EnvError(f"the plugin {self.plugin} does not exist")
@@ -262,10 +283,11 @@ class InliningEnv(ServedCompilerEnv):
         self.step_timeout = seconds("step_timeout", step_timeout)
         self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.size_increase_threshold = size_increase_threshold
-        self.clang, self.size_tool = clang, size_tool
+        self.clang = clang or self.llvm.clang
+        self.size_tool = size_tool or self.llvm.llvm_size
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
-            modules, corpus, split, quick, cache_dir, max_programs=max_programs
+            modules, corpus, split, quick, cache_dir, max_programs=max_programs, clang=self.clang
         )
         #: Modules that give no episode (asked nothing, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
@@ -277,7 +299,9 @@ class InliningEnv(ServedCompilerEnv):
         self._grpc_policy = _GrpcServed()
         try:
             #: The observation's features, in LLVM's order (read from the compiler).
-            self.feature_names: Tuple[str, ...] = probe_features(clang, include_default)
+            self.feature_names: Tuple[str, ...] = probe_features(
+                self.clang, include_default, self.llvm
+            )
         except BaseException:
             self.close()
             raise
@@ -322,7 +346,7 @@ class InliningEnv(ServedCompilerEnv):
             else self.size_increase_threshold
         )
         include_default, workdir = self.include_default, self._workdir()
-        timeout = self.episode_timeout
+        timeout, llvm = self.episode_timeout, self.llvm
         if self.transport == "pipe":
 
             def serve(decide: Any) -> RunResult:
@@ -335,6 +359,8 @@ class InliningEnv(ServedCompilerEnv):
                     channel_dir=workdir,
                     stdout=subprocess.DEVNULL,
                     on_start=episode.started,
+                    llvm=llvm.major,
+                    plugin=llvm.plugin,
                 )
 
             return serve
@@ -396,13 +422,11 @@ class InliningEnv(ServedCompilerEnv):
         serve = self._serve_fn(episode, self._command(module, output, self.plugin))
         event = self._open(episode, serve)
         if episode.header is not None:
-            names = tuple(s.name for s in episode.header.features)
-        else:  # gRPC: the plugin always sends LLVM's decision too
-            names = tuple(
-                n
-                for n in episode.header_names or ()
-                if n != DEFAULT_FEATURE or self.include_default
-            )
+            sent = tuple(s.name for s in episode.header.features)
+        else:
+            sent = episode.header_names or ()
+        # mlbridge's plugin (gRPC, LLVM 16) always sends LLVM's decision too.
+        names = tuple(n for n in sent if n != DEFAULT_FEATURE or self.include_default)
         if names != self.feature_names:
             episode.stop()
             raise EnvError(
@@ -445,7 +469,7 @@ class InliningEnv(ServedCompilerEnv):
         return reward, {"text_size": size, "oz_text_size": oz_size}
 
     def oz_text_size(self, module: str) -> int:
-        """``.text`` bytes of plain ``clang-19 -Oz -c`` of the module named
+        """``.text`` bytes of plain ``clang -Oz -c`` of the module named
         ``module`` (measured once per environment)."""
         if module not in self._by_name:
             raise EnvError(f"no module named {module!r}")

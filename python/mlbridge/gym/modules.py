@@ -21,9 +21,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
+from mlbridge.llvm.versions import tools
 
-#: The compiler that makes the modules.
-CLANG = "clang-19"
 #: The flags that make a module ready for a size pipeline, not yet optimised.
 MODULE_FLAGS = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-w")
 #: The flags that make a module ready for code generation: optimised by
@@ -110,21 +109,23 @@ def prepare_modules(
     programs: Sequence[Program],
     cache_dir: Path,
     *,
-    clang: str = CLANG,
+    clang: Optional[str] = None,
     jobs: Optional[int] = None,
     module_flags: Sequence[str] = MODULE_FLAGS,
     failed: Optional[Dict[str, str]] = None,
 ) -> List[Module]:
-    """The modules of ``programs`` in order, compiled with ``module_flags``
-    into ``cache_dir`` when not already there. Raises :class:`ModuleError`
+    """The modules of ``programs`` in order, compiled by ``clang`` (default:
+    that of :func:`mlbridge.llvm.versions.tools`) with ``module_flags`` into
+    ``cache_dir`` when not already there. Raises :class:`ModuleError`
     naming the first source that fails; with ``failed``, records each
     failing source there instead (module name -> why) and leaves it out."""
+    compiler = clang or tools().clang
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = [(p, s) for p in programs for s in p.sources]
 
     def prepare(item: Tuple[Program, Path]) -> Union[Module, ModuleError]:
         try:
-            return _prepare_one(item[0], item[1], cache_dir, clang, module_flags)
+            return _prepare_one(item[0], item[1], cache_dir, compiler, module_flags)
         except ModuleError as err:
             if failed is None:
                 raise

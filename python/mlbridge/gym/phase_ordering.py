@@ -45,6 +45,7 @@ from mlbridge.gym.corpus_modules import (
 )
 from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
 from mlbridge.gym.modules import Module
+from mlbridge.llvm.versions import tools
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
 from mlbridge.runner_config import RunnerConfig
@@ -303,7 +304,7 @@ def _scalar(features: Dict[str, np.ndarray], name: str) -> int:
 
 
 class PhaseOrderingEnv(CompilerEnv):
-    """Pass ordering for IR size on LLVM 19; see docs/gym.md for the reference.
+    """Pass ordering for IR size on LLVM 19 or 16; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
       of bitcode or textual IR files), all used; else the programs of
@@ -318,8 +319,10 @@ class PhaseOrderingEnv(CompilerEnv):
     - ``max_steps``: actions per episode (then it is truncated).
     - ``step_timeout``: seconds the service may take to answer a command
       (an action, a load with its ``-Oz`` baseline, its start).
+    - ``llvm``: the LLVM major (16 or 19; default: the newest with mlbridge
+      parts installed): its service's passes, its clang making the modules.
     - ``service``: the ``mlbridge-phase-service`` program (None:
-      ``mlbridge config --phase-service``).
+      ``mlbridge config --phase-service --llvm N``).
     - ``rollback``: ``"step"`` (a step that breaks the module is undone) or
       ``"pristine"`` (back to the module as loaded, ``steps`` 0).
     - ``format``: the serialisation on the channel (``"bitstream"``,
@@ -342,6 +345,7 @@ class PhaseOrderingEnv(CompilerEnv):
         cache_dir: Optional[Union[str, os.PathLike]] = None,
         rollback: str = "step",
         format: str = "bitstream",
+        llvm: Optional[int] = None,
         render_mode: Optional[str] = None,
     ) -> None:
         self._service: Optional[_Service] = None
@@ -360,11 +364,13 @@ class PhaseOrderingEnv(CompilerEnv):
         self.max_steps = int(max_steps)
         self.step_timeout = seconds("step_timeout", step_timeout)
         self.rollback, self.format = rollback, format
+        #: The LLVM major's tools (its clang makes the modules the service reads).
+        self.llvm = tools(llvm)
         if service is None:
             from mlbridge.native import NativeError, phase_service_path
 
             try:
-                service = phase_service_path()
+                service = phase_service_path(llvm=self.llvm.major)
             except NativeError as err:
                 raise EnvError(f"no compiler service: {err}") from None
         if os.sep not in str(service):  # a program's name: looked up on PATH
@@ -375,7 +381,13 @@ class PhaseOrderingEnv(CompilerEnv):
             raise EnvError(f"the compiler service {self.service} does not exist")
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
-            modules, corpus, split, quick, cache_dir, max_programs=max_programs
+            modules,
+            corpus,
+            split,
+            quick,
+            cache_dir,
+            max_programs=max_programs,
+            clang=self.llvm.clang,
         )
         self._index = {m.name: i for i, m in enumerate(self.modules)}
         for module in self.modules:

@@ -1,4 +1,9 @@
-"""Run a stock LLVM 19 compiler whose ML advisors are served by Python policies.
+"""Run a stock LLVM compiler whose ML advisors are served by Python policies.
+
+On LLVM 17 and later (19 is built and tested) the advisors are LLVM's own,
+in its interactive mode. LLVM 16 has no interactive mode: its inliner is
+served through mlbridge's plugin for LLVM 16 instead
+(:mod:`mlbridge.llvm.plugin_channel`), on the same kind of channel.
 
 :func:`run_compiler` adds the channel flags to a command (behind ``-mllvm``
 for clang), makes one private channel per advisor, starts the compiler
@@ -21,10 +26,12 @@ advisors together). It handles the other LLVM 19 pitfalls:
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from mlbridge import child_process
@@ -32,6 +39,8 @@ from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
+from mlbridge.llvm.plugin_channel import PluginChannel
+from mlbridge.llvm.versions import LlvmTools, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
 
@@ -207,6 +216,8 @@ def run_compiler(
     channel_dir: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
     on_start: Optional[Callable[[CompilerProcess], None]] = None,
+    llvm: Optional[int] = None,
+    plugin: Optional[Path] = None,
 ) -> RunResult:
     """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
 
@@ -229,9 +240,40 @@ def run_compiler(
     - ``on_start``: called with the :class:`CompilerProcess` as soon as it
       runs, before anything is served (its ``pid``; its ``kill()`` stops it
       from any thread, e.g. a compiler that stopped answering).
+    - ``llvm``: the compiler's LLVM major (default: what its name says,
+      ``clang-16``; an unversioned name is taken for an LLVM with interactive
+      advisors). Below 17 the inliner is served through ``plugin`` (default:
+      ``mlbridge config --plugin --llvm N``), and the register allocator's
+      advisors are refused (:class:`mlbridge.llvm.versions.LlvmVersionError`).
     """
     if not policies:
         raise ValueError("no advisor to serve")
+    major = llvm if llvm is not None else major_of_command(command[0])
+    through_plugin = major is not None and not LlvmTools(major).interactive
+    if through_plugin:
+        assert major is not None
+        for name in policies:
+            if name != "inline":
+                LlvmTools(major).require_interactive(f"the {name} advisor")
+        if plugin is None:
+            from mlbridge.native import plugin_path
+
+            plugin = plugin_path(llvm=major)
+        return _run_through_plugin(
+            command,
+            policies["inline"],
+            plugin,
+            timeout=timeout,
+            open_timeout=open_timeout,
+            io_timeout=io_timeout,
+            log=(logs or {}).get("inline"),
+            size_increase_threshold=size_increase_threshold,
+            stdout=stdout,
+            echo_stderr=echo_stderr,
+            channel_dir=channel_dir,
+            env=env,
+            on_start=on_start,
+        )
     logs = logs or {}
     channels: Dict[str, Channel] = {}
     options: List[str] = []
@@ -286,6 +328,58 @@ def run_compiler(
     finally:
         for channel in channels.values():
             channel.close()
+
+
+def _run_through_plugin(
+    command: Sequence[str],
+    policy: Policy,
+    plugin: Path,
+    *,
+    timeout: Optional[float],
+    open_timeout: Optional[float],
+    io_timeout: Optional[float],
+    log: Optional[BinaryIO],
+    size_increase_threshold: Optional[float],
+    stdout: Any,
+    echo_stderr: Optional[TextIO],
+    channel_dir: Optional[str],
+    env: Optional[Mapping[str, str]],
+    on_start: Optional[Callable[[CompilerProcess], None]],
+) -> RunResult:
+    """:func:`run_compiler` for the inliner of an LLVM without interactive
+    mode: mlbridge's plugin and its pipe runner on a private channel."""
+    channel = create_channel(channel_dir, "inline")
+    try:
+        # The plugin's runner waits as long as this side may: the whole
+        # compilation, else the host's own limits (never forever).
+        wait = timeout or max(open_timeout or 0.0, io_timeout or 0.0) or 3600.0
+        served = PluginChannel(
+            plugin, channel.base, int(min(wait, 86400.0) * 1000), int(min(wait, 86400.0) * 1000)
+        )
+        threshold = size_cap.effective_threshold(
+            size_increase_threshold, bool(getattr(policy, "echoes_default", False))
+        )
+        full_env = {**(os.environ if env is None else env), **served.environment(threshold)}
+        result = _run(
+            served.command(command),
+            {"inline": policy},
+            {"inline": None},
+            {"inline": channel},
+            timeout,
+            open_timeout,
+            io_timeout,
+            {} if log is None else {"inline": log},
+            stdout,
+            echo_stderr,
+            full_env,
+            on_start,
+        )
+        run = result.advisors["inline"]
+        run.size_increase_threshold = size_cap.threshold_in_force(threshold)
+        run.after_size_stop = served.size_stops()
+        return result
+    finally:
+        channel.close()
 
 
 def run_served(

@@ -1,7 +1,8 @@
-"""Step 1: collect (features, LLVM's decision) from stock clang-19 through
-LLVM 19's interactive mode: the compiler's own MLGO inline advisor sends
-every call site's features over pipes to a Python policy that answers
-LLVM's default decision, and the driver writes an LLVM training log."""
+"""Step 1: collect (features, LLVM's decision) from stock clang through
+LLVM's interactive mode (on LLVM 16, mlbridge's plugin and its pipe
+runner): the compiler's own MLGO inline advisor sends every call site's
+features over pipes to a Python policy that answers LLVM's default
+decision, and the driver writes an LLVM training log."""
 
 from __future__ import annotations
 
@@ -13,21 +14,26 @@ import numpy as np
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import InlineDefault
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.train.imitation import Dataset
-from mlbridge.train.toolchain import CLANG, OPT_LEVEL
+from mlbridge.train.toolchain import OPT_LEVEL
 from mlbridge.training_log import read_training_log
 
 
-def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:
-    """Compiles ``source`` with the default policy served over pipes, logging
-    every decision to ``log``; returns the number of decisions. The object
-    (and anything the compiler names after it) goes beside ``log``, in the
-    work directory, and is removed."""
+def collect_file(
+    source: Path, flags: Sequence[str], log: Path, llvm: Optional[LlvmTools] = None
+) -> int:
+    """Compiles ``source`` with the clang of ``llvm`` (default:
+    :func:`mlbridge.llvm.versions.tools`) and the default policy served over
+    pipes, logging every decision to ``log``; returns the number of
+    decisions. The object (and anything the compiler names after it) goes
+    beside ``log``, in the work directory, and is removed."""
+    llvm = llvm or tools()
     obj = log.with_suffix(".o")
-    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
+    command = [llvm.clang, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
     try:
         with open_output_file(log) as stream:
             result = run_compiler(
@@ -37,6 +43,8 @@ def collect_file(source: Path, flags: Sequence[str], log: Path) -> int:
                 include_default=True,
                 timeout=900,
                 io_timeout=120,
+                llvm=llvm.major,
+                plugin=llvm.plugin,
             )
     finally:
         obj.unlink(missing_ok=True)
@@ -67,8 +75,10 @@ def collect(
     programs: Sequence[Program],
     out_dir: Path,
     progress: Optional[Callable[[int, int, str], None]] = None,
+    llvm: Optional[LlvmTools] = None,
 ) -> Dataset:
-    """Collects from every source of ``programs`` into ``out_dir``."""
+    """Collects from every source of ``programs`` into ``out_dir`` (with the
+    clang of ``llvm``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(p, s) for p in programs for s in p.sources]
     logs = []
@@ -76,7 +86,7 @@ def collect(
         if progress:
             progress(i, len(jobs), f"{program.name}/{source.name}")
         log = out_dir / f"{program.dirname}-{source.name}.log"
-        collect_file(source, program.flags, log)
+        collect_file(source, program.flags, log, llvm)
         logs.append(log)
     if progress:
         progress(len(jobs), len(jobs), "")

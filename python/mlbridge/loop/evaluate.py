@@ -1,8 +1,8 @@
-"""Step 5: deploy the policy inside clang-19 through the plugin and measure
+"""Step 5: deploy the policy inside clang through the plugin and measure
 it against plain ``-Oz`` on every program: ``.text`` size, decision
 agreement with LLVM, compile CPU time of each configuration:
 
-- ``oz``: plain clang-19 -Oz (no plugin);
+- ``oz``: plain clang -Oz (no plugin);
 - ``baseline``: the plugin with the same features and no model (the
   ``default`` runner answers LLVM's own decision): the cost of everything but
   inference;
@@ -27,6 +27,7 @@ from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.versions import LlvmTools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.toolchain import Plugin, ProgramResult, compile_all
 
@@ -65,6 +66,7 @@ def evaluate(
     repeats: int = 1,
     plugin_env: Optional[Dict[str, str]] = None,
     progress: Optional[Callable[[int, int, str], None]] = None,
+    llvm: Optional[LlvmTools] = None,
 ) -> Dict[str, List[ProgramResult]]:
     """Compiles ``programs`` under each configuration, one configuration at a
     time (the CPU times do not mix), ``repeats`` rounds through all of them;
@@ -88,12 +90,13 @@ def evaluate(
                     aot_module,
                     plugin_env,
                     step,
+                    llvm,
                 )
             else:
                 p = plugin_for(configuration, plugin, onnx_model, aot_module)
                 if p is not None:
                     p.env.update(plugin_env or {})
-                measured = compile_all(programs, out_dir / configuration, p, jobs, step)
+                measured = compile_all(programs, out_dir / configuration, p, jobs, step, llvm=llvm)
             if configuration not in results:
                 results[configuration] = measured
                 continue
@@ -113,6 +116,7 @@ def _with_pipe_server(
     aot_module: Path,
     plugin_env: Optional[Dict[str, str]],
     step: Callable[[int, int, str], None],
+    llvm: Optional[LlvmTools],
 ) -> List[ProgramResult]:
     """The pipe configuration: one `mlbridge serve` serving the ONNX policy
     to every compilation in turn (so compilations run one at a time)."""
@@ -135,7 +139,7 @@ def _with_pipe_server(
             p = plugin_for("pipe", plugin, onnx_model, aot_module, base)
             assert p is not None
             p.env.update(plugin_env or {})
-            return compile_all(programs, out_dir, p, jobs=1, progress=step)
+            return compile_all(programs, out_dir, p, jobs=1, progress=step, llvm=llvm)
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """The whole loop, scripted: ``mlbridge loop [--quick] [--out DIR]``.
 
 collect (interactive mode) -> train (numpy) -> ONNX -> mlbridge-aot ->
-deploy in clang-19 through the plugin -> measure on held-out programs ->
+deploy in clang through the plugin -> measure on held-out programs ->
 evolution strategies on size -> results.json, summary.md, training.png,
 sizes.png in the output directory. The plugin is the native half's
 (:mod:`mlbridge.native`) unless given; the programs: :mod:`mlbridge.corpus.defaults`."""
@@ -28,6 +28,7 @@ from mlbridge.corpus.defaults import (
     split,
 )
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.versions import tools
 from mlbridge.loop.collect import collect
 from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
 from mlbridge.loop.report import Progress, plot_sizes, plot_training
@@ -80,16 +81,20 @@ def run_loop(
     configurations=CONFIGURATIONS,
     plugin_env: Optional[Dict[str, str]] = None,
     progress: Optional[Progress] = None,
+    llvm: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Runs every step; returns (and writes) the results. ``plugin``: the
     inline-advisor plugin (default: ``mlbridge config --plugin``);
     ``corpus``: a corpus in any format of :mod:`mlbridge.corpus` (default:
     :func:`mlbridge.corpus.defaults.default_corpus`); ``repeats``: rounds of the
     deployment measurements (compile times: the fastest round);
-    ``plugin_env``: extra environment of compilers loading the plugin."""
-    for tool in ("clang-19", "llvm-size-19", "c++"):
+    ``plugin_env``: extra environment of compilers loading the plugin;
+    ``llvm``: the LLVM major (default: the newest with mlbridge parts
+    installed), whose clang and plugin are used."""
+    compilers = tools(llvm, plugin)
+    for tool in (compilers.clang, compilers.llvm_size, "c++"):
         _require(tool)
-    plugin = plugin if plugin is not None else plugin_path()
+    plugin = plugin if plugin is not None else plugin_path(llvm=compilers.major)
     if not plugin.exists():
         raise MlbridgeError(f"the plugin {plugin} does not exist")
     progress = progress or Progress()
@@ -97,7 +102,7 @@ def run_loop(
     train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
     out.mkdir(parents=True, exist_ok=True)
 
-    data = collect(train, out / "logs", progress.step("collect"))
+    data = collect(train, out / "logs", progress.step("collect"), compilers)
     np.savez(
         out / "dataset.npz",
         features=data.features,
@@ -120,13 +125,14 @@ def run_loop(
         repeats,
         plugin_env,
         progress.step("deploy"),
+        compilers,
     )
 
     trace, es_sizes = None, None
     if es_iterations > 0:
         oz_train = {
             r.program: r.text_bytes
-            for r in compile_all(train, out / "objects" / "train-oz", None, jobs)
+            for r in compile_all(train, out / "objects" / "train-oz", None, jobs, llvm=compilers)
         }
         searched, _, trace = evolve(
             policy,
@@ -137,11 +143,16 @@ def run_loop(
             jobs=jobs,
             plugin_env=plugin_env,
             progress=progress.step("search"),
+            llvm=compilers,
         )
         es_onnx = out / "es_policy.onnx"
         searched.to_onnx(es_onnx)
         es_sizes = compile_all(
-            held_out, out / "objects" / "es", onnx_plugin(plugin, es_onnx, plugin_env), jobs
+            held_out,
+            out / "objects" / "es",
+            onnx_plugin(plugin, es_onnx, plugin_env),
+            jobs,
+            llvm=compilers,
         )
 
     results = _summarise(data, policy, curve, measured, trace, es_sizes, held_out)

@@ -21,6 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from mlbridge.corpus.program import Program
+from mlbridge.llvm.versions import LlvmTools
 from mlbridge.train.imitation import Policy
 from mlbridge.train.toolchain import compile_all, onnx_plugin
 
@@ -43,11 +44,15 @@ def size_ratio(
     work: Path,
     jobs: int = 2,
     plugin_env: Optional[Dict[str, str]] = None,
+    llvm: Optional[LlvmTools] = None,
 ) -> float:
-    """Total .text of ``programs`` under ``policy`` / their total under -Oz."""
+    """Total .text of ``programs`` under ``policy`` / their total under -Oz
+    (with the clang of ``llvm``, which ``plugin`` was built for)."""
     model = work / "candidate.onnx"
     policy.to_onnx(model)
-    results = compile_all(programs, work / "objects", onnx_plugin(plugin, model, plugin_env), jobs)
+    results = compile_all(
+        programs, work / "objects", onnx_plugin(plugin, model, plugin_env), jobs, llvm=llvm
+    )
     return sum(r.text_bytes for r in results) / sum(oz_text[r.program] for r in results)
 
 
@@ -64,6 +69,7 @@ def evolve(
     jobs: int = 2,
     plugin_env: Optional[Dict[str, str]] = None,
     progress: Optional[Callable[[int, int, str], None]] = None,
+    llvm: Optional[LlvmTools] = None,
 ) -> tuple:
     """Returns (the final mean policy, its ratio, trace). ``sigma`` is
     relative to the mean magnitude of the searched parameters: the imitation
@@ -89,7 +95,9 @@ def evolve(
 
         def measure(vector: np.ndarray) -> float:
             trace.evaluations += 1
-            return size_ratio(policy_of(vector), programs, plugin, oz_text, work, jobs, plugin_env)
+            return size_ratio(
+                policy_of(vector), programs, plugin, oz_text, work, jobs, plugin_env, llvm
+            )
 
         current = measure(theta)
         best = current

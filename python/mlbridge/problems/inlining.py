@@ -40,4 +40,5 @@ PROBLEM = Problem(
     methods=("ppo", "search"),
     gamma=1.0,
     gae_lambda=1.0,
+    llvm_majors=(19, 16),
 )

@@ -43,4 +43,5 @@ PROBLEM = Problem(
     evaluate="mlbridge.train.deploy_kernels:mlir_tiling",
     gamma=1.0,
     gae_lambda=1.0,
+    llvm_majors=(19,),
 )

@@ -17,4 +17,5 @@ PROBLEM = Problem(
     "reward: IR instructions vs -Oz",
     session="service",
     evaluate="mlbridge.train.deploy_phase_ordering:evaluate_trained",
+    llvm_majors=(19, 16),
 )

@@ -78,6 +78,11 @@ class Problem:
     #: How ``mlbridge train`` may train it: ``ppo``, and ``search``
     #: (imitation of per-unit search, :mod:`mlbridge.train.inlining_size`).
     methods: Tuple[str, ...] = ("ppo",)
+    #: The LLVM majors its compiler can be (docs/llvm-versions.md), empty
+    #: for a problem of another compiler. With several, ``--llvm N`` of
+    #: ``mlbridge train|evaluate`` reaches the environment and ``evaluate``
+    #: as their keyword ``llvm``.
+    llvm_majors: Tuple[int, ...] = ()
     #: PPO's discount and GAE lambda (a sparse end-of-episode reward wants 1).
     gamma: float = 0.99
     gae_lambda: float = 0.95

@@ -110,4 +110,5 @@ PROBLEM = Problem(
     optimized_modules=True,
     gamma=1.0,
     gae_lambda=1.0,
+    llvm_majors=(19,),
 )

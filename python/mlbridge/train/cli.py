@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
+from mlbridge.llvm.versions import add_llvm_argument
 
 #: mlbridge.gym.pool.BACKENDS, written here so that building the parser
 #: imports nothing of the optional dependencies (a test checks they agree).
@@ -111,6 +112,9 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         help="the native half the deployment uses: the plugin for inlining, "
         "mlbridge-phase-service for phase ordering (default: mlbridge config)",
     )
+    add_llvm_argument(
+        train, "of the compiler trained on and deployed in (default: the newest installed)"
+    )
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
@@ -125,6 +129,7 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
         Path(args.tool) if args.tool else None,
         out / "deploy",
         args.max_programs,
+        args.llvm,
     )
 
 
@@ -139,7 +144,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     if corpus is None:
         fail("--method search needs a --corpus with train and validation projects", USAGE)
     try:
-        plugin = Path(args.tool) if args.tool else plugin_path()
+        plugin = Path(args.tool) if args.tool else plugin_path(llvm=args.llvm)
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
     config = SizeTraining(
@@ -158,6 +163,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
             config,
             init,
             progress=None if args.no_progress else print,
+            llvm=args.llvm,
         )
     except MlbridgeError as err:
         raise CommandError(str(err), ENVIRONMENT) from None
@@ -171,7 +177,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
     from mlbridge.train.ppo import TrainConfig, train
-    from mlbridge.train.tasks import TASKS
+    from mlbridge.train.tasks import TASKS, llvm_choice
 
     out = Path(args.out)
     if args.corpus and not Path(args.corpus).exists():
@@ -187,6 +193,10 @@ def run(args: argparse.Namespace) -> int:
         fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
     if args.init and args.method != "search":
         fail("--init is for --method search", USAGE)
+    try:
+        llvm_kwargs = llvm_choice(TASKS[args.task], args.llvm)
+    except ValueError as err:
+        fail(str(err), USAGE)
     if args.method == "search" and not args.evaluate_only:
         _train_by_search(args, out)
     elif not args.evaluate_only:
@@ -206,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
-            env_kwargs={"quick": not args.full, "max_programs": args.max_programs},
+            env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         summary = train(config)
         print(f"trained {summary['timesteps']} steps in {summary['seconds']} s: {out}/policy.onnx")

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
 from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
@@ -43,9 +44,11 @@ def evaluate_inlining(
     plugin: Path,
     work: Path,
     repeats: int = 1,
+    llvm: Optional[LlvmTools] = None,
 ) -> Dict[str, Any]:
     """Per module and in total: ``.text`` bytes and compile CPU seconds of
-    each configuration, and the policy's size ratio to ``-Oz``."""
+    each configuration (with the clang of ``llvm``, which ``plugin`` was
+    built for), and the policy's size ratio to ``-Oz``."""
     plugins = deployment_plugins(plugin, policy, work)
     rows: List[Dict[str, Any]] = []
     for module in modules:
@@ -57,7 +60,7 @@ def evaluate_inlining(
             best = None
             for r in range(repeats):
                 out = work / "objects" / name / f"{program.dirname}-{r}"
-                result = compile_program(program, out, config, jobs=1)
+                result = compile_program(program, out, config, jobs=1, llvm=llvm)
                 if best is None or result.cpu_seconds < best.cpu_seconds:
                     best = result
             assert best is not None
@@ -92,10 +95,17 @@ def evaluate_inlining(
 
 
 def evaluate_trained(
-    policy: Path, modules: Sequence[Module], work: Path, plugin: Optional[Path]
+    policy: Path,
+    modules: Sequence[Module],
+    work: Path,
+    plugin: Optional[Path],
+    llvm: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """:func:`evaluate_inlining` as ``mlbridge train`` runs it: the plugin of
-    ``mlbridge config`` unless given, fastest of 3 rounds."""
+    """:func:`evaluate_inlining` as ``mlbridge train`` runs it: clang of LLVM
+    ``llvm`` (default: the newest installed) and the plugin of ``mlbridge
+    config --plugin --llvm N`` unless given, fastest of 3 rounds."""
     from mlbridge.native import plugin_path
 
-    return evaluate_inlining(policy, modules, plugin or plugin_path(), work, repeats=3)
+    compilers = tools(llvm)
+    plugin = plugin or plugin_path(llvm=compilers.major)
+    return evaluate_inlining(policy, modules, plugin, work, repeats=3, llvm=compilers)

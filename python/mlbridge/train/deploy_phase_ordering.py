@@ -120,10 +120,15 @@ def evaluate_phase_ordering(
 
 
 def evaluate_trained(
-    policy: Path, modules: Sequence[Module], work: Path, service: Optional[Path]
+    policy: Path,
+    modules: Sequence[Module],
+    work: Path,
+    service: Optional[Path],
+    llvm: Optional[int] = None,
 ) -> Dict[str, Any]:
     """:func:`evaluate_phase_ordering` as ``mlbridge train`` runs it: the
-    service of ``mlbridge config`` unless given."""
+    service of ``mlbridge config --phase-service --llvm N`` unless given."""
     from mlbridge.native import phase_service_path
 
-    return evaluate_phase_ordering(policy, modules, service or phase_service_path(), work)
+    service = service or phase_service_path(llvm=llvm)
+    return evaluate_phase_ordering(policy, modules, service, work)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
+from mlbridge.llvm.versions import add_llvm_argument
 
 #: mlbridge.corpus.program's splits, written here so that building the
 #: parser imports nothing more (a test checks they agree).
@@ -54,6 +55,7 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     evaluate.add_argument(
         "--tool", help="the native half (the plugin, the phase service; default: mlbridge config)"
     )
+    add_llvm_argument(evaluate, "of the compiler (default: the newest with mlbridge parts)")
 
 
 def measure(
@@ -65,18 +67,24 @@ def measure(
     tool: Optional[Path],
     work: Path,
     max_programs: Optional[int] = None,
+    llvm: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The problem's deployment of ``policy`` on ``split`` of ``corpus``
     (a sample of ``max_programs`` of it), measured (its report, with
-    ``summary`` lines)."""
+    ``summary`` lines), on LLVM ``llvm`` (default: the newest installed)."""
     from mlbridge.corpus.defaults import default_corpus
     from mlbridge.gym.corpus_modules import corpus_modules
     from mlbridge.gym.modules import module_flags
+    from mlbridge.llvm.versions import tools
     from mlbridge.native import NativeError
     from mlbridge.problems import get_problem, resolve
-    from mlbridge.train.tasks import evaluate
+    from mlbridge.train.tasks import evaluate, llvm_choice
 
     declared = get_problem(problem)
+    try:
+        llvm_choice(declared, llvm)
+    except ValueError as err:
+        fail(str(err), USAGE)
     if declared.evaluate is None:
         fail(f"the problem {problem} has no deployment to measure", USAGE)
     if not policy.is_file():
@@ -95,11 +103,14 @@ def measure(
             None,
             module_flags(declared.optimized_modules),
             max_programs,
+            # Bitcode for the LLVM that reads it (the problem's default major
+            # when it has one only).
+            tools(llvm if len(declared.llvm_majors) > 1 else None).clang,
         )
     if not modules:
         fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
     try:
-        return evaluate(declared, policy, modules, work, tool)
+        return evaluate(declared, policy, modules, work, tool, llvm)
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
 
@@ -116,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.tool) if args.tool else None,
         out / "deploy",
         args.max_programs,
+        args.llvm,
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "evaluate.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -28,9 +28,10 @@ import numpy as np
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
 from mlbridge.llvm.outcomes import text_size
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
-from mlbridge.train.toolchain import CLANG, OPT_LEVEL
+from mlbridge.train.toolchain import OPT_LEVEL
 
 #: Longest one compilation of a search may take (seconds).
 COMPILE_TIMEOUT_S = 600.0
@@ -83,27 +84,35 @@ class _Flipped:
 
 
 def compile_with_flips(
-    source: Path, flags: Sequence[str], flips: FrozenSet[int], work: Path
+    source: Path,
+    flags: Sequence[str],
+    flips: FrozenSet[int],
+    work: Path,
+    llvm: Optional[LlvmTools] = None,
 ) -> Trace:
-    """Compiles ``source`` with ``clang-19 -Oz -c FLAGS`` answering LLVM's
-    decisions flipped at ``flips``; the trace of that compilation."""
+    """Compiles ``source`` with ``clang -Oz -c FLAGS`` (of ``llvm``, default
+    :func:`mlbridge.llvm.versions.tools`) answering LLVM's decisions flipped
+    at ``flips``; the trace of that compilation."""
+    llvm = llvm or tools()
     obj = work / "search.o"
     policy = _Flipped(flips)
-    command = [CLANG, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
+    command = [llvm.clang, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
     result = run_compiler(
         command,
         {"inline": policy},
         include_default=True,
         timeout=COMPILE_TIMEOUT_S,
         io_timeout=COMPILE_TIMEOUT_S,
+        llvm=llvm.major,
+        plugin=llvm.plugin,
     )
     try:
         if not result.ok:
             why = result.error or (
-                f"clang-19 exited with {result.returncode}: {result.stderr.strip()[-500:]}"
+                f"{llvm.clang} exited with {result.returncode}: {result.stderr.strip()[-500:]}"
             )
             raise SearchError(f"compiling {source} with {len(flips)} flips: {why}")
-        size = text_size(str(obj))
+        size = text_size(str(obj), llvm.llvm_size)
     finally:
         obj.unlink(missing_ok=True)
     width = len(policy.names)

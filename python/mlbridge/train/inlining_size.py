@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import interleave_projects
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
 from mlbridge.train.search_labels import flip_dataset, search_programs
@@ -139,16 +140,20 @@ class ValidationSet:
         out: Path,
         jobs: int,
         plugin_env: Optional[Mapping[str, str]] = None,
+        llvm: Optional[LlvmTools] = None,
     ) -> None:
         self.programs = list(programs)
         self.jobs = jobs
+        self.llvm = llvm or tools()
         self.plugin_env = dict(plugin_env or {})
         self.work = out / "validation"
         cache = out / OZ
         self.oz: Dict[str, int] = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
         missing = [p for p in self.programs if p.name not in self.oz]
         for program in missing:
-            self.oz[program.name] = compile_program(program, self.work, None, jobs).text_bytes
+            self.oz[program.name] = compile_program(
+                program, self.work, None, jobs, llvm=self.llvm
+            ).text_bytes
         if missing or not cache.is_file():
             with open_output_file(cache) as stream:
                 stream.write(json.dumps(self.oz, sort_keys=True).encode("utf-8"))
@@ -158,7 +163,7 @@ class ValidationSet:
         sizes: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
         deployed = onnx_plugin(plugin, model, self.plugin_env)
         for program in self.programs:
-            result = compile_program(program, self.work, deployed, self.jobs)
+            result = compile_program(program, self.work, deployed, self.jobs, llvm=self.llvm)
             row = sizes[program.project]
             row[0] += self.oz[program.name]
             row[1] += result.text_bytes
@@ -201,13 +206,16 @@ def train_size_policy(
     init: Optional[Policy] = None,
     progress: Optional[Callable[[str], None]] = None,
     plugin_env: Optional[Mapping[str, str]] = None,
+    llvm: Optional[int] = None,
 ) -> SizeResult:
     """Rounds of search, fit and validation over the ``train`` and
     ``validation`` programs of ``programs`` (see the module's docstring);
     resumes a run already in ``out``. ``init`` (a residual policy) is where
     fitting starts, and round 0 measures it: fine-tuning keeps it unless a
     round does better on the validation projects. ``plugin_env``: what
-    compilers loading the plugin need besides its settings."""
+    compilers loading the plugin need besides its settings. ``llvm``: the
+    LLVM major ``plugin`` was built for (default: the newest installed)."""
+    compilers = tools(llvm, plugin)
     if init is not None and not init.flips:
         raise MlbridgeError("fine-tuning starts from a residual policy (one that flips LLVM's)")
     train = schedule([p for p in programs if p.split == TRAIN], config.seed)
@@ -223,6 +231,7 @@ def train_size_policy(
         out,
         config.jobs,
         plugin_env,
+        compilers,
     )
     result = SizeResult(curve=_read_curve(out))
     best = [r for r in result.curve if r.best]
@@ -266,7 +275,7 @@ def train_size_policy(
             break
         searched = train[:units]
         say(f"round {done + 1}: searching training units {result.curve[-1].units}..{units}")
-        search_programs(searched, search, budget=config.budget, seed=config.seed)
+        search_programs(searched, search, budget=config.budget, seed=config.seed, llvm=compilers)
         policy, rows, paid = fit(search, searched, config, init)
         candidate = out / f"round-{done + 1}.onnx"
         policy.to_onnx(candidate)

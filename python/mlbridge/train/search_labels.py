@@ -15,6 +15,7 @@ recorded with its error and skipped by later runs as well.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -26,10 +27,11 @@ import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.versions import LlvmTools
 from mlbridge.output_files import open_output_file
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.train.imitation import Dataset
-from mlbridge.train.inlining_search import search_module
+from mlbridge.train.inlining_search import compile_with_flips, search_module
 
 RESULTS = "results.jsonl"
 
@@ -75,9 +77,12 @@ def search_programs(
     budget: int = 200,
     seed: int = 0,
     on_unit: Optional[Callable[[UnitResult], None]] = None,
+    llvm: Optional[LlvmTools] = None,
 ) -> List[UnitResult]:
     """Searches each single-source program of ``programs`` not yet in
-    ``out``; returns every unit's result, old and new, in ``programs`` order."""
+    ``out`` with the clang of ``llvm``; returns every unit's result, old and
+    new, in ``programs`` order."""
+    compile = functools.partial(compile_with_flips, llvm=llvm)
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out)
     results = out / RESULTS
@@ -89,7 +94,9 @@ def search_programs(
             continue
         start = time.monotonic()
         try:
-            found = search_module(program.sources[0], program.flags, budget, seed, work=out)
+            found = search_module(
+                program.sources[0], program.flags, budget, seed, work=out, compile=compile
+            )
         except MlbridgeError as err:
             record = UnitResult(program.name, program.project, 0, 0, 0, 0, 0.0, str(err)[:500])
         else:

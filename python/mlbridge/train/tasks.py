@@ -39,6 +39,22 @@ def wrapper(problem: Problem) -> SignedLogFeatures:
     return SignedLogFeatures(problem.hidden)
 
 
+def llvm_choice(problem: Problem, llvm: Optional[int]) -> Dict[str, Any]:
+    """The keyword ``llvm`` of ``problem``'s environment and ``evaluate``
+    for ``--llvm llvm``: none when not given or when the problem runs on one
+    major only. ValueError when it cannot run on that major."""
+    if llvm is None:
+        return {}
+    if llvm not in problem.llvm_majors:
+        if not problem.llvm_majors:
+            raise ValueError(f"{problem.name} does not run LLVM: --llvm is not for it")
+        majors = ", ".join(map(str, problem.llvm_majors))
+        raise ValueError(
+            f"{problem.name} runs on LLVM {majors} only, not {llvm} (docs/llvm-versions.md)"
+        )
+    return {"llvm": llvm} if len(problem.llvm_majors) > 1 else {}
+
+
 def env_kwargs(corpus: Optional[Path], split: str, extra: Mapping[str, Any]) -> Dict[str, Any]:
     """The environment's keyword arguments for a corpus and a split."""
     out: Dict[str, Any] = {"split": split, **extra}
@@ -78,10 +94,13 @@ def evaluate(
     modules: Sequence["Module"],
     work: Path,
     tool: Optional[Path],
+    llvm: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Deploys ``policy`` on ``modules`` and measures it (the problem's
-    ``evaluate``); ``tool`` is its native half (None: ``mlbridge config``)."""
+    ``evaluate``); ``tool`` is its native half (None: ``mlbridge config``),
+    ``llvm`` the LLVM major (:func:`llvm_choice`)."""
     if problem.evaluate is None:
         raise ValueError(f"the problem {problem.name} has no deployment to measure")
-    report: Dict[str, Any] = resolve(problem.evaluate)(policy, modules, work, tool)
+    kwargs = llvm_choice(problem, llvm)
+    report: Dict[str, Any] = resolve(problem.evaluate)(policy, modules, work, tool, **kwargs)
     return report

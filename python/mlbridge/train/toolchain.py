@@ -1,8 +1,9 @@
-"""Compiling the corpus with stock clang-19, with or without the
-mlbridge-inline-advisor plugin, and measuring what came out: ``.text``
-bytes (llvm-size-19), compile CPU time, and the plugin's decision
-statistics. Sources are C (or C++) files or LLVM bitcode/IR (``.bc``,
-``.ll``), compiled alike (``-Oz -c``): clang-19 reads IR by its suffix."""
+"""Compiling the corpus with stock clang (of one LLVM major, 16 or 19), with
+or without the mlbridge-inline-advisor plugin built for it, and measuring
+what came out: ``.text`` bytes (llvm-size), compile CPU time, and the
+plugin's decision statistics. Sources are C (or C++) files or LLVM
+bitcode/IR (``.bc``, ``.ll``), compiled alike (``-Oz -c``): clang reads IR
+by its suffix."""
 
 from __future__ import annotations
 
@@ -20,15 +21,15 @@ from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import text_size
 from mlbridge.llvm.plugin_stats import read_inline_stats
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 
-CLANG = "clang-19"
 OPT_LEVEL = "-Oz"
 
 
 @dataclass
 class Plugin:
-    """How clang-19 loads the plugin and what the plugin is told (its
+    """How clang loads the plugin and what the plugin is told (its
     MLBRIDGE_* environment variables)."""
 
     path: Path
@@ -80,9 +81,12 @@ def compile_program(
     jobs: int = 2,
     extra_env: Optional[Mapping[str, str]] = None,
     timeout: float = 600,
+    llvm: Optional[LlvmTools] = None,
 ) -> ProgramResult:
-    """Compiles every source of ``program`` to an object in ``out_dir`` and
+    """Compiles every source of ``program`` to an object in ``out_dir`` with
+    the clang of ``llvm`` (default: :func:`mlbridge.llvm.versions.tools`) and
     measures it. Raises MlbridgeError when a compilation fails."""
+    llvm = llvm or tools()
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(extra_env or {})
@@ -96,7 +100,7 @@ def compile_program(
             # x.c and x.ll may both be sources of one program.
             obj = out_dir / (f"{source.stem}.o" if source.suffix == ".c" else f"{source.name}.o")
             command = [
-                CLANG,
+                llvm.clang,
                 OPT_LEVEL,
                 "-c",
                 "-w",
@@ -123,7 +127,7 @@ def compile_program(
         counts = read_inline_stats(stats)
     return ProgramResult(
         program.name,
-        sum(text_size(str(o)) for o in objects),
+        sum(text_size(str(o), llvm.llvm_size) for o in objects),
         cpu,
         wall,
         counts.decisions,

@@ -1,0 +1,87 @@
+"""The inliner of an LLVM without interactive pipes, served through mlbridge's plugin.
+
+LLVM 16 has LLVM's ML inline advisor but not its interactive runner (LLVM 17).
+There :func:`mlbridge.llvm.run_compiler` loads mlbridge's inline-advisor
+plugin built for that major, whose pipe runner speaks LLVM's protocol on the
+same kind of private channel, so the host side is the same as for LLVM's own
+interactive mode. Differences a caller sees:
+
+- the plugin computes LLVM's decision itself and sends it as
+  ``inlining_default`` where it belongs (LLVM 19's pitfall #1 does not apply);
+- its feature list is LLVM 16's (read from the compiler, as always);
+- a runner failure in the plugin gives LLVM's default advice for the call site
+  and is counted in the plugin's statistics, from which the call sites the
+  size cap kept from the policy are read too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from mlbridge.errors import CodecError
+from mlbridge.jsontext import load_json
+from mlbridge.llvm import size_cap
+from mlbridge.llvm.command import compiler_kind
+from mlbridge.runner_config import RunnerConfig
+
+#: The plugin's statistics are at most this large (one short line per module).
+MAX_STATS_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class PluginChannel:
+    """How one compilation reaches the plugin's pipe runner at ``base``."""
+
+    plugin: Path
+    base: str
+    #: The runner's own deadlines: reaching the channel, and each step.
+    connect_timeout_ms: int
+    timeout_ms: int
+
+    @property
+    def stats_path(self) -> str:
+        return self.base + ".stats.jsonl"
+
+    def command(self, command: Sequence[str]) -> List[str]:
+        """``command`` loading the plugin (``-fpass-plugin`` for clang,
+        ``-load-pass-plugin`` for opt)."""
+        flag = "-fpass-plugin" if compiler_kind(command[0]) == "clang" else "-load-pass-plugin"
+        return [command[0], f"{flag}={self.plugin}", *command[1:]]
+
+    def environment(self, threshold: Optional[float]) -> Dict[str, str]:
+        """The plugin's settings (its MLBRIDGE_INLINE_* variables): the pipe
+        runner on the channel, the statistics file and the size cap
+        (``threshold`` as :func:`mlbridge.llvm.size_cap.effective_threshold`
+        gives it: None keeps LLVM's)."""
+        runner = RunnerConfig(
+            kind="pipe",
+            argument=self.base,
+            connect_timeout_ms=self.connect_timeout_ms,
+            timeout_ms=self.timeout_ms,
+        )
+        env = {**runner.plugin_env(), "MLBRIDGE_INLINE_STATS": self.stats_path}
+        if threshold is not None:
+            env["MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD"] = (
+                "none" if threshold >= size_cap.NO_CAP else f"{threshold:g}"
+            )
+        return env
+
+    def size_stops(self) -> Optional[int]:
+        """Call sites the size cap kept from the policy, from the plugin's
+        statistics (None when it wrote none)."""
+        path = self.stats_path
+        if not os.path.exists(path):
+            return None
+        if os.path.getsize(path) > MAX_STATS_BYTES:
+            raise CodecError(f"{path}: larger than {MAX_STATS_BYTES} bytes")
+        total = 0
+        with open(path, "rb") as lines:
+            for number, text in enumerate(lines, 1):
+                record = load_json(text, f"{path}:{number}", CodecError)
+                value = record.get("after_size_stop")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total += value
+        return total

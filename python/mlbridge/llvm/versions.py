@@ -1,0 +1,151 @@
+"""Which LLVM major mlbridge drives, and that major's tools (docs/llvm-versions.md).
+
+mlbridge's LLVM parts build against LLVM 16 or 19 (``-DMLBRIDGE_LLVM_VERSION``)
+and install side by side. The Python side runs the tools of one major: those
+of ``--llvm N``, else of the newest major whose parts are installed
+(:func:`default_major`). What differs between majors for the Python side:
+
+- LLVM's interactive pipes (``-inliner-interactive-channel-base`` and the
+  register allocator's) exist since LLVM 17. On LLVM 16 the inliner is
+  reached through mlbridge's plugin and its pipe runner instead
+  (:mod:`mlbridge.llvm.advisors`); the register-allocation advisors cannot be.
+- Bitcode is read by the same or a newer LLVM only: modules are prepared by
+  the clang of the major that compiles them.
+- The inliner's feature list differs (LLVM 19 has more): it is read from the
+  compiler, never assumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from mlbridge.errors import MlbridgeError
+
+#: The majors mlbridge supports (cmake/MlbridgeLlvmMajor.cmake).
+SUPPORTED = (16, 19)
+#: The major used when nothing says otherwise and no LLVM part is installed.
+DEFAULT = 19
+#: The first major with LLVM's interactive ML advisors (InteractiveModelRunner).
+INTERACTIVE_SINCE = 17
+
+_MAJOR_IN_NAME = re.compile(r"-(\d{1,3})$")
+_MAJOR_IN_DIR = re.compile(r"(?:^|/)llvm-(\d{1,3})/bin/[^/]+$")
+
+
+class LlvmVersionError(MlbridgeError):
+    """An LLVM major mlbridge does not support, or a feature it lacks."""
+
+
+@dataclass(frozen=True)
+class LlvmTools:
+    """The command names of one LLVM major's tools (Debian's ``clang-16``...),
+    and the mlbridge inline-advisor plugin built for it (None: the installed
+    one, ``mlbridge config --plugin --llvm N``)."""
+
+    major: int
+    plugin: Optional[Path] = None
+
+    def __post_init__(self) -> None:
+        if self.major not in SUPPORTED:
+            raise LlvmVersionError(
+                f"LLVM {self.major} is not supported; mlbridge supports "
+                f"{', '.join(map(str, SUPPORTED))} (docs/llvm-versions.md)"
+            )
+
+    def tool(self, name: str) -> str:
+        """The command of LLVM tool ``name`` (clang, opt, llc, llvm-size...)."""
+        return f"{name}-{self.major}"
+
+    @property
+    def clang(self) -> str:
+        return self.tool("clang")
+
+    @property
+    def clangxx(self) -> str:
+        return self.tool("clang++")
+
+    @property
+    def opt(self) -> str:
+        return self.tool("opt")
+
+    @property
+    def llc(self) -> str:
+        return self.tool("llc")
+
+    @property
+    def llvm_size(self) -> str:
+        return self.tool("llvm-size")
+
+    @property
+    def interactive(self) -> bool:
+        """Whether LLVM's own interactive ML advisors exist (17 and later)."""
+        return self.major >= INTERACTIVE_SINCE
+
+    def require_interactive(self, what: str) -> None:
+        """LlvmVersionError unless LLVM's interactive advisors exist."""
+        if not self.interactive:
+            raise LlvmVersionError(
+                f"{what} needs LLVM's interactive ML advisors, which LLVM {self.major} "
+                f"lacks (they arrived in LLVM {INTERACTIVE_SINCE}); use LLVM "
+                f"{DEFAULT} (--llvm {DEFAULT})"
+            )
+
+
+def major_of_command(argv0: str) -> Optional[int]:
+    """The LLVM major a compiler's name says (``clang-16``,
+    ``/usr/lib/llvm-16/bin/opt``), or None for an unversioned name."""
+    for pattern, text in ((_MAJOR_IN_DIR, argv0), (_MAJOR_IN_NAME, os.path.basename(argv0))):
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    resolved = shutil.which(argv0)
+    if resolved is not None:
+        match = _MAJOR_IN_DIR.search(os.path.realpath(resolved))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def default_major(environ: Optional[Mapping[str, str]] = None) -> int:
+    """The newest major whose mlbridge parts are installed, else :data:`DEFAULT`."""
+    from mlbridge.native import NativeError, find_native
+
+    try:
+        major = find_native(environ).llvm_major
+    except NativeError:
+        return DEFAULT
+    return DEFAULT if major is None else major
+
+
+def tools(llvm: Optional[int] = None, plugin: Optional[Path] = None) -> LlvmTools:
+    """The tools of major ``llvm``, else of :func:`default_major`."""
+    return LlvmTools(default_major() if llvm is None else llvm, plugin)
+
+
+def _major(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an LLVM major: {text!r}") from None
+    if value not in SUPPORTED:
+        raise argparse.ArgumentTypeError(
+            f"LLVM {value} is not supported (supported: {', '.join(map(str, SUPPORTED))})"
+        )
+    return value
+
+
+def add_llvm_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--llvm N`` option of every command that runs LLVM."""
+    parser.add_argument(
+        "--llvm",
+        type=_major,
+        metavar="N",
+        default=None,
+        help=f"LLVM major ({', '.join(map(str, SUPPORTED))}) {what}",
+    )
