@@ -80,6 +80,10 @@ consume() {
     "$out/mlir_consumer" | grep -q '^mlir ok' || fail "mlir consumer"
     RAN+=", mlir"
   fi
+  if [[ -x "$out/llvm_consumer" ]]; then
+    "$out/llvm_consumer" | grep -qx "llvm ok $LLVM_MAJOR" || fail "LLVM consumer"
+    RAN+=", llvm"
+  fi
   if [[ -x "$out/c_consumer" ]]; then
     "$out/c_consumer" | grep -q '^c api ok' || fail "C consumer"
     RAN+=", C API"

@@ -349,6 +349,14 @@ def native_prefix(workdir: Path) -> Path:
         pytest.skip(f"cmake --install build failed: {lines[-1]}")
     if not (prefix / MANIFEST).is_file():
         pytest.skip(f"build/ installs no {MANIFEST} (configure it again: scripts/setup)")
+    # The LLVM 16 parts scripts/setup builds, beside build/'s (docs/llvm-versions.md).
+    other = ROOT / "build-llvm16"
+    if (other / "cmake_install.cmake").is_file():
+        _run(
+            ["cmake", "--install", other, "--component", "llvm16", "--prefix", prefix],
+            workdir,
+            check=False,
+        )
     return prefix
 
 
@@ -508,33 +516,35 @@ def test_mlbridge_aot_compiles_a_model(venv: Venv, onnx_models: Path, tmp_path: 
         )
 
 
-def _fake_prefix(root: Path, manifest: Dict[str, object]) -> Path:
+def _fake_prefix(
+    root: Path, manifest: Dict[str, object], llvm19: Optional[Dict[str, object]] = None
+) -> Path:
     (root / MANIFEST).parent.mkdir(parents=True)
     (root / MANIFEST).write_text(json.dumps(manifest))
+    if llvm19 is not None:
+        (root / MANIFEST.parent / "llvm19.json").write_text(json.dumps(llvm19))
     return root
 
 
 def test_config_against_a_fake_prefix(venv: Venv, tmp_path: Path) -> None:
+    plugin = "lib/mlbridge/mlbridge-inline-advisor-llvm19.so"
     prefix = _fake_prefix(
         tmp_path / "prefix",
-        {
-            "version": __version__,
-            "components": ["core", "llvm"],
-            "plugin": "lib/mlbridge/mlbridge-inline-advisor.so",
-            "libdir": "lib",
-        },
+        {"version": __version__, "components": ["core"], "libdir": "lib"},
+        {"version": __version__, "llvm_major": 19, "components": ["llvm"], "plugin": plugin},
     )
     (prefix / "lib" / "mlbridge").mkdir(parents=True)
-    (prefix / "lib" / "mlbridge" / "mlbridge-inline-advisor.so").write_bytes(b"")
+    (prefix / plugin).write_bytes(b"")
     env = {"MLBRIDGE_PREFIX": str(prefix)}
     lines = venv.run("mlbridge", "config", "--plugin", "--components", env=env).stdout
-    assert lines.splitlines() == [
-        str(prefix / "lib/mlbridge/mlbridge-inline-advisor.so"),
-        "core llvm",
-    ]
+    assert lines.splitlines() == [str(prefix / plugin), "core llvm"]
     missing = venv.run("mlbridge", "config", "--deploy-replay", env=env, check=False)
     assert missing.returncode == 4 and len(missing.stderr.splitlines()) == 1
-    escaping = _fake_prefix(tmp_path / "bad", {"version": "1", "plugin": "../../etc/passwd"})
+    escaping = _fake_prefix(
+        tmp_path / "bad",
+        {"version": "1"},
+        {"version": "1", "llvm_major": 19, "plugin": "../../etc/passwd"},
+    )
     bad = venv.run(
         "mlbridge", "config", "--json", env={"MLBRIDGE_PREFIX": str(escaping)}, check=False
     )
@@ -606,6 +616,34 @@ def test_loop_quick_on_a_users_own_corpus(
         programs["bundled"] + ["checksum.c", "matrix.c", "sorter"]
     )
     assert (out / "summary.md").read_text().startswith("# mlbridge loop")
+
+
+def test_clang_16_served_through_the_installed_llvm_16_plugin(
+    base_venv: Venv, native_prefix: Path, tmp_path: Path
+) -> None:
+    """The wheel's ``mlbridge llvm`` on clang-16 (no interactive mode): the
+    installed plugin for LLVM 16 serves LLVM's decision back, byte for byte."""
+    _need_tools("clang-16")
+    if not (native_prefix / "share" / "mlbridge" / "llvm16.json").is_file():
+        pytest.skip("no LLVM 16 parts installed (scripts/setup builds build-llvm16/)")
+    env = {"MLBRIDGE_PREFIX": str(native_prefix)}
+    majors = base_venv.run("mlbridge", "config", "--llvm-majors", env=env).stdout.split()
+    assert majors == ["19", "16"]
+    source = ROOT / "python" / "mlbridge" / "demo" / "data" / "hashtable.c"
+    plain, served = tmp_path / "plain.o", tmp_path / "served.o"
+    _run(["clang-16", "-Oz", "-c", source, "-o", plain], base_venv.cwd, 120)
+    stats = tmp_path / "stats.json"
+    base_venv.run(
+        "mlbridge", "llvm", "--advisor", "inline", "--policy", "default", "--stats-json", stats,
+        "--", "clang-16", "-Oz", "-c", source, "-o", served, env=env,
+    )  # fmt: skip
+    assert served.read_bytes() == plain.read_bytes()
+    report = json.loads(stats.read_text())
+    assert report["advisors"]["inline"]["decisions"] > 0
+    assert (
+        f"-fpass-plugin={native_prefix}/lib/mlbridge/mlbridge-inline-advisor-llvm16.so"
+        in (report["command"])
+    )
 
 
 def test_plugin_served_over_shared_memory_from_the_installed_halves(
