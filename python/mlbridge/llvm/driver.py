@@ -36,6 +36,7 @@ from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Seque
 
 from mlbridge import child_process
 from mlbridge.channel import Channel, PeerGone, create_channel, open_host_ends
+from mlbridge.errors import CodecError
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
@@ -376,7 +377,19 @@ def _run_through_plugin(
         )
         run = result.advisors["inline"]
         run.size_increase_threshold = size_cap.threshold_in_force(threshold)
-        run.after_size_stop = served.size_stops()
+        try:
+            stats = served.stats()
+        except CodecError as err:
+            stats = None
+            run.error = run.error or f"the plugin's statistics are unreadable: {err}"
+        if stats is not None:
+            run.after_size_stop = stats.after_size_stop if stats.modules else None
+            if stats.fallbacks and run.error is None:
+                # The plugin gave LLVM's advice where the policy was not heard.
+                run.error = (
+                    f"the plugin fell back to LLVM's advice at {stats.fallbacks} call "
+                    f"sites: {stats.first_error}"
+                )
         return result
     finally:
         channel.close()

@@ -10,21 +10,20 @@ interactive mode. Differences a caller sees:
   ``inlining_default`` where it belongs (LLVM 19's pitfall #1 does not apply);
 - its feature list is LLVM 16's (read from the compiler, as always);
 - a runner failure in the plugin gives LLVM's default advice for the call site
-  and is counted in the plugin's statistics, from which the call sites the
-  size cap kept from the policy are read too.
+  and the compilation goes on; it is counted in the plugin's statistics, and
+  :func:`mlbridge.llvm.run_compiler` reports it as the run's error. The call
+  sites the size cap kept from the policy are read there too.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from mlbridge.errors import CodecError
-from mlbridge.jsontext import load_json
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.command import compiler_kind
+from mlbridge.llvm.plugin_stats import InlineStats, read_inline_stats
 from mlbridge.runner_config import RunnerConfig
 
 #: The plugin's statistics are at most this large (one short line per module).
@@ -69,19 +68,6 @@ class PluginChannel:
             )
         return env
 
-    def size_stops(self) -> Optional[int]:
-        """Call sites the size cap kept from the policy, from the plugin's
-        statistics (None when it wrote none)."""
-        path = self.stats_path
-        if not os.path.exists(path):
-            return None
-        if os.path.getsize(path) > MAX_STATS_BYTES:
-            raise CodecError(f"{path}: larger than {MAX_STATS_BYTES} bytes")
-        total = 0
-        with open(path, "rb") as lines:
-            for number, text in enumerate(lines, 1):
-                record = load_json(text, f"{path}:{number}", CodecError)
-                value = record.get("after_size_stop")
-                if isinstance(value, int) and not isinstance(value, bool):
-                    total += value
-        return total
+    def stats(self) -> InlineStats:
+        """The plugin's statistics of the compilation (none written: zeros)."""
+        return read_inline_stats(Path(self.stats_path), MAX_STATS_BYTES)

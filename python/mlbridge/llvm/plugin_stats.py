@@ -32,6 +32,9 @@ class InlineStats:
     agreed: int = 0
     deciding: int = 0
     first_error: str = ""
+    #: Call sites LLVM's size cap kept from the model (summed where a line
+    #: has the count).
+    after_size_stop: int = 0
 
 
 def read_inline_stats(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InlineStats:
@@ -54,6 +57,9 @@ def read_inline_stats(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InlineS
             for key, value in zip(COUNTERS, values):
                 setattr(stats, key, getattr(stats, key) + value)
             stats.deciding += record["decisions"] > 0
+            stop = record.get("after_size_stop")
+            if isinstance(stop, int) and not isinstance(stop, bool):
+                stats.after_size_stop += stop
             error = record.get("first_error")
             if not stats.first_error and isinstance(error, str):
                 stats.first_error = error
