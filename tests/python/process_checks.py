@@ -43,6 +43,15 @@ def gone(pid):
     return False
 
 
+def dead(pid):
+    """Whether process ``pid`` has ended: gone, or a zombie not yet reaped."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+
+
 def open_fds():
     """Number of this process's open file descriptors."""
     return len(os.listdir("/proc/self/fd"))

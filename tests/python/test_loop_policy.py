@@ -245,7 +245,7 @@ def synthetic_objective(target: np.ndarray, calls: List[int]):
     """A stand-in for compiling the training programs: the size ratio is
     1 + the mean squared distance of the output layer to ``target``."""
 
-    def size_ratio(policy, programs, plugin, oz_text, work, jobs=2, plugin_env=None):
+    def size_ratio(policy, programs, plugin, oz_text, work, jobs=2, plugin_env=None, llvm=None):
         calls.append(1)
         w, b = policy.layers[-1]
         theta = np.concatenate([w.reshape(-1), b]).astype(np.float64)

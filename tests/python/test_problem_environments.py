@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
-from process_checks import gone, wait_for
+from process_checks import dead, gone, wait_for
 
 gym = pytest.importorskip("gymnasium")
 
@@ -163,6 +163,8 @@ def test_a_killed_compiler_session_ends_the_episode(problem, modules):
         env.reset(seed=3)
         pid = env.unwrapped.compiler_pid
         os.kill(pid, signal.SIGKILL)
+        # SIGKILL lands asynchronously: the step is answered to a dead compiler.
+        assert wait_for(lambda: dead(pid))
         _, _, terminated, truncated, info = env.step(_action(env, np.random.default_rng(3)))
         assert truncated and not terminated
         assert "SIGKILL" in info["error"] or "killed" in info["error"], info["error"]
