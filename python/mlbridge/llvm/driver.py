@@ -354,9 +354,7 @@ def _run_through_plugin(
         # The plugin's runner waits as long as this side may: the whole
         # compilation, else the host's own limits (never forever).
         wait = timeout or max(open_timeout or 0.0, io_timeout or 0.0) or 3600.0
-        served = PluginChannel(
-            plugin, channel.base, int(min(wait, 86400.0) * 1000), int(min(wait, 86400.0) * 1000)
-        )
+        served = PluginChannel(plugin, channel.base, int(min(wait, 86400.0) * 1000))
         threshold = size_cap.effective_threshold(
             size_increase_threshold, bool(getattr(policy, "echoes_default", False))
         )

@@ -36,9 +36,8 @@ class PluginChannel:
 
     plugin: Path
     base: str
-    #: The runner's own deadlines: reaching the channel, and each step.
-    connect_timeout_ms: int
-    timeout_ms: int
+    #: The runner's own deadline, for reaching the channel and for each step.
+    wait_ms: int
 
     @property
     def stats_path(self) -> str:
@@ -58,8 +57,8 @@ class PluginChannel:
         runner = RunnerConfig(
             kind="pipe",
             argument=self.base,
-            connect_timeout_ms=self.connect_timeout_ms,
-            timeout_ms=self.timeout_ms,
+            connect_timeout_ms=self.wait_ms,
+            timeout_ms=self.wait_ms,
         )
         env = {**runner.plugin_env(), "MLBRIDGE_INLINE_STATS": self.stats_path}
         if threshold is not None:
