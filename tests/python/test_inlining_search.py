@@ -159,6 +159,27 @@ def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
     assert table["proj"]["units"] == 1 and table["proj"]["ratio"] == ok.best_text / ok.oz_text
 
 
+@needs_clang
+def test_searching_units_at_once_gives_the_labels_of_searching_them_in_turn(tmp_path):
+    from mlbridge.corpus.program import TRAIN, Program
+    from mlbridge.train.search_labels import read_results, search_programs, unit_key
+
+    programs = []
+    for n in range(4):
+        source = tmp_path / f"m{n}.c"
+        source.write_text(SOURCE.replace("* 3", f"* {n + 3}"))
+        programs.append(Program(f"proj/m{n}.c", (source,), (), TRAIN))
+    alone = search_programs(programs, tmp_path / "alone", budget=3)
+    together = search_programs(programs, tmp_path / "together", budget=3, jobs=2)
+    strip = [r.__dict__ | {"seconds": 0} for r in alone]
+    assert [r.__dict__ | {"seconds": 0} for r in together] == strip
+    assert set(read_results(tmp_path / "together")) == {p.name for p in programs}
+    for program in programs:
+        key = f"{unit_key(program)}.npz"
+        a, b = np.load(tmp_path / "alone" / key), np.load(tmp_path / "together" / key)
+        assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
 def test_labels_become_a_dataset_with_flipped_rows_repeated(tmp_path):
     import json
 

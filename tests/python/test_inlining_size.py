@@ -62,7 +62,7 @@ class Script:
         self.round = 0
         script = self
 
-        def search_programs(chosen, out, budget, seed, llvm=None):
+        def search_programs(chosen, out, budget, seed, llvm=None, jobs=1):
             script.searched.append([p.name for p in chosen])
 
         def fit(search, searched, config, init=None):

@@ -30,7 +30,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     train.add_argument(
         "--timesteps", type=natural, default=20_000, help="environment steps in total"
     )
-    train.add_argument("--workers", type=natural, default=2, help="rollout workers")
+    train.add_argument(
+        "--workers",
+        type=natural,
+        default=2,
+        help="rollout workers (ppo), or compilations at once (--method search)",
+    )
     train.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -153,6 +158,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
         patience=args.patience,
         validation_units=args.validation_units,
         seed=args.seed,
+        jobs=args.workers,
     )
     try:
         init = Policy.from_onnx(Path(args.init)) if args.init else None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -36,7 +37,7 @@ from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
 from mlbridge.train.search_labels import flip_dataset, search_programs
-from mlbridge.train.toolchain import compile_program, onnx_plugin
+from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
 
 CURVE = "curve.jsonl"
 POLICY = "policy.onnx"
@@ -150,23 +151,30 @@ class ValidationSet:
         cache = out / OZ
         self.oz: Dict[str, int] = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
         missing = [p for p in self.programs if p.name not in self.oz]
-        for program in missing:
-            self.oz[program.name] = compile_program(
-                program, self.work, None, jobs, llvm=self.llvm
-            ).text_bytes
+        self.oz.update(zip((p.name for p in missing), self._text(missing, None)))
         if missing or not cache.is_file():
             with open_output_file(cache) as stream:
                 stream.write(json.dumps(self.oz, sort_keys=True).encode("utf-8"))
+
+    def _text(self, programs: Sequence[Program], deployed: Optional[Plugin]) -> List[int]:
+        """Each program's ``.text``, ``jobs`` compiled at once (each in a
+        directory of its own)."""
+
+        def one(index: int) -> int:
+            where = self.work / str(index)
+            return compile_program(programs[index], where, deployed, 1, llvm=self.llvm).text_bytes
+
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            return list(pool.map(one, range(len(programs))))
 
     def measure(self, model: Path, plugin: Path) -> Tuple[float, Dict[str, float]]:
         """(total ratio, ratio per project) of ``model`` to ``-Oz``."""
         sizes: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
         deployed = onnx_plugin(plugin, model, self.plugin_env)
-        for program in self.programs:
-            result = compile_program(program, self.work, deployed, self.jobs, llvm=self.llvm)
+        for program, text in zip(self.programs, self._text(self.programs, deployed)):
             row = sizes[program.project]
             row[0] += self.oz[program.name]
-            row[1] += result.text_bytes
+            row[1] += text
         oz = sum(r[0] for r in sizes.values())
         total = sum(r[1] for r in sizes.values()) / oz if oz else 1.0
         return total, {k: round(r[1] / r[0], 5) if r[0] else 1.0 for k, r in sorted(sizes.items())}
@@ -275,7 +283,14 @@ def train_size_policy(
             break
         searched = train[:units]
         say(f"round {done + 1}: searching training units {result.curve[-1].units}..{units}")
-        search_programs(searched, search, budget=config.budget, seed=config.seed, llvm=compilers)
+        search_programs(
+            searched,
+            search,
+            budget=config.budget,
+            seed=config.seed,
+            llvm=compilers,
+            jobs=config.jobs,
+        )
         policy, rows, paid = fit(search, searched, config, init)
         candidate = out / f"round-{done + 1}.onnx"
         policy.to_onnx(candidate)

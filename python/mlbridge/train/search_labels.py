@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -71,6 +72,44 @@ def read_results(out: Path) -> Dict[str, UnitResult]:
     return results
 
 
+def search_unit(
+    program: Program, out: Path, budget: int, seed: int, llvm: Optional[LlvmTools] = None
+) -> UnitResult:
+    """Searches ``program`` (one source file) and writes its labels to
+    ``out/<key>.npz``; its line of ``results.jsonl`` (with the error, if a
+    compilation failed)."""
+    start = time.monotonic()
+    compile = functools.partial(compile_with_flips, llvm=llvm)
+    try:
+        found = search_module(
+            program.sources[0], program.flags, budget, seed, work=out, compile=compile
+        )
+    except MlbridgeError as err:
+        return UnitResult(program.name, program.project, 0, 0, 0, 0, 0.0, str(err)[:500])
+    best = found.best
+    np.savez_compressed(
+        out / f"{unit_key(program)}.npz",
+        names=np.asarray(best.names),
+        features=best.features,
+        defaults=best.defaults,
+        decisions=best.decisions,
+        flips=np.asarray(sorted(found.flips), np.int64),
+        default_features=found.default.features,
+        default_decisions=found.default.defaults,
+        single_deltas=found.single_deltas(),
+        tried=found.tried(),
+    )
+    return UnitResult(
+        program.name,
+        program.project,
+        found.default.questions,
+        found.default.text_bytes,
+        best.text_bytes,
+        found.compilations,
+        round(time.monotonic() - start, 2),
+    )
+
+
 def search_programs(
     programs: Sequence[Program],
     out: Path,
@@ -78,55 +117,44 @@ def search_programs(
     seed: int = 0,
     on_unit: Optional[Callable[[UnitResult], None]] = None,
     llvm: Optional[LlvmTools] = None,
+    jobs: int = 1,
 ) -> List[UnitResult]:
     """Searches each single-source program of ``programs`` not yet in
-    ``out`` with the clang of ``llvm``; returns every unit's result, old and
-    new, in ``programs`` order."""
-    compile = functools.partial(compile_with_flips, llvm=llvm)
+    ``out`` with the clang of ``llvm``, ``jobs`` units at once; returns
+    every unit's result, old and new, in ``programs`` order. A unit's line
+    is written when its search ends, so an interrupted run loses at most the
+    units being searched."""
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out)
     results = out / RESULTS
     if results.is_file() and not results.read_bytes().endswith(b"\n"):
         with open_output_file(results, append=True) as stream:
             stream.write(b"\n")  # after a line torn by an interrupted run
-    for program in programs:
-        if program.name in done or len(program.sources) != 1:
-            continue
-        start = time.monotonic()
-        try:
-            found = search_module(
-                program.sources[0], program.flags, budget, seed, work=out, compile=compile
-            )
-        except MlbridgeError as err:
-            record = UnitResult(program.name, program.project, 0, 0, 0, 0, 0.0, str(err)[:500])
-        else:
-            best = found.best
-            np.savez_compressed(
-                out / f"{unit_key(program)}.npz",
-                names=np.asarray(best.names),
-                features=best.features,
-                defaults=best.defaults,
-                decisions=best.decisions,
-                flips=np.asarray(sorted(found.flips), np.int64),
-                default_features=found.default.features,
-                default_decisions=found.default.defaults,
-                single_deltas=found.single_deltas(),
-                tried=found.tried(),
-            )
-            record = UnitResult(
-                program.name,
-                program.project,
-                found.default.questions,
-                found.default.text_bytes,
-                best.text_bytes,
-                found.compilations,
-                round(time.monotonic() - start, 2),
-            )
+    pending = [p for p in programs if p.name not in done and len(p.sources) == 1]
+
+    def record(result: UnitResult) -> None:
         with open_output_file(results, append=True) as stream:
-            stream.write((json.dumps(record.__dict__) + "\n").encode("utf-8"))
-        done[program.name] = record
+            stream.write((json.dumps(result.__dict__) + "\n").encode("utf-8"))
+        done[result.program] = result
         if on_unit is not None:
-            on_unit(record)
+            on_unit(result)
+
+    if jobs == 1:
+        for program in pending:
+            record(search_unit(program, out, budget, seed, llvm))
+    else:
+        # Each search is a chain of compiler processes: threads keep the
+        # cores busy, and this thread alone writes results.jsonl.
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(search_unit, p, out, budget, seed, llvm) for p in pending]
+            try:
+                for future in as_completed(futures):
+                    record(future.result())
+            finally:
+                for future in futures:
+                    future.cancel()
     return [done[p.name] for p in programs if p.name in done]
 
 
