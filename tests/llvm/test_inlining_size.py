@@ -14,6 +14,7 @@ import numpy as np
 from conftest import TOOLS
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
+from mlbridge.llvm.outcomes import CodeBytes
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.train.imitation import Policy
 from mlbridge.train.inlining_size import CURVE, OZ, SizeTraining, ValidationSet, train_size_policy
@@ -51,8 +52,11 @@ def residual(flip_bias: float) -> Policy:
 def test_a_residual_policy_that_never_flips_is_exactly_oz_and_one_that_always_flips_is_not(
     plugin, plugin_env, tmp_path
 ):
-    validation = ValidationSet(toy_corpus(tmp_path / "src"), tmp_path, 1, plugin_env, TOOLS)
-    assert json.loads((tmp_path / OZ).read_text()) == validation.oz
+    programs = toy_corpus(tmp_path / "src")
+    validation = ValidationSet(programs, tmp_path, 1, plugin_env, TOOLS)
+    stored = json.loads((tmp_path / OZ).read_text())
+    assert {k: [CodeBytes(**c) for c in v] for k, v in stored.items()} == validation.oz
+    assert ValidationSet(programs, tmp_path, 2, plugin_env, TOOLS).oz == validation.oz
     never = tmp_path / "never.onnx"
     residual(-50.0).to_onnx(never)
     ratio, per_project = validation.measure(never, plugin)

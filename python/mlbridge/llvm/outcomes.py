@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import Dict, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, Tuple
 
 from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
@@ -14,6 +15,9 @@ _CALL = re.compile(
     r"(?:call|invoke)\b[^\n]*?@([-\w.$]+)\(",
     re.MULTILINE,
 )
+_GROUP = re.compile(r"^COMDAT group section \[\s*\d+\] \S+ \[(.*)\] contains \d+ sections:$")
+_MEMBER = re.compile(r"^\s+\[\s*(\d+)\]\s+(\S+)$")
+_SECTION = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+(.*)$")
 _SPILL = re.compile(r"[#;@/].*\b(?:Folded )?Spill\b")
 _RELOAD = re.compile(r"[#;@/].*\b(?:Folded )?Reload\b")
 
@@ -44,6 +48,82 @@ def text_size(path: str, tool: str = "llvm-size-19") -> int:
         for name, size in section_sizes(path, tool).items()
         if name == ".text" or name.startswith(".text.")
     )
+
+
+def _is_code(name: str) -> bool:
+    return name == ".text" or name.startswith(".text.")
+
+
+@dataclass(frozen=True)
+class CodeBytes:
+    """An object's code (as :func:`text_size` counts it): the bytes outside
+    any COMDAT group, and the bytes of each COMDAT group by its signature."""
+
+    own: int
+    comdat: Dict[str, int]
+
+    @property
+    def total(self) -> int:
+        """All of it, as in the object (:func:`text_size`)."""
+        return self.own + sum(self.comdat.values())
+
+
+def code_bytes(path: str, tool: str = "llvm-readelf-19") -> CodeBytes:
+    """The code of the object file ``path`` split by COMDAT group
+    (``llvm-readelf -W --section-headers --section-groups``)."""
+    done = child_process.run(
+        [tool, "-W", "--section-headers", "--section-groups", path],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise OutcomeError(f"{tool} --section-groups {path} failed: {done.stderr.strip()}")
+    sizes: Dict[int, Tuple[str, int]] = {}
+    group_of: Dict[int, str] = {}
+    signature = None
+    for line in done.stdout.splitlines():
+        header = _GROUP.match(line)
+        if header:
+            signature = header.group(1)
+            continue
+        member = _MEMBER.match(line)
+        if member and signature is not None:
+            group_of[int(member.group(1))] = signature
+            continue
+        if not line.strip():
+            signature = None
+        section = _SECTION.match(line)
+        if section and signature is None:
+            # Type, address, offset, size, ...: the size is the fourth field.
+            fields = section.group(3).split()
+            if len(fields) >= 4 and _is_code(section.group(2)):
+                try:
+                    sizes[int(section.group(1))] = (section.group(2), int(fields[3], 16))
+                except ValueError:
+                    raise OutcomeError(f"{tool}: unexpected section line {line!r}") from None
+    own = 0
+    comdat: Dict[str, int] = {}
+    for index, (_, size) in sizes.items():
+        if index in group_of:
+            comdat[group_of[index]] = comdat.get(group_of[index], 0) + size
+        else:
+            own += size
+    return CodeBytes(own, comdat)
+
+
+def linked_code(objects: Iterable[CodeBytes]) -> int:
+    """The code of ``objects`` linked into one program, as the linker keeps
+    it: each object's own code, and each COMDAT group once (the largest copy:
+    copies of one group differ only where the objects were compiled
+    differently)."""
+    own = 0
+    groups: Dict[str, int] = {}
+    for code in objects:
+        own += code.own
+        for signature, size in code.comdat.items():
+            groups[signature] = max(size, groups.get(signature, 0))
+    return own + sum(groups.values())
 
 
 def spill_counts(asm: str) -> Tuple[int, int]:

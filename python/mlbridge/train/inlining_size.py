@@ -30,18 +30,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from mlbridge.corpus.files import MAX_JSON_BYTES, read_capped
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import interleave_projects
-from mlbridge.errors import MlbridgeError
+from mlbridge.errors import CorpusError, MlbridgeError
+from mlbridge.llvm.outcomes import CodeBytes, code_bytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
-from mlbridge.train.search_labels import flip_dataset, search_programs
-from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.train.search_labels import flip_dataset, search_programs, unit_key
+from mlbridge.train.toolchain import Plugin, compile_program, object_path, onnx_plugin
 
 CURVE = "curve.jsonl"
 POLICY = "policy.onnx"
-OZ = "oz.json"
+#: The validation units' code under -Oz (objects split by COMDAT group).
+OZ = "oz-code.json"
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,35 @@ def _read_curve(out: Path) -> List[Round]:
     return rounds
 
 
+def _code_json(code: Sequence[CodeBytes]) -> List[Dict[str, object]]:
+    return [{"own": c.own, "comdat": c.comdat} for c in code]
+
+
+def _code_from_json(value: object) -> Optional[List[CodeBytes]]:
+    """A program's objects as ``oz-code.json`` holds them, or None if the
+    entry is not well formed (it is then measured again)."""
+    if not isinstance(value, list):
+        return None
+    code = []
+    for item in value:
+        if not isinstance(item, dict):
+            return None
+        own, comdat = item.get("own"), item.get("comdat")
+        if not isinstance(own, int) or not isinstance(comdat, dict):
+            return None
+        if not all(isinstance(k, str) and isinstance(v, int) for k, v in comdat.items()):
+            return None
+        code.append(CodeBytes(own, dict(comdat)))
+    return code
+
+
 class ValidationSet:
-    """The validation units, their ``.text`` under ``-Oz`` (cached in
-    ``oz.json``), and a policy's ratio to it, per project and in total."""
+    """The validation units, their code under ``-Oz`` (cached in
+    ``oz-code.json``), and a policy's ratio to it, per project and in total.
+    A project's units are counted as linked together
+    (:func:`~mlbridge.llvm.outcomes.linked_code`): a COMDAT function (a C++
+    inline function or template instance) counts once per project, as in the
+    linked program, however many units keep a copy."""
 
     def __init__(
         self,
@@ -149,35 +178,52 @@ class ValidationSet:
         self.plugin_env = dict(plugin_env or {})
         self.work = out / "validation"
         cache = out / OZ
-        self.oz: Dict[str, int] = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
+        self.oz: Dict[str, List[CodeBytes]] = {}
+        if cache.is_file():
+            try:
+                stored = json.loads(read_capped(cache, MAX_JSON_BYTES).decode("utf-8"))
+            except (CorpusError, ValueError, UnicodeDecodeError):
+                stored = {}
+            for name, value in stored.items() if isinstance(stored, dict) else ():
+                code = _code_from_json(value)
+                if code is not None:
+                    self.oz[name] = code
         missing = [p for p in self.programs if p.name not in self.oz]
-        self.oz.update(zip((p.name for p in missing), self._text(missing, None)))
+        self.oz.update(zip((p.name for p in missing), self._code(missing, None)))
         if missing or not cache.is_file():
             with open_output_file(cache) as stream:
-                stream.write(json.dumps(self.oz, sort_keys=True).encode("utf-8"))
+                text = json.dumps({k: _code_json(v) for k, v in self.oz.items()}, sort_keys=True)
+                stream.write(text.encode("utf-8"))
 
-    def _text(self, programs: Sequence[Program], deployed: Optional[Plugin]) -> List[int]:
-        """Each program's ``.text``, ``jobs`` compiled at once (each in a
-        directory of its own)."""
+    def _code(
+        self, programs: Sequence[Program], deployed: Optional[Plugin]
+    ) -> List[List[CodeBytes]]:
+        """Each program's objects' code, ``jobs`` programs compiled at once
+        (each in a directory of its own)."""
 
-        def one(index: int) -> int:
-            where = self.work / str(index)
-            return compile_program(programs[index], where, deployed, 1, llvm=self.llvm).text_bytes
+        def one(program: Program) -> List[CodeBytes]:
+            where = self.work / unit_key(program)
+            compile_program(program, where, deployed, 1, llvm=self.llvm)
+            return [
+                code_bytes(str(object_path(where, source)), self.llvm.llvm_readelf)
+                for source in program.sources
+            ]
 
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            return list(pool.map(one, range(len(programs))))
+            return list(pool.map(one, programs))
 
     def measure(self, model: Path, plugin: Path) -> Tuple[float, Dict[str, float]]:
         """(total ratio, ratio per project) of ``model`` to ``-Oz``."""
-        sizes: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
+        oz: Dict[str, List[CodeBytes]] = defaultdict(list)
+        served: Dict[str, List[CodeBytes]] = defaultdict(list)
         deployed = onnx_plugin(plugin, model, self.plugin_env)
-        for program, text in zip(self.programs, self._text(self.programs, deployed)):
-            row = sizes[program.project]
-            row[0] += self.oz[program.name]
-            row[1] += text
-        oz = sum(r[0] for r in sizes.values())
-        total = sum(r[1] for r in sizes.values()) / oz if oz else 1.0
-        return total, {k: round(r[1] / r[0], 5) if r[0] else 1.0 for k, r in sorted(sizes.items())}
+        for program, code in zip(self.programs, self._code(self.programs, deployed)):
+            oz[program.project] += self.oz[program.name]
+            served[program.project] += code
+        sizes = {k: (linked_code(oz[k]), linked_code(served[k])) for k in sorted(oz)}
+        base = sum(o for o, _ in sizes.values())
+        total = sum(s for _, s in sizes.values()) / base if base else 1.0
+        return total, {k: round(s / o, 5) if o else 1.0 for k, (o, s) in sizes.items()}
 
 
 def fit(

@@ -74,6 +74,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def object_path(out_dir: Path, source: Path) -> Path:
+    """Where :func:`compile_program` puts the object of ``source`` (``x.c``
+    and ``x.ll`` may both be sources of one program)."""
+    return out_dir / (f"{source.stem}.o" if source.suffix == ".c" else f"{source.name}.o")
+
+
 def compile_program(
     program: Program,
     out_dir: Path,
@@ -97,8 +103,7 @@ def compile_program(
             env["MLBRIDGE_INLINE_STATS"] = str(stats)
 
         def one(source: Path) -> Path:
-            # x.c and x.ll may both be sources of one program.
-            obj = out_dir / (f"{source.stem}.o" if source.suffix == ".c" else f"{source.name}.o")
+            obj = object_path(out_dir, source)
             command = [
                 llvm.clang,
                 OPT_LEVEL,
