@@ -160,5 +160,9 @@ def test_the_policy_deploys_in_clang(tmp_path):
     )
     (row,) = report["modules"]
     assert row["-Oz"]["text"] > 0 and row["onnx"]["text"] > 0
+    # One C module: no COMDAT group, so linked is the object's own .text.
+    assert report["projects"]["one"]["-Oz"] == row["-Oz"]["text"]
+    assert report["projects"]["one"]["onnx"] == row["onnx"]["text"]
+    assert report["linked_vs_oz"]["onnx"] == report["text_vs_oz"]["onnx"]
     assert row["onnx"]["fallbacks"] == 0 and row["aot"]["fallbacks"] == 0
     assert report["aot_equals_onnx"]

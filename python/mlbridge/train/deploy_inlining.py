@@ -4,21 +4,26 @@ Each held-out module is compiled by stock ``clang-19 -Oz -c`` three ways:
 without a model (LLVM's own inliner), with the plugin running the ONNX
 policy under ONNX Runtime, and with the plugin running the same policy
 AOT-compiled to C++ (:func:`mlbridge.train.imitation.build_aot_module`).
-The report gives ``.text`` per module and in total, and compile CPU time
-(the fastest of ``repeats`` rounds).
+The report gives ``.text`` per module and in total, compile CPU time (the
+fastest of ``repeats`` rounds), and per project the code of its modules
+counted as linked together (each COMDAT group once,
+:func:`mlbridge.llvm.outcomes.linked_code`): what the linked program keeps
+of C++ inline functions and templates that every object holds a copy of.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
+from mlbridge.llvm.outcomes import CodeBytes, code_bytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
-from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.train.toolchain import Plugin, compile_program, object_path, onnx_plugin
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")
@@ -48,22 +53,29 @@ def evaluate_inlining(
 ) -> Dict[str, Any]:
     """Per module and in total: ``.text`` bytes and compile CPU seconds of
     each configuration (with the clang of ``llvm``, which ``plugin`` was
-    built for), and the policy's size ratio to ``-Oz``."""
+    built for), and the policy's size ratio to ``-Oz``; per project, the
+    same for its modules linked together."""
+    llvm = llvm or tools()
     plugins = deployment_plugins(plugin, policy, work)
     rows: List[Dict[str, Any]] = []
+    linked: Dict[str, Dict[str, List[CodeBytes]]] = defaultdict(lambda: defaultdict(list))
     for module in modules:
         program = Program(
             module.name, (module.bitcode,), tuple(module.codegen_flags()), module.split
         )
         row: Dict[str, Any] = {"module": module.name}
         for name, config in plugins.items():
-            best = None
+            best, best_out = None, work
             for r in range(repeats):
                 out = work / "objects" / name / f"{program.dirname}-{r}"
                 result = compile_program(program, out, config, jobs=1, llvm=llvm)
                 if best is None or result.cpu_seconds < best.cpu_seconds:
-                    best = result
+                    best, best_out = result, out
             assert best is not None
+            linked[program.project][name] += [
+                code_bytes(str(object_path(best_out, source)), llvm.llvm_readelf)
+                for source in program.sources
+            ]
             row[name] = {"text": best.text_bytes, "cpu_seconds": round(best.cpu_seconds, 4)}
             if name != "-Oz":
                 row[name]["fallbacks"] = best.fallbacks
@@ -77,10 +89,22 @@ def evaluate_inlining(
         for name in CONFIGS
     }
     oz = max(1, totals["-Oz"]["text"])
+    projects = {
+        project: {name: linked_code(code[name]) for name in CONFIGS}
+        for project, code in sorted(linked.items())
+    }
+    linked_oz = max(1, sum(p["-Oz"] for p in projects.values()))
     return {
         "modules": rows,
         "totals": totals,
         "text_vs_oz": {name: totals[name]["text"] / oz for name in CONFIGS},
+        "projects": {
+            project: {**sizes, "linked_ratio_to_oz": sizes["onnx"] / max(1, sizes["-Oz"])}
+            for project, sizes in projects.items()
+        },
+        "linked_vs_oz": {
+            name: sum(p[name] for p in projects.values()) / linked_oz for name in CONFIGS
+        },
         "compile_time_vs_oz": {
             name: totals[name]["cpu_seconds"] / max(1e-9, totals["-Oz"]["cpu_seconds"])
             for name in CONFIGS
@@ -88,7 +112,9 @@ def evaluate_inlining(
         "aot_equals_onnx": all(r["aot"]["text"] == r["onnx"]["text"] for r in rows),
         "summary": [
             f"{name:5s} .text {totals[name]['text']:>9d} bytes  "
-            f"{totals[name]['text'] / oz:.4f}x -Oz, compile CPU {totals[name]['cpu_seconds']} s"
+            f"{totals[name]['text'] / oz:.4f}x -Oz (linked per project "
+            f"{sum(p[name] for p in projects.values()) / linked_oz:.4f}x), "
+            f"compile CPU {totals[name]['cpu_seconds']} s"
             for name in CONFIGS
         ],
     }
