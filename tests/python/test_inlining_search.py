@@ -39,6 +39,10 @@ def test_no_flip_is_exactly_oz_and_a_flip_set_is_deterministic(tmp_path):
     subprocess.run(["clang-19", "-Oz", "-c", "-w", str(source), "-o", str(plain)], check=True)
     default = compile_with_flips(source, [], frozenset(), tmp_path)
     assert default.text_bytes == text_size(str(plain))
+    assert not (tmp_path / "search.o").exists()  # removed unless kept
+    kept = tmp_path / "kept.o"
+    compile_with_flips(source, [], frozenset(), tmp_path, keep=kept)
+    assert kept.read_bytes() == plain.read_bytes()
     assert default.questions >= 4
     assert "inlining_default" not in default.names
     assert default.features.shape == (default.questions, len(default.names))

@@ -89,12 +89,14 @@ def compile_with_flips(
     flips: FrozenSet[int],
     work: Path,
     llvm: Optional[LlvmTools] = None,
+    keep: Optional[Path] = None,
 ) -> Trace:
     """Compiles ``source`` with ``clang -Oz -c FLAGS`` (of ``llvm``, default
     :func:`mlbridge.llvm.versions.tools`) answering LLVM's decisions flipped
-    at ``flips``; the trace of that compilation."""
+    at ``flips``; the trace of that compilation. The object is written to
+    ``keep`` if given, else removed."""
     llvm = llvm or tools()
-    obj = work / "search.o"
+    obj = keep or work / "search.o"
     policy = _Flipped(flips)
     command = [llvm.clang, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
     result = run_compiler(
@@ -114,7 +116,8 @@ def compile_with_flips(
             raise SearchError(f"compiling {source} with {len(flips)} flips: {why}")
         size = text_size(str(obj), llvm.llvm_size)
     finally:
-        obj.unlink(missing_ok=True)
+        if keep is None:
+            obj.unlink(missing_ok=True)
     width = len(policy.names)
     return Trace(
         policy.names,
