@@ -41,17 +41,14 @@ def section_sizes(path: str, tool: str = "llvm-size-19") -> Dict[str, int]:
     return sizes
 
 
+def _is_code(name: str) -> bool:
+    """Whether section ``name`` holds code: ``.text`` or ``.text.*``."""
+    return name == ".text" or name.startswith(".text.")
+
+
 def text_size(path: str, tool: str = "llvm-size-19") -> int:
     """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections)."""
-    return sum(
-        size
-        for name, size in section_sizes(path, tool).items()
-        if name == ".text" or name.startswith(".text.")
-    )
-
-
-def _is_code(name: str) -> bool:
-    return name == ".text" or name.startswith(".text.")
+    return sum(size for name, size in section_sizes(path, tool).items() if _is_code(name))
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,7 @@ def code_bytes(path: str, tool: str = "llvm-readelf-19") -> CodeBytes:
     )
     if done.returncode != 0:
         raise OutcomeError(f"{tool} --section-groups {path} failed: {done.stderr.strip()}")
-    sizes: Dict[int, Tuple[str, int]] = {}
+    sizes: Dict[int, int] = {}
     group_of: Dict[int, str] = {}
     signature = None
     for line in done.stdout.splitlines():
@@ -99,12 +96,12 @@ def code_bytes(path: str, tool: str = "llvm-readelf-19") -> CodeBytes:
             fields = section.group(3).split()
             if len(fields) >= 4 and _is_code(section.group(2)):
                 try:
-                    sizes[int(section.group(1))] = (section.group(2), int(fields[3], 16))
+                    sizes[int(section.group(1))] = int(fields[3], 16)
                 except ValueError:
                     raise OutcomeError(f"{tool}: unexpected section line {line!r}") from None
     own = 0
     comdat: Dict[str, int] = {}
-    for index, (_, size) in sizes.items():
+    for index, size in sizes.items():
         if index in group_of:
             comdat[group_of[index]] = comdat.get(group_of[index], 0) + size
         else:

@@ -94,6 +94,7 @@ def evaluate_inlining(
         for project, code in sorted(linked.items())
     }
     linked_oz = max(1, sum(p["-Oz"] for p in projects.values()))
+    linked_vs_oz = {name: sum(p[name] for p in projects.values()) / linked_oz for name in CONFIGS}
     return {
         "modules": rows,
         "totals": totals,
@@ -102,9 +103,7 @@ def evaluate_inlining(
             project: {**sizes, "linked_ratio_to_oz": sizes["onnx"] / max(1, sizes["-Oz"])}
             for project, sizes in projects.items()
         },
-        "linked_vs_oz": {
-            name: sum(p[name] for p in projects.values()) / linked_oz for name in CONFIGS
-        },
+        "linked_vs_oz": linked_vs_oz,
         "compile_time_vs_oz": {
             name: totals[name]["cpu_seconds"] / max(1e-9, totals["-Oz"]["cpu_seconds"])
             for name in CONFIGS
@@ -113,7 +112,7 @@ def evaluate_inlining(
         "summary": [
             f"{name:5s} .text {totals[name]['text']:>9d} bytes  "
             f"{totals[name]['text'] / oz:.4f}x -Oz (linked per project "
-            f"{sum(p[name] for p in projects.values()) / linked_oz:.4f}x), "
+            f"{linked_vs_oz[name]:.4f}x), "
             f"compile CPU {totals[name]['cpu_seconds']} s"
             for name in CONFIGS
         ],
