@@ -69,3 +69,26 @@ def test_a_c_object_has_no_group(tmp_path):
     subprocess.run(["clang-19", "-Oz", "-c", str(source), "-o", str(obj)], check=True)
     code = code_bytes(str(obj))
     assert code.comdat == {} and code.own == text_size(str(obj)) > 0
+
+
+@needs_clang
+def test_compile_program_reports_each_objects_code(tmp_path):
+    from mlbridge.corpus.program import Program
+    from mlbridge.train.toolchain import compile_program, object_path
+
+    sources = []
+    for name, body in (
+        ("a", "int a(std::vector<int> &v) { return shared(v, 1); }\n"),
+        ("b", "int b(std::vector<int> &v) { return shared(v, 2); }\n"),
+    ):
+        source = tmp_path / f"{name}.cc"
+        source.write_text(HEADER + body)
+        sources.append(source)
+    program = Program("two", tuple(sources), ("-fno-inline",), "train")
+    out = tmp_path / "out"
+    result = compile_program(program, out, jobs=1)
+    assert len(result.code) == 2
+    for source, code in zip(sources, result.code):
+        assert code == code_bytes(str(object_path(out, source)))
+    assert result.text_bytes == sum(c.total for c in result.code)
+    assert linked_code(list(result.code)) < result.text_bytes  # shared() once

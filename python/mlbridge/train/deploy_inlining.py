@@ -19,11 +19,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
-from mlbridge.llvm.outcomes import CodeBytes, code_bytes, linked_code
+from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
-from mlbridge.train.toolchain import Plugin, compile_program, object_path, onnx_plugin
+from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")
@@ -65,17 +65,14 @@ def evaluate_inlining(
         )
         row: Dict[str, Any] = {"module": module.name}
         for name, config in plugins.items():
-            best, best_out = None, work
+            best = None
             for r in range(repeats):
                 out = work / "objects" / name / f"{program.dirname}-{r}"
                 result = compile_program(program, out, config, jobs=1, llvm=llvm)
                 if best is None or result.cpu_seconds < best.cpu_seconds:
-                    best, best_out = result, out
+                    best = result
             assert best is not None
-            linked[program.project][name] += [
-                code_bytes(str(object_path(best_out, source)), llvm.llvm_readelf)
-                for source in program.sources
-            ]
+            linked[program.project][name] += best.code
             row[name] = {"text": best.text_bytes, "cpu_seconds": round(best.cpu_seconds, 4)}
             if name != "-Oz":
                 row[name]["fallbacks"] = best.fallbacks

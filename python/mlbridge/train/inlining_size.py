@@ -34,12 +34,12 @@ from mlbridge.corpus.files import MAX_JSON_BYTES, read_capped
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import interleave_projects
 from mlbridge.errors import CorpusError, MlbridgeError
-from mlbridge.llvm.outcomes import CodeBytes, code_bytes, linked_code
+from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
 from mlbridge.train.search_labels import flip_dataset, search_programs, unit_key
-from mlbridge.train.toolchain import Plugin, compile_program, object_path, onnx_plugin
+from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
 
 CURVE = "curve.jsonl"
 POLICY = "policy.onnx"
@@ -203,11 +203,7 @@ class ValidationSet:
 
         def one(program: Program) -> List[CodeBytes]:
             where = self.work / unit_key(program)
-            compile_program(program, where, deployed, 1, llvm=self.llvm)
-            return [
-                code_bytes(str(object_path(where, source)), self.llvm.llvm_readelf)
-                for source in program.sources
-            ]
+            return list(compile_program(program, where, deployed, 1, llvm=self.llvm).code)
 
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return list(pool.map(one, programs))

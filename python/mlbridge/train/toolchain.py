@@ -1,6 +1,7 @@
 """Compiling the corpus with stock clang (of one LLVM major, 16 or 19), with
 or without the mlbridge-inline-advisor plugin built for it, and measuring
-what came out: ``.text`` bytes (llvm-size), compile CPU time, and the
+what came out: code bytes per object (llvm-readelf: ``.text``, split by
+COMDAT group), compile CPU time, and the
 plugin's decision statistics. Sources are C (or C++) files or LLVM
 bitcode/IR (``.bc``, ``.ll``), compiled alike (``-Oz -c``): clang reads IR
 by its suffix."""
@@ -14,12 +15,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm.outcomes import text_size
+from mlbridge.llvm.outcomes import CodeBytes, code_bytes
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
@@ -50,7 +51,8 @@ def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None
 
 @dataclass
 class ProgramResult:
-    """One program compiled under one configuration."""
+    """One program compiled under one configuration: ``text_bytes`` is the
+    sum of its objects' code, ``code`` each object's (in source order)."""
 
     program: str
     text_bytes: int
@@ -63,6 +65,7 @@ class ProgramResult:
     agreed: int = 0
     #: Modules (one compiler process each) that asked the model at least once.
     deciding: int = 0
+    code: Tuple[CodeBytes, ...] = ()
 
     @property
     def agreement(self) -> Optional[float]:
@@ -130,9 +133,10 @@ def compile_program(
             objects = list(pool.map(one, program.sources))
         cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
         counts = read_inline_stats(stats)
+    code = tuple(code_bytes(str(o), llvm.llvm_readelf) for o in objects)
     return ProgramResult(
         program.name,
-        sum(text_size(str(o), llvm.llvm_size) for o in objects),
+        sum(c.total for c in code),
         cpu,
         wall,
         counts.decisions,
@@ -141,6 +145,7 @@ def compile_program(
         counts.compared,
         counts.agreed,
         counts.deciding,
+        code,
     )
 
 
