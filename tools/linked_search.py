@@ -1,7 +1,7 @@
 """How much of what per-unit search saves survives linking? Every unit of
 one project of a corpus is searched (:func:`mlbridge.train.inlining_search.search_module`),
-then compiled with LLVM's decisions and with the best flips found, and the
-project is measured two ways: the sum of the objects' ``.text``, and the code
+and the project is measured two ways with LLVM's decisions and with the best
+flips found: the sum of the objects' ``.text``, and the code
 the linker keeps, each COMDAT group once (:func:`mlbridge.llvm.outcomes.linked_code`).
 
 Usage: python tools/linked_search.py --corpus DIR --project NAME [--budget 60]
@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import List
 
 from mlbridge.corpus import load_corpus
-from mlbridge.llvm.outcomes import CodeBytes, code_bytes, linked_code
-from mlbridge.llvm.versions import tools
-from mlbridge.train.inlining_search import compile_with_flips, search_module
+from mlbridge.llvm.outcomes import CodeBytes, linked_code
+from mlbridge.train.inlining_search import search_module
 
 
 def main() -> int:
@@ -30,7 +29,6 @@ def main() -> int:
     parser.add_argument("--project", required=True)
     parser.add_argument("--budget", type=int, default=60, help="single flips per unit")
     args = parser.parse_args()
-    llvm = tools()
     units = [
         p for p in load_corpus(args.corpus) if p.project == args.project and len(p.sources) == 1
     ]
@@ -44,14 +42,13 @@ def main() -> int:
         for unit in units:
             start = time.monotonic()
             found = search_module(unit.sources[0], unit.flags, args.budget, 0, work=work)
-            codes = []
-            for flips in (frozenset[int](), found.flips):
-                obj = work / "unit.o"
-                compile_with_flips(unit.sources[0], unit.flags, flips, work, llvm, keep=obj)
-                codes.append(code_bytes(str(obj), llvm.llvm_readelf))
-            oz.append(codes[0])
-            best.append(codes[1])
-            line = {"unit": unit.name, "oz": codes[0].total, "best": codes[1].total}
+            oz.append(found.default.code)
+            best.append(found.best.code)
+            line = {
+                "unit": unit.name,
+                "oz": found.default.text_bytes,
+                "best": found.best.text_bytes,
+            }
             print(json.dumps({**line, "seconds": round(time.monotonic() - start)}), flush=True)
     objects = (sum(c.total for c in oz), sum(c.total for c in best))
     linked = (linked_code(oz), linked_code(best))

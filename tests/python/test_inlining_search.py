@@ -12,7 +12,7 @@ from typing import FrozenSet, Sequence
 import numpy as np
 import pytest
 
-from mlbridge.llvm.outcomes import text_size
+from mlbridge.llvm.outcomes import CodeBytes, text_size
 from mlbridge.train.inlining_search import Trace, compile_with_flips, search_module
 
 needs_clang = pytest.mark.skipif(not shutil.which("clang-19"), reason="needs clang-19")
@@ -92,7 +92,8 @@ def _synthetic(sizes):
         n = 4
         defaults = np.zeros(n, np.int64)
         decisions = np.array([1 if i in flips else 0 for i in range(n)], np.int64)
-        return Trace(("f",), np.zeros((n, 1), np.int64), defaults, decisions, sizes(flips))
+        code = CodeBytes(sizes(flips), {})
+        return Trace(("f",), np.zeros((n, 1), np.int64), defaults, decisions, code)
 
     return compile, calls
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler
-from mlbridge.llvm.outcomes import text_size
+from mlbridge.llvm.outcomes import CodeBytes, code_bytes
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
@@ -44,13 +44,18 @@ class SearchError(MlbridgeError):
 @dataclass(frozen=True)
 class Trace:
     """One compilation: each question's features (rows, in ``names``
-    order), LLVM's decision and the answer given, and the object's ``.text``."""
+    order), LLVM's decision and the answer given, and the object's code."""
 
     names: Tuple[str, ...]
     features: np.ndarray  # int64 [questions, len(names)]
     defaults: np.ndarray  # int64 [questions]
     decisions: np.ndarray  # int64 [questions]
-    text_bytes: int
+    code: CodeBytes
+
+    @property
+    def text_bytes(self) -> int:
+        """The object's ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`)."""
+        return self.code.total
 
     @property
     def questions(self) -> int:
@@ -114,7 +119,7 @@ def compile_with_flips(
                 f"{llvm.clang} exited with {result.returncode}: {result.stderr.strip()[-500:]}"
             )
             raise SearchError(f"compiling {source} with {len(flips)} flips: {why}")
-        size = text_size(str(obj), llvm.llvm_size)
+        code = code_bytes(str(obj), llvm.llvm_readelf)
     finally:
         if keep is None:
             obj.unlink(missing_ok=True)
@@ -124,7 +129,7 @@ def compile_with_flips(
         np.asarray(policy.rows, np.int64).reshape(-1, width),
         np.asarray(policy.defaults, np.int64),
         np.asarray(policy.decisions, np.int64),
-        size,
+        code,
     )
 
 
