@@ -97,6 +97,14 @@ KEPT_CASES: List[Tuple[str, List[str], Tuple[str, ...]]] = [
          "-nostdinc", "-nostdinc++"),
     ),
     (
+        "diagnostics turned off (clang-19 errors older compilers warned about); names checked",
+        ["cc", "-Wno-register", "-Wno-error=deprecated-declarations", "-Wno-c++11-narrowing",
+         "-Wall", "-Werror", "-Werror=format", "-Wno-", "-Wno-x;y", "-Wno-error=/x", "-Wno-error",
+         "-Wl,-Wno-x"],
+        ("-Wno-register", "-Wno-error=deprecated-declarations", "-Wno-c++11-narrowing",
+         "-Wno-error"),
+    ),
+    (
         "options that write files: all dropped",
         ["cc", "-foptimization-record-file=/v.sh", "-fproc-stat-report=/s", "-fmodule-output=/m",
          "-fsave-optimization-record", "-fsave-optimization-record=yaml", "-ftime-trace",

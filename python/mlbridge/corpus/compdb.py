@@ -20,7 +20,10 @@ writes; the only paths kept are those the preprocessor reads:
   ``-m32`` / ``-m64``, and the ISA features (``-mavx2``, ``-mno-sse4.2``...);
 - the ``-f`` options that change what the code means or its shape
   (``-fPIC``, ``-fno-strict-aliasing``, ``-fwrapv``, ``-fvisibility=``...),
-  ``-pthread``, ``-nostdinc``.
+  ``-pthread``, ``-nostdinc``;
+- diagnostics turned off: ``-Wno-NAME``, ``-Wno-error=NAME``. clang-19 makes
+  errors of what older compilers warned about (``register`` in C++17,
+  implicit function declarations), and builds turn them off this way.
 
 Everything else is dropped: the compiler (and any wrapper before it), the
 inputs, the options the loop sets itself (``-c``, ``-o``, ``-O*``), and the
@@ -288,10 +291,18 @@ def _written(name: str, value: str) -> List[str]:
     return [name, value]
 
 
+#: A diagnostic's name, as in ``-Wno-NAME`` and ``-Wno-error=NAME``.
+_DIAGNOSTIC = _pattern(r"[a-z0-9][a-z0-9+.-]{0,80}")
+
+
 def _kept(name: str, value: Optional[str], directory: Path) -> Optional[List[str]]:
     """The arguments option ``name`` with ``value`` is kept as, or None."""
     if value is None:
+        if name.startswith("-Wno-") and _DIAGNOSTIC(name[len("-Wno-") :]):
+            return [name]
         return [name] if name in KEPT_FLAGS else None
+    if name == "-Wno-error=":
+        return [name + value] if _DIAGNOSTIC(value) else None
     if name in INCLUDE_PATHS:
         return _written(INCLUDE_PATHS[name], _absolute(value, directory)) if value else None
     if name in KEPT_VALUES:
