@@ -6,6 +6,17 @@ before optimisation) and ``MODULE.cmd`` (the options of the compilation that
 made it, separated by NUL bytes). Each module is one program, compiled from
 its ``.bc``.
 
+A ThinLTO corpus (``has_thinlto``, extracted from a build with
+``-flto=thin`` whose linker ran with ``--save-temps=import
+--thinlto-emit-index-files``) has, for each module, ``MODULE.bc`` after
+ThinLTO's import (functions of other modules already in it, symbols
+promoted and internalized as the thin link decided) and ``MODULE.thinlto.bc``,
+its index. It is compiled as a distributed ThinLTO backend with the import
+already done, as ml-compiler-opt compiles it: ``-fthinlto-index=MODULE.thinlto.bc
+-mllvm -thinlto-assume-merged``. The index names the project's other
+modules by their paths in the original build; with the import done, clang
+opens none of them.
+
 The recorded options (``.cmd``, or ``global_command_override`` when the
 description has one) are read and checked, not used (the programs have
 no flags: nothing of them reaches a command line): they are ``clang
@@ -15,8 +26,7 @@ data layout, each function's attributes: target CPU and features, ``optsize``
 / ``minsize`` / ``optnone`` from the original ``-O`` level). Their
 ``-mllvm`` options are dropped too: they would change the passes whose
 output is measured (the loop sets the optimisation level and the inliner's
-advisor). ThinLTO corpora (``has_thinlto``: modules with summaries and
-import lists) are not supported yet."""
+advisor)."""
 
 from __future__ import annotations
 
@@ -29,6 +39,8 @@ from mlbridge.corpus.split import hash_split
 from mlbridge.errors import CorpusError
 
 NAME = "corpus_description.json"
+#: How a module of a ThinLTO corpus is compiled, besides its index.
+THINLTO_FLAGS = ("-mllvm", "-thinlto-assume-merged")
 
 
 def read_cmd(path: Path) -> Tuple[str, ...]:
@@ -47,11 +59,6 @@ def mlgo_programs(description: Path) -> List[Program]:
     thinlto = doc.get("has_thinlto", False)
     if not isinstance(thinlto, bool):
         raise CorpusError(f'{description}: "has_thinlto" must be true or false')
-    if thinlto:
-        raise CorpusError(
-            f"{description}: a ThinLTO corpus (has_thinlto): not supported yet; "
-            f"extract the corpus from a build without -flto=thin"
-        )
     override = doc.get("global_command_override")
     if override is not None and (
         not isinstance(override, list) or not all(isinstance(a, str) for a in override)
@@ -64,16 +71,17 @@ def mlgo_programs(description: Path) -> List[Program]:
         raise CorpusError(f'{description}: "modules" is empty')
     if len(set(modules)) != len(modules):
         raise CorpusError(f"{description}: a module is listed twice")
-    sources = []
-    for module in modules:
-        base = inside(root, module, f"{description}: module")
-        bitcode, cmd = Path(f"{base}.bc"), Path(f"{base}.cmd")
-        for needed in (bitcode, cmd):
-            if not needed.is_file():
-                raise CorpusError(f"{description}: module {module!r}: {needed} does not exist")
-        inside(root, f"{module}.bc", f"{description}: module")
-        if override is None:
-            read_cmd(cmd)  # checked: readable, within the size cap
-        sources.append(bitcode)
     splits = hash_split(modules)
-    return [Program(m, (bc,), (), splits[m]) for m, bc in zip(modules, sources)]
+    programs = []
+    for module in modules:
+        inside(root, module, f"{description}: module")
+        for end in (".bc", ".cmd", ".thinlto.bc") if thinlto else (".bc", ".cmd"):
+            path = inside(root, module + end, f"{description}: module")
+            if not path.is_file():
+                raise CorpusError(f"{description}: module {module!r}: {path} does not exist")
+        if override is None:
+            read_cmd(root / f"{module}.cmd")  # checked: readable, within the size cap
+        index = (root / f"{module}.thinlto.bc").absolute()
+        flags = (f"-fthinlto-index={index}", *THINLTO_FLAGS) if thinlto else ()
+        programs.append(Program(module, (root / f"{module}.bc",), flags, splits[module]))
+    return programs
