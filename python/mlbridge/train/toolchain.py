@@ -133,6 +133,15 @@ def compile_program(
             objects = list(pool.map(one, program.sources))
         cpu, wall = _children_cpu() - cpu, time.monotonic() - wall
         counts = read_inline_stats(stats)
+    if plugin is not None and counts.modules < len(objects):
+        # Measuring LLVM's decisions as the model's would be a silent lie.
+        raise MlbridgeError(
+            f"{program.name}: the plugin served {counts.modules} of {len(objects)} modules: "
+            "its runner could not be created (clang's stderr says why), or clang did not "
+            "load it (clang-19 loads no pass plugin into a distributed ThinLTO backend, "
+            "-fthinlto-index=: deploy in ThinLTO builds through lld, "
+            "-Wl,--load-pass-plugin=PLUGIN; docs/llvm-plugin.md)"
+        )
     code = tuple(code_bytes(str(o), llvm.llvm_readelf) for o in objects)
     return ProgramResult(
         program.name,
