@@ -32,8 +32,11 @@ MAIN_C = b'#include "lib.h"\nint main(void) { return twice(21) - 42; }\n'
 
 PROJECTS: Dict[str, Dict[str, bytes]] = {
     "make": {
-        "Makefile": b"all: prog\nprog: lib.o main.o\n\t$(CC) -o $@ $^\n"
+        # A probe meant to fail, as a Makefile's feature test: not a unit.
+        "Makefile": b"all: probe prog\nprobe:\n\t-$(CC) -c -o a.out probe.c\n"
+        b"prog: lib.o main.o\n\t$(CC) -o $@ $^\n"
         b"%.o: %.c\n\t$(CC) -Os -c -o $@ $<\n",
+        "probe.c": b"int probe[-1];\n",
         "lib.c": LIB_C,
         "lib.h": LIB_H,
         "main.c": MAIN_C,
@@ -110,6 +113,10 @@ def test_each_build_system_gives_its_translation_units_and_a_manifest(tmp_path):
     assert "tiny-autotools/extra.c" in names and "tiny-cmake/lib.c" in names
     extra = next(p for p in programs if p.name == "tiny-autotools/extra.c")
     assert "-DCONFIGURED=1" in extra.flags  # the flags the build used
+    done = json.loads((tmp_path / "out" / "projects" / "tiny-make" / "done.json").read_text())
+    ((probe, error),) = done["excluded"].items()
+    assert probe.endswith("/probe.c") and "negative size" in error
+    assert "tiny-make/probe.c" not in names
 
 
 @needs_tools
@@ -339,3 +346,16 @@ def test_a_damaged_record_means_build_again(tmp_path):
         json.dumps({"recipe": right, "translation_units": 1, "seconds": 1})
     )
     assert _reusable(tmp_path / "out", project) is not None
+
+
+@needs_tools
+def test_a_build_whose_units_all_fail_to_compile_is_refused(tmp_path):
+    from mlbridge.corpus.unit_check import keep_compiling_units
+
+    (tmp_path / "bad.c").write_text("int bad[-1];\n")
+    entries = [{"directory": str(tmp_path), "file": "bad.c", "arguments": ["cc", "-c", "bad.c"]}]
+    compdb = tmp_path / "compile_commands.json"
+    compdb.write_text(json.dumps(entries))
+    with pytest.raises(CorpusError, match="no unit compiles .*bad.c"):
+        keep_compiling_units(compdb, tmp_path / "kept.json", "clang-19", jobs=1)
+    assert not (tmp_path / "kept.json").exists()

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from mlbridge.corpus.build_systems import build_project
+from mlbridge.corpus.build_systems import CC, build_project
 from mlbridge.corpus.compdb import read_compdb
 from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
 from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
 from mlbridge.corpus.steps import run_step
+from mlbridge.corpus.unit_check import keep_compiling_units
 from mlbridge.errors import CorpusError
 
 _LOG = logging.getLogger("mlbridge.corpus")
@@ -114,12 +115,18 @@ def build_one(out: Path, project: ProjectRecipe, jobs: int) -> BuiltProject:
     elif isinstance(project.source, ArchiveSource):
         unpack_archive(project.source, sources)
     compdb = build_project(project.build, sources, directory / "build", jobs, log)
-    units = len(read_compdb(compdb).programs)
-    shutil.copyfile(compdb, directory / "compile_commands.json")
+    kept = directory / "compile_commands.json"
+    excluded = keep_compiling_units(compdb, kept, CC, jobs)
+    units = len(read_compdb(kept).programs)
     seconds = time.monotonic() - start
     _write_json(
         directory / "done.json",
-        {"recipe": _fingerprint(project), "translation_units": units, "seconds": seconds},
+        {
+            "recipe": _fingerprint(project),
+            "translation_units": units,
+            "excluded": excluded,
+            "seconds": seconds,
+        },
     )
     return BuiltProject(project.name, project.split, units, seconds)
 

@@ -371,6 +371,13 @@ def _entries(entries: Any, where: Path) -> Iterator[Tuple[Path, Flags]]:
         yield _entry(entry, index, where)
 
 
+def entry_files(path: Path) -> List[Path]:
+    """Each entry's file, absolute, in the order of the entries of the
+    compilation database ``path`` (as :func:`read_compdb` resolves them)."""
+    path = Path(os.path.abspath(path))
+    return [file for file, _ in _entries(read_json(path), path)]
+
+
 @dataclass(frozen=True)
 class CompilationDatabase:
     """What :func:`read_compdb` read: the ``programs``, and the options

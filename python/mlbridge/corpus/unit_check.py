@@ -1,0 +1,62 @@
+"""Keeping the translation units of a build that compile. A build may
+compile probes meant to fail (Crypto++'s GNUmakefile tests the compiler
+with ``TestPrograms/*.cpp``), and bear records them like any other
+compilation. Each unit is checked with ``-fsyntax-only`` and the options the
+corpus keeps of it; the entries of those that fail are left out of the
+corpus, and recorded with clang's first error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, Optional
+
+from mlbridge import child_process
+from mlbridge.corpus.compdb import entry_files, read_compdb
+from mlbridge.corpus.files import read_json
+from mlbridge.corpus.program import Program
+from mlbridge.errors import CorpusError
+
+#: Longest one unit's check may take.
+CHECK_TIMEOUT_S = 300.0
+#: Longest error line recorded.
+MAX_ERROR_CHARS = 300
+
+
+def _first_error(compiler: str, program: Program) -> Optional[str]:
+    """Why ``program`` does not compile (clang's first error), or None."""
+    command = [compiler, "-fsyntax-only", "-w", *program.flags, str(program.sources[0])]
+    try:
+        done = child_process.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer in {CHECK_TIMEOUT_S:g} s"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.splitlines()
+    errors = [line for line in lines if "error" in line] or lines
+    return (errors[0] if errors else f"exit status {done.returncode}")[-MAX_ERROR_CHARS:]
+
+
+def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> Dict[str, str]:
+    """Writes to ``out`` the entries of ``compdb`` whose unit compiles
+    (``jobs`` checks at once); the units left out (absolute paths), each
+    with why. Raises CorpusError when none compiles."""
+    programs = read_compdb(compdb).programs
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        errors = list(pool.map(lambda p: _first_error(compiler, p), programs))
+    failing = {p.sources[0]: e for p, e in zip(programs, errors) if e is not None}
+    if len(failing) == len(programs):
+        first = next(iter(failing.items()))
+        raise CorpusError(f"{compdb}: no unit compiles ({first[0]}: {first[1]})")
+    entries = read_json(compdb)
+    kept = [entry for entry, file in zip(entries, entry_files(compdb)) if file not in failing]
+    out.write_text(json.dumps(kept, indent=1) + "\n", "utf-8")
+    return {str(file): error for file, error in sorted(failing.items())}
