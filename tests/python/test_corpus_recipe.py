@@ -341,11 +341,11 @@ def test_a_damaged_record_means_build_again(tmp_path):
         json.dumps({"recipe": right, "translation_units": "many", "seconds": 1}),
     ):
         (directory / "done.json").write_text(record)
-        assert _reusable(tmp_path / "out", project) is None
+        assert _reusable(tmp_path / "out", project, 1) is None
     (directory / "done.json").write_text(
-        json.dumps({"recipe": right, "translation_units": 1, "seconds": 1})
+        json.dumps({"recipe": right, "translation_units": 1, "excluded": {}, "seconds": 1})
     )
-    assert _reusable(tmp_path / "out", project) is not None
+    assert _reusable(tmp_path / "out", project, 1) is not None
 
 
 @needs_tools
@@ -359,3 +359,20 @@ def test_a_build_whose_units_all_fail_to_compile_is_refused(tmp_path):
     with pytest.raises(CorpusError, match="no unit compiles .*bad.c"):
         keep_compiling_units(compdb, tmp_path / "kept.json", "clang-19", jobs=1)
     assert not (tmp_path / "kept.json").exists()
+
+
+@needs_tools
+def test_a_project_built_before_units_were_checked_is_checked_when_reused(tmp_path):
+    recipe = read_recipe(str(_tiny_recipe(tmp_path)))
+    out = tmp_path / "out"
+    build_corpus(recipe, out, jobs=2, only=["tiny-make"], progress=False)
+    project = out / "projects" / "tiny-make"
+    done = json.loads((project / "done.json").read_text())
+    del done["excluded"]  # as an older mlbridge left it, with every unit
+    (project / "done.json").write_text(json.dumps(done))
+    shutil.copyfile(project / "build" / "compile_commands.json", project / "compile_commands.json")
+    assert "probe.c" in (project / "compile_commands.json").read_text()
+    report = build_corpus(recipe, out, jobs=2, only=["tiny-make"], progress=False)
+    assert report.built == [] and [p.translation_units for p in report.reused] == [2]
+    assert "probe.c" not in (project / "compile_commands.json").read_text()
+    assert list(json.loads((project / "done.json").read_text())["excluded"]) != []

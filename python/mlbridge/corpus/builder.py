@@ -77,20 +77,31 @@ def _project_dir(out: Path, project: ProjectRecipe) -> Path:
     return out / "projects" / project.name
 
 
-def _reusable(out: Path, project: ProjectRecipe) -> Optional[BuiltProject]:
-    done = _project_dir(out, project) / "done.json"
+def _reusable(out: Path, project: ProjectRecipe, jobs: int) -> Optional[BuiltProject]:
+    """The finished build of ``project`` if its ``done.json`` matches the
+    recipe entry. One finished before builds checked their units (no
+    ``excluded`` in ``done.json``) has them checked now."""
+    directory = _project_dir(out, project)
     try:
-        record = json.loads(done.read_text("utf-8"))
+        record = json.loads((directory / "done.json").read_text("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("recipe") != _fingerprint(project):
         return None
-    if not (_project_dir(out, project) / "compile_commands.json").is_file():
+    compdb = directory / "compile_commands.json"
+    if not compdb.is_file():
         return None
     try:
         units, seconds = int(record["translation_units"]), float(record["seconds"])
     except (KeyError, TypeError, ValueError):
         return None
+    if "excluded" not in record:
+        try:
+            record["excluded"] = keep_compiling_units(compdb, compdb, CC, jobs)
+            units = record["translation_units"] = len(read_compdb(compdb).programs)
+        except CorpusError:
+            return None  # built again from scratch
+        _write_json(directory / "done.json", record)
     return BuiltProject(project.name, project.split, units, seconds)
 
 
@@ -231,10 +242,10 @@ def _build_all(
 ) -> BuildReport:
     report = BuildReport()
     for project in recipe.projects:  # keep the others of an earlier build listed
-        if project not in chosen and (previous := _reusable(out, project)) is not None:
+        if project not in chosen and (previous := _reusable(out, project, jobs)) is not None:
             report.reused.append(previous)
     for project in _progress(chosen, progress):
-        previous = _reusable(out, project)
+        previous = _reusable(out, project, jobs)
         if previous is not None:
             report.reused.append(previous)
             outcome = "reused"

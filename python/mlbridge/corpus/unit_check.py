@@ -58,5 +58,7 @@ def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> D
         raise CorpusError(f"{compdb}: no unit compiles ({first[0]}: {first[1]})")
     entries = read_json(compdb)
     kept = [entry for entry, file in zip(entries, entry_files(compdb)) if file not in failing]
-    out.write_text(json.dumps(kept, indent=1) + "\n", "utf-8")
+    staging = out.with_name(out.name + ".tmp")  # out may be compdb itself
+    staging.write_text(json.dumps(kept, indent=1) + "\n", "utf-8")
+    staging.replace(out)
     return {str(file): error for file, error in sorted(failing.items())}
