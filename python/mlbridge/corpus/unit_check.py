@@ -38,6 +38,8 @@ def _first_error(compiler: str, program: Program) -> Optional[str]:
         )
     except subprocess.TimeoutExpired:
         return f"no answer in {CHECK_TIMEOUT_S:g} s"
+    except OSError as err:
+        raise CorpusError(f"cannot run {compiler}: {err.strerror or err}") from None
     if done.returncode == 0:
         return None
     lines = done.stderr.splitlines()
