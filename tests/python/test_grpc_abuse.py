@@ -246,10 +246,14 @@ def test_slow_policy_is_not_an_idle_stream(serve):
 
 def test_excess_streams_are_refused_at_once_and_unary_calls_still_run(serve):
     running = serve(workers=6)  # default max_streams: workers - 4 = 2
-    streams = [Stream(running.target) for _ in range(3)]
+    # A call starts when its Stream is made: each is made once the ones
+    # before it hold their places, so the third is the one refused.
+    streams: List[Stream] = []
     try:
-        for stream in streams[:2]:
-            assert stream.open([TensorSpec("x", "int64_t")]).outputs
+        for _ in range(2):
+            streams.append(Stream(running.target))
+            assert streams[-1].open([TensorSpec("x", "int64_t")]).outputs
+        streams.append(Stream(running.target))
         code, details = _code(lambda: streams[2].open([TensorSpec("x", "int64_t")]))
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_streams" in details
         with ModelClient(running.target, INPUTS, OUTPUTS, deadline=DEADLINE) as client:
