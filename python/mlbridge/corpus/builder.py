@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from mlbridge.corpus.build_systems import CC, build_project
-from mlbridge.corpus.compdb import read_compdb
 from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
 from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
 from mlbridge.corpus.steps import run_step
@@ -97,8 +96,9 @@ def _reusable(out: Path, project: ProjectRecipe, jobs: int) -> Optional[BuiltPro
         return None
     if "excluded" not in record:
         try:
-            record["excluded"] = keep_compiling_units(compdb, compdb, CC, jobs)
-            units = record["translation_units"] = len(read_compdb(compdb).programs)
+            check = keep_compiling_units(compdb, compdb, CC, jobs)
+            record["excluded"] = check.excluded
+            units = record["translation_units"] = check.units
         except CorpusError:
             return None  # built again from scratch
         _write_json(directory / "done.json", record)
@@ -126,20 +126,18 @@ def build_one(out: Path, project: ProjectRecipe, jobs: int) -> BuiltProject:
     elif isinstance(project.source, ArchiveSource):
         unpack_archive(project.source, sources)
     compdb = build_project(project.build, sources, directory / "build", jobs, log)
-    kept = directory / "compile_commands.json"
-    excluded = keep_compiling_units(compdb, kept, CC, jobs)
-    units = len(read_compdb(kept).programs)
+    check = keep_compiling_units(compdb, directory / "compile_commands.json", CC, jobs)
     seconds = time.monotonic() - start
     _write_json(
         directory / "done.json",
         {
             "recipe": _fingerprint(project),
-            "translation_units": units,
-            "excluded": excluded,
+            "translation_units": check.units,
+            "excluded": check.excluded,
             "seconds": seconds,
         },
     )
-    return BuiltProject(project.name, project.split, units, seconds)
+    return BuiltProject(project.name, project.split, check.units, seconds)
 
 
 def _source_record(project: ProjectRecipe) -> Dict[str, str]:

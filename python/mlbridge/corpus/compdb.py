@@ -371,11 +371,12 @@ def _entries(entries: Any, where: Path) -> Iterator[Tuple[Path, Flags]]:
         yield _entry(entry, index, where)
 
 
-def entry_files(path: Path) -> List[Path]:
-    """Each entry's file, absolute, in the order of the entries of the
-    compilation database ``path`` (as :func:`read_compdb` resolves them)."""
+def entries_and_files(path: Path) -> List[Tuple[Any, Path]]:
+    """The entries of the compilation database ``path``, in order, each
+    with its file, absolute (as :func:`read_compdb` resolves it)."""
     path = Path(os.path.abspath(path))
-    return [file for file, _ in _entries(read_json(path), path)]
+    entries = read_json(path)
+    return [(entry, file) for entry, (file, _) in zip(entries, _entries(entries, path))]
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
 from mlbridge import child_process
-from mlbridge.corpus.compdb import entry_files, read_compdb
-from mlbridge.corpus.files import read_json
+from mlbridge.corpus.compdb import entries_and_files, read_compdb
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
 
@@ -47,10 +47,18 @@ def _first_error(compiler: str, program: Program) -> Optional[str]:
     return (errors[0] if errors else f"exit status {done.returncode}")[-MAX_ERROR_CHARS:]
 
 
-def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> Dict[str, str]:
+@dataclass(frozen=True)
+class UnitCheck:
+    """What :func:`keep_compiling_units` kept: how many units, and those it
+    left out (absolute paths), each with why."""
+
+    units: int
+    excluded: Dict[str, str]
+
+
+def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> UnitCheck:
     """Writes to ``out`` the entries of ``compdb`` whose unit compiles
-    (``jobs`` checks at once); the units left out (absolute paths), each
-    with why. Raises CorpusError when none compiles."""
+    (``jobs`` checks at once). Raises CorpusError when none compiles."""
     programs = read_compdb(compdb).programs
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         errors = list(pool.map(lambda p: _first_error(compiler, p), programs))
@@ -58,9 +66,9 @@ def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> D
     if len(failing) == len(programs):
         first = next(iter(failing.items()))
         raise CorpusError(f"{compdb}: no unit compiles ({first[0]}: {first[1]})")
-    entries = read_json(compdb)
-    kept = [entry for entry, file in zip(entries, entry_files(compdb)) if file not in failing]
+    kept = [entry for entry, file in entries_and_files(compdb) if file not in failing]
     staging = out.with_name(out.name + ".tmp")  # out may be compdb itself
     staging.write_text(json.dumps(kept, indent=1) + "\n", "utf-8")
     staging.replace(out)
-    return {str(file): error for file, error in sorted(failing.items())}
+    excluded = {str(file): error for file, error in sorted(failing.items())}
+    return UnitCheck(len(programs) - len(failing), excluded)
