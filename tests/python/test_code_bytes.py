@@ -92,3 +92,6 @@ def test_compile_program_reports_each_objects_code(tmp_path):
         assert code == code_bytes(str(object_path(out, source)))
     assert result.text_bytes == sum(c.total for c in result.code)
     assert linked_code(list(result.code)) < result.text_bytes  # shared() once
+    # Reports (the loop's results.json) keep the figures, not every object's groups.
+    figures = result.figures()
+    assert "code" not in figures and figures["text_bytes"] == result.text_bytes

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, TextIO
 
@@ -186,7 +185,7 @@ def _summarise(data, policy, curve, measured, trace, es_sizes, held_out) -> Dict
         }
         for config, rs in measured.items():
             r = next(r for r in rs if r.program == p.name)
-            row[config] = asdict(r)
+            row[config] = r.figures()
         if es_sizes:
             row["es_text"] = next(r.text_bytes for r in es_sizes if r.program == p.name)
         per_program.append(row)

@@ -13,9 +13,9 @@ import resource
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
@@ -66,6 +66,10 @@ class ProgramResult:
     #: Modules (one compiler process each) that asked the model at least once.
     deciding: int = 0
     code: Tuple[CodeBytes, ...] = ()
+
+    def figures(self) -> Dict[str, Any]:
+        """Its fields for a report, all but the objects' ``code``."""
+        return {k: v for k, v in asdict(self).items() if k != "code"}
 
     @property
     def agreement(self) -> Optional[float]:
