@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
@@ -27,6 +28,8 @@ from mlbridge.corpus import (
     split,
 )
 from mlbridge.corpus.compdb import kept_flags
+from mlbridge.corpus.program import VALIDATION
+from mlbridge.corpus.split import VALIDATION_FRACTION, set_aside_validation
 from mlbridge.errors import MlbridgeError
 
 CLANG, OBJCOPY, SIZE = "clang-19", "llvm-objcopy-19", "llvm-size-19"
@@ -458,6 +461,28 @@ def test_the_split_by_name() -> None:
         splits = hash_split(programs)
         assert set(splits.values()) == {TRAIN, HELD_OUT}
         assert hash_split(list(reversed(programs))) == splits  # order does not matter
+
+
+def test_a_corpus_without_validation_programs_sets_a_stable_share_of_training_aside() -> None:
+    made = [Program(f"src/p{i}.c", (Path(f"p{i}.c"),), (), TRAIN) for i in range(200)]
+    made.append(Program("src/t.c", (Path("t.c"),), (), HELD_OUT))
+    resplit = set_aside_validation(made)
+    validation = {p.name for p in resplit if p.split == VALIDATION}
+    assert abs(len(validation) / 200 - VALIDATION_FRACTION) < 0.07
+    assert [p.split for p in resplit][-1] == HELD_OUT  # held-out programs stay
+    assert [replace(p, split=q.split) for p, q in zip(made, resplit)] == resplit
+    # Stable: in any order, and a program keeps its side when others come.
+    assert {p.name for p in set_aside_validation(made[::-1]) if p.split == VALIDATION} == validation
+    fewer = set_aside_validation(made[:150])
+    assert {p.name for p in fewer if p.split == VALIDATION} == {
+        n for n in validation if int(n[5:-2]) < 150
+    }
+    # At least one, never all; a corpus that names validation programs is kept.
+    two = set_aside_validation(made[:2])
+    assert sorted(p.split for p in two) == sorted([TRAIN, VALIDATION])
+    assert set_aside_validation(made[:1]) == made[:1]
+    named = [replace(made[0], split=VALIDATION)] + made[1:5]
+    assert set_aside_validation(named) == named
 
 
 # --- mlbridge loop --corpus ---------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
+from mlbridge.corpus.split import set_aside_validation
 from mlbridge.errors import MlbridgeError
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.train import inlining_size
@@ -162,10 +163,41 @@ def test_fine_tuning_measures_the_starting_policy_first_and_keeps_it_unless_beat
         train_size_policy(programs(), tmp_path / "x", Path("p.so"), init=plain)
 
 
+def test_a_corpus_that_names_no_validation_programs_validates_on_a_share_of_training(
+    monkeypatch, tmp_path
+):
+    script = Script(monkeypatch, [0.999])
+    validated: List[str] = []
+    fake = inlining_size.ValidationSet
+
+    class Recording(fake):  # type: ignore[misc,valid-type]
+        def __init__(self, chosen, *args, **kwargs):
+            super().__init__(chosen, *args, **kwargs)
+            validated.extend(p.name for p in chosen)
+
+    monkeypatch.setattr(inlining_size, "ValidationSet", Recording)
+    said: List[str] = []
+    mine = [p for p in programs() if p.split != VALIDATION]  # a user's corpus: train, held-out
+    result = train_size_policy(
+        mine,
+        tmp_path,
+        Path("p.so"),
+        SizeTraining(units_per_round=20, max_rounds=1),
+        progress=said.append,
+    )
+    aside = [p.name for p in set_aside_validation(mine) if p.split == VALIDATION]
+    assert aside and sorted(validated) == sorted(aside)
+    searched = set(script.searched[0])
+    assert not searched & set(aside) and not any(n.startswith("t/") for n in searched)
+    assert len(searched) + len(aside) == 10
+    assert result.best_round == 1
+    assert any("set aside for validation" in line for line in said)
+
+
 def test_a_corpus_without_validation_or_training_units_is_refused(tmp_path):
-    only_train = [p for p in programs() if p.split == TRAIN]
+    one_train = [p for p in programs() if p.split != VALIDATION][:1]
     with pytest.raises(MlbridgeError, match="validation"):
-        train_size_policy(only_train, tmp_path, Path("p.so"))
+        train_size_policy(one_train, tmp_path, Path("p.so"))
     only_validation = [p for p in programs() if p.split == VALIDATION]
     with pytest.raises(MlbridgeError, match="training"):
         train_size_policy(only_validation, tmp_path, Path("p.so"))
