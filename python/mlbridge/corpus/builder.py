@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
+from mlbridge.corpus.apt_sources import enable_deb_src
 from mlbridge.corpus.build_systems import CC, build_project
 from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
 from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
@@ -178,9 +179,13 @@ def write_manifest(out: Path, recipe: Recipe, report: BuildReport) -> None:
 
 
 def install_build_dependencies(recipe: Recipe, log: Path) -> None:
-    """``apt-get build-dep -y`` for every Debian package of ``recipe`` (root)."""
+    """``apt-get build-dep -y`` for every Debian package of ``recipe`` (root),
+    after writing the ``deb-src`` entries it needs when APT has none
+    (:func:`~mlbridge.corpus.apt_sources.enable_deb_src`)."""
     packages = recipe.debian_packages()
     if packages:
+        for path in enable_deb_src(log):
+            _LOG.info("mlbridge.corpus: wrote %s (APT's deb entries as deb-src)", path)
         run_step(
             ["apt-get", "build-dep", "-y", *packages],
             log.parent,

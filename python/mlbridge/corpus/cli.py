@@ -35,7 +35,8 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     build.add_argument(
         "--install-build-deps",
         action="store_true",
-        help="first run apt-get build-dep for the recipe's Debian packages (root)",
+        help="first run apt-get build-dep for the recipe's Debian packages, adding deb-src "
+        "entries made from APT's deb ones if it has none (root)",
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     packages = actions.add_parser("packages", help="print the Debian source packages of a recipe")
@@ -51,10 +52,10 @@ def _build(args: argparse.Namespace) -> int:
     recipe = read_recipe(args.recipe)
     out = Path(args.out)
     only = [name for name in args.only.split(",") if name] if args.only else None
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if args.install_build_deps:
         out.mkdir(parents=True, exist_ok=True)
         install_build_dependencies(recipe, out / "build-deps.log")
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     report = build_corpus(recipe, out, args.jobs, only, progress=not args.no_progress)
     units = sum(p.translation_units for p in report.projects)
     print(

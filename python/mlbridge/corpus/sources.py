@@ -79,7 +79,7 @@ def fetch_debian(source: DebianSource, downloads: Path, log: Path) -> Path:
             ["apt-get", "source", "--download-only", f"{source.package}={source.version}"],
             downloads,
             log,
-            what + " (needs a deb-src entry: docs/corpus.md)",
+            what + " (needs a deb-src entry: --install-build-deps writes them; docs/corpus.md)",
             FETCH_TIMEOUT_S,
         )
     if not dsc.is_file():
