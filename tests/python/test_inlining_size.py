@@ -263,3 +263,15 @@ def test_a_hostile_policy_model_is_refused_before_its_data_is_read(tmp_path):
     onnx.save(model, str(tmp_path / "strings.onnx"))
     with pytest.raises(MlbridgeError, match="not a policy"):
         Policy.from_onnx(tmp_path / "strings.onnx")
+
+
+def test_the_margin_is_checked_and_only_for_search(tmp_path, capsys):
+    from mlbridge import cli
+    from mlbridge.cli_errors import USAGE
+
+    common = ["train", "inlining", "--corpus", str(tmp_path), "--out", str(tmp_path / "run")]
+    assert cli.main([*common, "--margin", "2"]) == USAGE
+    assert "--margin is for --method search" in capsys.readouterr().err
+    tool = ["--method", "search", "--tool", str(tmp_path / "plugin.so")]
+    assert cli.main([*common, *tool, "--margin", "-1"]) == USAGE
+    assert "--margin: margin must be non-negative" in capsys.readouterr().err

@@ -107,6 +107,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         help="stop after this many rounds without a better validation ratio",
     )
     search.add_argument(
+        "--margin",
+        type=float,
+        help="subtracted from the policy's flip logit: it flips LLVM's decision only where "
+        "it is this sure (default 1.0; larger flips less)",
+    )
+    search.add_argument(
         "--validation-units",
         type=natural,
         default=40,
@@ -152,14 +158,18 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
         plugin = Path(args.tool) if args.tool else plugin_path(llvm=args.llvm)
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
-    config = SizeTraining(
-        units_per_round=args.units_per_round,
-        max_rounds=args.rounds,
-        patience=args.patience,
-        validation_units=args.validation_units,
-        seed=args.seed,
-        jobs=args.workers,
-    )
+    try:
+        config = SizeTraining(
+            units_per_round=args.units_per_round,
+            max_rounds=args.rounds,
+            patience=args.patience,
+            validation_units=args.validation_units,
+            seed=args.seed,
+            jobs=args.workers,
+            **({} if args.margin is None else {"margin": args.margin}),
+        )
+    except ValueError as err:
+        fail(f"--margin: {err}", USAGE)
     try:
         init = Policy.from_onnx(Path(args.init)) if args.init else None
         result = train_size_policy(
@@ -199,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
         fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
     if args.init and args.method != "search":
         fail("--init is for --method search", USAGE)
+    if args.margin is not None and args.method != "search":
+        fail("--margin is for --method search", USAGE)
     try:
         llvm_kwargs = llvm_choice(TASKS[args.task], args.llvm)
     except ValueError as err:
