@@ -13,6 +13,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 import pytest
 
+from mlbridge.corpus import load_corpus
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import set_aside_validation
 from mlbridge.errors import MlbridgeError
@@ -163,41 +164,46 @@ def test_fine_tuning_measures_the_starting_policy_first_and_keeps_it_unless_beat
         train_size_policy(programs(), tmp_path / "x", Path("p.so"), init=plain)
 
 
-def test_a_corpus_that_names_no_validation_programs_validates_on_a_share_of_training(
-    monkeypatch, tmp_path
+def test_the_command_validates_a_corpus_of_one_project_on_a_share_of_its_own_files(
+    monkeypatch, tmp_path, capsys
 ):
-    script = Script(monkeypatch, [0.999])
-    validated: List[str] = []
-    fake = inlining_size.ValidationSet
+    from mlbridge import cli
+    from mlbridge.cli_errors import ENVIRONMENT
+    from mlbridge.corpus.defaults import bundled_programs
 
-    class Recording(fake):  # type: ignore[misc,valid-type]
-        def __init__(self, chosen, *args, **kwargs):
-            super().__init__(chosen, *args, **kwargs)
-            validated.extend(p.name for p in chosen)
+    sources = [tmp_path / "src" / f"f{i}.c" for i in range(30)]
+    for source in sources:
+        source.parent.mkdir(exist_ok=True)
+        source.write_text("int f(void) { return 0; }\n")
+    database = [
+        {"directory": str(tmp_path), "file": str(f), "arguments": ["cc", "-c", str(f)]}
+        for f in sources
+    ]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(database))
+    given: List[Program] = []
 
-    monkeypatch.setattr(inlining_size, "ValidationSet", Recording)
-    said: List[str] = []
-    mine = [p for p in programs() if p.split != VALIDATION]  # a user's corpus: train, held-out
-    result = train_size_policy(
-        mine,
-        tmp_path,
-        Path("p.so"),
-        SizeTraining(units_per_round=20, max_rounds=1),
-        progress=said.append,
-    )
-    aside = [p.name for p in set_aside_validation(mine) if p.split == VALIDATION]
-    assert aside and sorted(validated) == sorted(aside)
-    searched = set(script.searched[0])
-    assert not searched & set(aside) and not any(n.startswith("t/") for n in searched)
-    assert len(searched) + len(aside) == 10
-    assert result.best_round == 1
-    assert any("set aside for validation" in line for line in said)
+    def train(programs, out, plugin, config, init=None, progress=None, llvm=None):
+        given.extend(programs)
+        return inlining_size.SizeResult(best_round=0)
+
+    monkeypatch.setattr(inlining_size, "train_size_policy", train)
+    args = ["train", "inlining", "--method", "search", "--full", "--tool", "p.so"]
+    code = cli.main([*args, "--corpus", str(tmp_path), "--out", str(tmp_path / "run")])
+    assert code == ENVIRONMENT  # the stand-in kept no policy
+    demo = {p.name for p in bundled_programs()}
+    mine = [p for p in given if p.name not in demo]
+    assert {p.split for p in given if p.name in demo} == {TRAIN}  # never validated on
+    aside = [p.name for p in mine if p.split == VALIDATION]
+    assert aside and {p.split for p in mine} == {TRAIN, VALIDATION, HELD_OUT}
+    plain = [p for p in load_corpus(tmp_path) if p.split == TRAIN]
+    assert aside == [p.name for p in set_aside_validation(plain) if p.split == VALIDATION]
+    assert f"{len(aside)} of its training files are set aside" in capsys.readouterr().out
 
 
 def test_a_corpus_without_validation_or_training_units_is_refused(tmp_path):
-    one_train = [p for p in programs() if p.split != VALIDATION][:1]
+    only_train = [p for p in programs() if p.split == TRAIN]
     with pytest.raises(MlbridgeError, match="validation"):
-        train_size_policy(one_train, tmp_path, Path("p.so"))
+        train_size_policy(only_train, tmp_path, Path("p.so"))
     only_validation = [p for p in programs() if p.split == VALIDATION]
     with pytest.raises(MlbridgeError, match="training"):
         train_size_policy(only_validation, tmp_path, Path("p.so"))

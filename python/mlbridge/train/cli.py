@@ -145,7 +145,9 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
 
 
 def _train_by_search(args: argparse.Namespace, out: Path) -> None:
-    from mlbridge.corpus.defaults import default_corpus, load_corpus
+    from mlbridge.corpus.defaults import bundled_programs, default_corpus, load_corpus
+    from mlbridge.corpus.program import VALIDATION
+    from mlbridge.corpus.split import set_aside_validation
     from mlbridge.errors import MlbridgeError
     from mlbridge.native import NativeError, plugin_path
     from mlbridge.train.imitation import Policy
@@ -172,8 +174,19 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
         fail(f"--margin: {err}", USAGE)
     try:
         init = Policy.from_onnx(Path(args.init)) if args.init else None
+        programs = load_corpus(corpus, not args.full)
+        if not any(p.split == VALIDATION for p in programs):
+            # A corpus of one project: validate on its own files, not the demo's.
+            bundled = {p.name for p in bundled_programs()}
+            mine = set_aside_validation([p for p in programs if p.name not in bundled])
+            aside = sum(p.split == VALIDATION for p in mine)
+            print(
+                f"the corpus names no validation programs: {aside} of its training files "
+                "are set aside for validation (docs/inlining-size.md)"
+            )
+            programs = [p for p in programs if p.name in bundled] + mine
         result = train_size_policy(
-            load_corpus(corpus, not args.full),
+            programs,
             out,
             plugin,
             config,

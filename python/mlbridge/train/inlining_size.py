@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge.corpus.files import MAX_JSON_BYTES, read_capped
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
-from mlbridge.corpus.split import interleave_projects, set_aside_validation
+from mlbridge.corpus.split import interleave_projects
 from mlbridge.errors import CorpusError, MlbridgeError
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
@@ -259,9 +259,7 @@ def train_size_policy(
     llvm: Optional[int] = None,
 ) -> SizeResult:
     """Rounds of search, fit and validation over the ``train`` and
-    ``validation`` programs of ``programs`` (see the module's docstring; a
-    corpus that names no validation programs has a share of its training
-    ones set aside: :func:`~mlbridge.corpus.split.set_aside_validation`);
+    ``validation`` programs of ``programs`` (see the module's docstring);
     resumes a run already in ``out``. ``init`` (a residual policy) is where
     fitting starts, and round 0 measures it: fine-tuning keeps it unless a
     round does better on the validation projects. ``plugin_env``: what
@@ -270,21 +268,17 @@ def train_size_policy(
     compilers = tools(llvm, plugin)
     if init is not None and not init.flips:
         raise MlbridgeError("fine-tuning starts from a residual policy (one that flips LLVM's)")
-    say = progress or (lambda _line: None)
-    named = any(p.split == VALIDATION for p in programs)
-    programs = set_aside_validation(programs)
     train = schedule([p for p in programs if p.split == TRAIN], config.seed)
     validation_programs = [p for p in programs if p.split == VALIDATION]
     if not train:
         raise MlbridgeError("the corpus has no training program of one source file")
     if not validation_programs:
-        raise MlbridgeError("the corpus has no validation program: it cannot tell when to stop")
-    if not named:
-        say(
-            f"the corpus names no validation programs: {len(validation_programs)} of its "
-            "training programs are set aside for validation (a stable share, by name)"
+        raise MlbridgeError(
+            "the corpus has no validation program: it cannot tell when to stop "
+            "(mlbridge.corpus.split.set_aside_validation sets some training ones aside)"
         )
     out.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _line: None)
     validation = ValidationSet(
         validation_sample(validation_programs, config.validation_units, config.seed),
         out,
