@@ -155,7 +155,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
 
     corpus = Path(args.corpus) if args.corpus else default_corpus()
     if corpus is None:
-        fail("--method search needs a --corpus with train and validation projects", USAGE)
+        fail("--method search needs a --corpus (docs/inlining-size.md)", USAGE)
     try:
         plugin = Path(args.tool) if args.tool else plugin_path(llvm=args.llvm)
     except NativeError as err:
