@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Sequence
 
 from mlbridge.corpus import load_corpus
 from mlbridge.corpus.program import TRAIN, Program
@@ -42,7 +42,12 @@ def improve(unit: Program, rounds: int) -> Optional[Dict[str, object]]:
         default = compile_with_flips(source, flags, frozenset(), work)
         if not QUESTIONS[0] <= default.questions <= QUESTIONS[1]:
             return None
-        found = search_module(source, flags, QUESTIONS[1], 0, work=work)
+
+        def known(src: Path, fl: Sequence[str], flips: FrozenSet[int], where: Path) -> Trace:
+            # LLVM's own compilation is the one just made: not compiled again.
+            return default if not flips else compile_with_flips(src, fl, flips, where)
+
+        found = search_module(source, flags, QUESTIONS[1], 0, work=work, compile=known)
         best, flips = found.best, found.flips
         compilations, done = found.compilations, 0
         while done < rounds:
