@@ -81,16 +81,27 @@ def _types(stanza: Sequence[str]) -> List[str]:
     return (_field(stanza, "Types") or "").split()
 
 
-def has_deb_src(apt: Path = APT) -> bool:
-    """Whether an enabled ``deb-src`` entry is among APT's sources."""
-    for path in source_files(apt):
-        text = read_capped(path, MAX_LIST_BYTES).decode("utf-8", "replace")
+def _read_lists(apt: Path) -> List[Tuple[Path, str]]:
+    """Each of :func:`source_files` with its text (at most MAX_LIST_BYTES)."""
+    return [
+        (path, read_capped(path, MAX_LIST_BYTES).decode("utf-8", "replace"))
+        for path in source_files(apt)
+    ]
+
+
+def _any_deb_src(lists: Sequence[Tuple[Path, str]]) -> bool:
+    for path, text in lists:
         if path.suffix == ".list":
             if any(kind == "deb-src" for kind, _ in _one_line_entries(text)):
                 return True
         elif any("deb-src" in _types(s) and _enabled(s) for s in _stanzas(text)):
             return True
     return False
+
+
+def has_deb_src(apt: Path = APT) -> bool:
+    """Whether an enabled ``deb-src`` entry is among APT's sources."""
+    return _any_deb_src(_read_lists(apt))
 
 
 def deb_src_lines(text: str) -> List[str]:
@@ -122,14 +133,14 @@ def enable_deb_src(
     written (none when there was one already). CorpusError when APT has no
     ``deb`` entry to make one from, or when the update fails (the files
     written are then removed)."""
-    if has_deb_src(apt):
+    lists = _read_lists(apt)
+    if _any_deb_src(lists):
         return []
     lines: List[str] = []
     stanzas: List[str] = []
-    for path in source_files(apt):
+    for path, text in lists:
         if path.name in ADDED:
             continue
-        text = read_capped(path, MAX_LIST_BYTES).decode("utf-8", "replace")
         if path.suffix == ".list":
             lines += deb_src_lines(text)
         else:
