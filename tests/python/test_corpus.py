@@ -483,6 +483,10 @@ def test_a_corpus_without_validation_programs_sets_a_stable_share_of_training_as
     assert set_aside_validation(made[:1]) == made[:1]
     named = [replace(made[0], split=VALIDATION)] + made[1:5]
     assert set_aside_validation(named) == named
+    # Programs to keep stay training and do not count.
+    kept = {n for n in validation if int(n[5:-2]) < 100}
+    rest = set_aside_validation(made, keep=kept)
+    assert {p.name for p in rest if p.split == VALIDATION} == validation - kept
 
 
 # --- mlbridge loop --corpus ---------------------------------------------------------

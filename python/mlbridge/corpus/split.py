@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import random
 from collections import defaultdict
-from typing import Dict, List, Sequence, Set
+from typing import Collection, Dict, List, Sequence, Set
 
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 
@@ -46,16 +46,18 @@ def hash_split(names: Sequence[str]) -> Dict[str, str]:
     return {name: HELD_OUT if name in held_out else TRAIN for name in names}
 
 
-def set_aside_validation(programs: Sequence[Program]) -> List[Program]:
+def set_aside_validation(programs: Sequence[Program], keep: Collection[str] = ()) -> List[Program]:
     """``programs``, and when none is in the validation split (a corpus
     read from a compilation database, an MLGO corpus or a directory splits
     only train and held-out), a stable share of its training programs
     (VALIDATION_FRACTION, by the SHA-256 of ``validation:`` + name) moved to
-    validation: at least one, and not all when there are two or more. A
-    user's own corpus of one project is then split by file in three."""
+    validation: at least one, and not all when there are two or more. The
+    programs named in ``keep`` (the bundled demo programs a command adds)
+    stay training programs and are not counted. A user's own corpus of one
+    project is then split by file in three."""
     if any(p.split == VALIDATION for p in programs):
         return list(programs)
-    names = [p.name for p in programs if p.split == TRAIN]
+    names = [p.name for p in programs if p.split == TRAIN and p.name not in keep]
     aside = _set_aside(names, VALIDATION_FRACTION, "validation:") if len(names) >= 2 else set()
     return [dataclasses.replace(p, split=VALIDATION) if p.name in aside else p for p in programs]
 

@@ -177,14 +177,12 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
         programs = load_corpus(corpus, not args.full)
         if not any(p.split == VALIDATION for p in programs):
             # A corpus of one project: validate on its own files, not the demo's.
-            bundled = {p.name for p in bundled_programs()}
-            mine = set_aside_validation([p for p in programs if p.name not in bundled])
-            aside = sum(p.split == VALIDATION for p in mine)
+            programs = set_aside_validation(programs, keep={p.name for p in bundled_programs()})
+            aside = sum(p.split == VALIDATION for p in programs)
             print(
                 f"the corpus names no validation programs: {aside} of its training files "
                 "are set aside for validation (docs/inlining-size.md)"
             )
-            programs = [p for p in programs if p.name in bundled] + mine
         result = train_size_policy(
             programs,
             out,
