@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import List
 
 import numpy as np
+import pytest
 from conftest import TOOLS
 
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
@@ -104,3 +105,82 @@ def test_rounds_search_fit_and_validate_then_resume_and_fine_tune(plugin, plugin
     assert tuned.curve[0].validation_ratio == 1.0 and tuned.curve[0].best
     assert [r.round for r in tuned.curve] == [0, 1]
     assert (tmp_path / "tuned" / "policy.onnx").is_file()
+
+
+def built_corpus(root: Path) -> Path:
+    """The toy corpus as ``mlbridge corpus build`` lays one out: projects
+    p and q train, v validation, each with its compile_commands.json."""
+    projects = []
+    for project, split in (("p", "train"), ("q", "train"), ("v", "validation")):
+        database = []
+        for i in range(2):
+            source = root / "projects" / project / f"u{i}.c"
+            source.parent.mkdir(parents=True, exist_ok=True)
+            source.write_text(UNIT.format(k=31 + i, name=f"{project}{i}"))
+            database.append(
+                {
+                    "directory": str(source.parent),
+                    "file": source.name,
+                    "arguments": ["cc", "-c", source.name],
+                }
+            )
+        (root / "projects" / project / "compile_commands.json").write_text(json.dumps(database))
+        projects.append(
+            {
+                "name": project,
+                "split": split,
+                "compile_commands": f"projects/{project}/compile_commands.json",
+            }
+        )
+    (root / "mlbridge_corpus.json").write_text(json.dumps({"format": 1, "projects": projects}))
+    return root
+
+
+def test_ppo_is_validated_through_the_plugin_at_every_checkpoint(plugin, plugin_env, tmp_path):
+    pytest.importorskip("stable_baselines3")
+    from mlbridge.corpus.defaults import load_corpus
+    from mlbridge.train.inlining_size import validation_measure
+    from mlbridge.train.ppo import TrainConfig, train
+
+    corpus = built_corpus(tmp_path / "corpus")
+    out = tmp_path / "run"
+    measure = validation_measure(load_corpus(corpus), out, 1, plugin, TOOLS.major, 2, 0, plugin_env)
+    assert measure is not None
+    assert (
+        validation_measure(
+            load_corpus(corpus / "projects/p/compile_commands.json"),
+            out,
+            1,
+            plugin,
+            TOOLS.major,
+            2,
+            0,
+        )
+        is None
+    )
+    config = TrainConfig(
+        task="inlining",
+        out=out,
+        timesteps=128,
+        workers=1,
+        backend="serial",
+        corpus=corpus,
+        n_steps=32,
+        batch_size=32,
+        epochs=1,
+        checkpoint_every=64,
+        patience=5,
+        progress=False,
+        warm_start_steps=32,
+        env_kwargs={"quick": False, "llvm": TOOLS.major},
+    )
+    summary = train(config, measure)
+    curve = [json.loads(line) for line in (out / CURVE).read_text().splitlines()]
+    assert [p["steps"] for p in curve] == [0, 64, 128]
+    assert all(set(p["per_project"]) == {"v"} for p in curve[1:])
+    assert all(p["validation_ratio"] > 0 for p in curve)
+    best = [p for p in curve if p["best"]][-1]
+    assert summary["validation"]["best_steps"] == best["steps"]
+    # A policy file exactly when a checkpoint beat -Oz on the validation project.
+    assert (out / "policy.onnx").is_file() == (best["steps"] > 0)
+    assert not list(out.glob("validation-*.onnx"))

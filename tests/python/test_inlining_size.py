@@ -281,3 +281,61 @@ def test_the_margin_is_checked_and_only_for_search(tmp_path, capsys):
     tool = ["--method", "search", "--tool", str(tmp_path / "plugin.so")]
     assert cli.main([*common, *tool, "--margin", "-1"]) == USAGE
     assert "--margin: margin must be non-negative" in capsys.readouterr().err
+
+
+def test_ppo_is_validated_on_the_corpus_validation_projects_when_it_has_some(
+    monkeypatch, tmp_path, capsys
+):
+    """The command hands PPO the inlining problem's validation measure,
+    built on the corpus's validation programs, and says so when there are
+    none; a run whose checkpoints never beat -Oz writes no policy."""
+    from mlbridge import cli
+    from mlbridge.cli_errors import ENVIRONMENT
+    from mlbridge.train import ppo
+
+    built: List[Sequence[Program]] = []
+
+    def measure_on(programs, out, jobs, tool, llvm, per_project, seed):
+        built.append(programs)
+        chosen = [p for p in programs if p.split == VALIDATION]
+        assert (jobs, tool, per_project, seed) == (2, Path("p.so"), 7, 3)
+        return (lambda model: (1.0, {})) if chosen else None
+
+    given: List[object] = []
+
+    def train(config, validate=None, progress=None):
+        given.append(validate)
+        assert config.patience == 4
+        return {
+            "timesteps": 1,
+            "seconds": 0.0,
+            "policy": None,
+            "validation": {"best_ratio": 1.0, "best_steps": 0, "points": 1, "stopped_early": True},
+        }
+
+    monkeypatch.setattr(inlining_size, "validation_measure", measure_on)
+    monkeypatch.setattr(ppo, "train", train)
+    monkeypatch.setattr("mlbridge.corpus.defaults.load_corpus", lambda corpus, quick: programs())
+    args = [
+        "train",
+        "inlining",
+        "--tool",
+        "p.so",
+        "--corpus",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    flags = ["--validation-units", "7", "--seed", "3", "--patience", "4", "--no-evaluate"]
+    assert cli.main([*args, *flags]) == ENVIRONMENT
+    assert callable(given[0]) and len(built[0]) == len(programs())
+    err = capsys.readouterr()
+    assert "no checkpoint did better than the compiler's own heuristic" in err.err
+    assert "best on the validation programs: 1.0000x" in err.out
+    monkeypatch.setattr(
+        "mlbridge.corpus.defaults.load_corpus",
+        lambda corpus, quick: [p for p in programs() if p.split != VALIDATION],
+    )
+    assert cli.main([*args, *flags]) == ENVIRONMENT
+    assert given[1] is None
+    assert "no validation curve" in capsys.readouterr().out

@@ -19,6 +19,8 @@ pytest.importorskip("stable_baselines3")
 gymnasium = pytest.importorskip("gymnasium")
 ort = pytest.importorskip("onnxruntime")
 
+from counts_task import Counts, tiny_config  # noqa: E402
+
 from mlbridge.gym import pool  # noqa: E402
 from mlbridge.tensor_spec import TensorSpec  # noqa: E402
 from mlbridge.train import cli as train_cli  # noqa: E402
@@ -29,27 +31,6 @@ from mlbridge.train.ppo import TrainConfig, latest_checkpoint, train  # noqa: E4
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "python" / "mlbridge" / "demo" / "data"
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
-
-
-class _Counts(gymnasium.Env):
-    """Four count-like features; rewards action 1 when feature 2 is large."""
-
-    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (4,), np.float32)
-    action_space = gymnasium.spaces.Discrete(2)
-    feature_names = ("a", "b", "c", "d")
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self._obs = self._draw()
-        return self._obs, {}
-
-    def _draw(self):
-        return self.np_random.integers(-50, 5000, 4).astype(np.float32)
-
-    def step(self, action):
-        reward = float(action == int(self._obs[2] > 2500))
-        self._obs = self._draw()
-        return self._obs, reward, False, False, {}
 
 
 def test_backends_agree_with_the_pool():
@@ -63,7 +44,7 @@ def test_kept_features_refuse_unknown_names():
 
 
 def test_the_wrapper_keeps_and_transforms():
-    env = SignedLogFeatures(drop=["b"])(_Counts())
+    env = SignedLogFeatures(drop=["b"])(Counts())
     obs, _ = env.reset(seed=1)
     assert env.feature_names == ["a", "c", "d"]
     assert obs.shape == (3,) and obs.dtype == np.float32
@@ -75,7 +56,7 @@ def test_exported_policy_decides_as_sb3(tmp_path):
     from stable_baselines3 import PPO
     from stable_baselines3.common.logger import Logger
 
-    env = SignedLogFeatures(drop=["b"])(_Counts())
+    env = SignedLogFeatures(drop=["b"])(Counts())
     model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0, device="cpu")
     model.set_logger(Logger(folder=None, output_formats=[]))  # no SB3-* directory in /tmp
     model.learn(128)
@@ -94,20 +75,14 @@ def test_exported_policy_decides_as_sb3(tmp_path):
 
 
 def _config(out: Path, timesteps: int, resume: bool = False) -> TrainConfig:
-    return TrainConfig(
-        task="inlining",
-        out=out,
-        timesteps=timesteps,
-        workers=2,
-        backend="serial",
-        n_steps=32,
-        batch_size=32,
-        epochs=2,
-        checkpoint_every=64,
+    modules = sorted(_bundled_modules())
+    return tiny_config(
+        "inlining",
+        out,
+        timesteps,
         warm_start_steps=100,
         resume=resume,
-        progress=False,
-        env_kwargs={"modules": sorted(_bundled_modules())},
+        env_kwargs={"modules": modules},
     )
 
 

@@ -20,7 +20,6 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -29,75 +28,23 @@ gymnasium = pytest.importorskip("gymnasium")
 torch = pytest.importorskip("torch")
 cloudpickle = pytest.importorskip("cloudpickle")
 
+from counts_task import counts_task, tiny_config  # noqa: E402
+
 from mlbridge.errors import MlbridgeError  # noqa: E402
-from mlbridge.tensor_spec import TensorSpec  # noqa: E402
-from mlbridge.train import tasks  # noqa: E402
 from mlbridge.train.ppo import TrainConfig, latest_checkpoint, train  # noqa: E402
 
-ENV_ID = "mlbridge-test/Counts-v0"
 GENUINE = "ppo_128_steps.zip"
 
 
-class _Counts(gymnasium.Env):
-    """Four count-like features; rewards action 1 when feature 2 is large."""
-
-    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (4,), np.float32)
-    action_space = gymnasium.spaces.Discrete(2)
-    feature_names = ("a", "b", "c", "d")
-
-    def __init__(self, split: str = "train") -> None:
-        self._t = 0
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self._t, self._obs = 0, self._draw()
-        return self._obs, {}
-
-    def _draw(self):
-        return self.np_random.integers(-50, 5000, 4).astype(np.float32)
-
-    def step(self, action):
-        reward = float(action == int(self._obs[2] > 2500))
-        self._t, self._obs = self._t + 1, self._draw()
-        return self._obs, reward, self._t >= 8, False, {}
-
-
-def _inputs(names, kept):
-    return [TensorSpec(names[i], "int64_t", (1,)) for i in kept], None
-
-
 @pytest.fixture(scope="module", autouse=True)
-def counts_task():
-    """The task ``counts``: PPO on _Counts, in-process."""
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(ENV_ID, entry_point=_Counts)
-    with pytest.MonkeyPatch.context() as patch:
-        counts = tasks.Task(
-            name="counts",
-            env_id=ENV_ID,
-            environment=f"{__name__}:_Counts",
-            hidden=(),
-            output="decision",
-            deploy_inputs=_inputs,
-        )
-        patch.setitem(tasks.TASKS, "counts", counts)
+def counts():
+    """The task ``counts``: PPO on a toy environment, in-process."""
+    with counts_task("counts"):
         yield
 
 
 def _config(out: Path, timesteps: int, resume: bool = False) -> TrainConfig:
-    return TrainConfig(
-        task="counts",
-        out=out,
-        timesteps=timesteps,
-        workers=2,
-        backend="serial",
-        n_steps=32,
-        batch_size=32,
-        epochs=2,
-        checkpoint_every=64,
-        resume=resume,
-        progress=False,
-    )
+    return tiny_config("counts", out, timesteps, resume=resume)
 
 
 @pytest.fixture(scope="module")

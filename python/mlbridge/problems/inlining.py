@@ -37,6 +37,7 @@ PROBLEM = Problem(
     description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
     warm_start_feature=DEFAULT_FEATURE,
     evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
+    validate="mlbridge.train.inlining_size:validation_measure",
     methods=("ppo", "search"),
     gamma=1.0,
     gae_lambda=1.0,

@@ -63,6 +63,13 @@ class Problem:
     #: (entry point): (policy.onnx, modules, work directory, native tool or
     #: None) -> report with a "summary" (lines to print). None: no deployment.
     evaluate: Optional[EntryPoint] = None
+    #: Measures exported policies on a corpus's validation programs during
+    #: PPO (entry point): (programs, run directory, compilations at once,
+    #: native tool or None, LLVM major or None, programs per validation
+    #: project, seed) -> ``policy.onnx -> (ratio to the compiler's own
+    #: heuristic, ratio per project)``, or None when the programs hold no
+    #: validation program (:mod:`mlbridge.train.ppo_validation`).
+    validate: Optional[EntryPoint] = None
     #: The modules are optimised by clang -O2 (for problems of the back
     #: end) instead of made ready for a size pipeline (clang -Oz, no pass run).
     optimized_modules: bool = False

@@ -76,6 +76,19 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     )
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument(
+        "--patience",
+        type=natural,
+        default=3,
+        help="with validation programs in the corpus: stop after this many rounds "
+        "(--method search) or checkpoints (ppo) without a better validation ratio",
+    )
+    train.add_argument(
+        "--validation-units",
+        type=natural,
+        default=40,
+        help="validation units measured per validation project",
+    )
+    train.add_argument(
         "--no-evaluate", action="store_true", help="skip the deployment on held-out modules"
     )
     train.add_argument(
@@ -101,22 +114,10 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "--units-per-round", type=natural, default=40, help="training units searched per round"
     )
     search.add_argument(
-        "--patience",
-        type=natural,
-        default=3,
-        help="stop after this many rounds without a better validation ratio",
-    )
-    search.add_argument(
         "--margin",
         type=float,
         help="subtracted from the policy's flip logit: it flips LLVM's decision only where "
         "it is this sure (default 1.0; larger flips less)",
-    )
-    search.add_argument(
-        "--validation-units",
-        type=natural,
-        default=40,
-        help="validation units measured per validation project",
     )
     train.add_argument(
         "--tool",
@@ -201,6 +202,37 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     print(f"policy: {out}/policy.onnx")
 
 
+def _ppo_validation(args: argparse.Namespace, out: Path) -> Any:
+    """The task's validation measure for PPO on the corpus's validation
+    programs (docs/training.md), or None when there is none."""
+    from mlbridge.corpus.defaults import default_corpus, load_corpus
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.native import NativeError
+    from mlbridge.train.tasks import TASKS, resolve
+
+    problem = TASKS[args.task]
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    if problem.validate is None or problem.suite is not None or corpus is None:
+        return None
+    try:
+        measure = resolve(problem.validate)(
+            load_corpus(corpus, not args.full),
+            out,
+            args.workers,
+            Path(args.tool) if args.tool else None,
+            args.llvm,
+            args.validation_units,
+            args.seed,
+        )
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    except MlbridgeError as err:
+        raise CommandError(str(err), ENVIRONMENT) from None
+    if measure is None:
+        print("the corpus names no validation programs: no validation curve")
+    return measure
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
     from mlbridge.train.ppo import TrainConfig, train
@@ -241,14 +273,30 @@ def run(args: argparse.Namespace) -> int:
             n_steps=args.n_steps,
             batch_size=min(128, args.n_steps * args.workers),
             checkpoint_every=args.checkpoint_every,
+            patience=args.patience,
             resume=args.resume,
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
-        summary = train(config)
-        print(f"trained {summary['timesteps']} steps in {summary['seconds']} s: {out}/policy.onnx")
+        summary = train(
+            config, _ppo_validation(args, out), progress=None if args.no_progress else print
+        )
+        print(f"trained {summary['timesteps']} steps in {summary['seconds']} s")
+        if "validation" in summary:
+            best = summary["validation"]
+            print(
+                f"best on the validation programs: {best['best_ratio']:.4f}x the compiler's "
+                f"own heuristic, at {best['best_steps']} steps"
+            )
+        if summary["policy"] is None:
+            fail(
+                "no checkpoint did better than the compiler's own heuristic on the "
+                "validation programs: no policy written",
+                ENVIRONMENT,
+            )
+        print(f"policy: {summary['policy']}")
     if args.no_evaluate:
         return 0
     report = _evaluate(args, out)

@@ -26,7 +26,7 @@ import json
 import tempfile
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -40,9 +40,18 @@ from mlbridge.output_files import open_output_file
 from mlbridge.train.imitation import Policy, train_imitation
 from mlbridge.train.search_labels import flip_dataset, search_programs, unit_key
 from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.train.validation_curve import CURVE, POLICY, ValidationCurve
 
-CURVE = "curve.jsonl"
-POLICY = "policy.onnx"
+__all__ = [
+    "CURVE",
+    "OZ",
+    "POLICY",
+    "SizeTraining",
+    "ValidationSet",
+    "train_size_policy",
+    "validation_measure",
+]
+
 #: The validation units' code under -Oz (objects split by COMDAT group).
 OZ = "oz-code.json"
 
@@ -119,19 +128,6 @@ def validation_sample(programs: Sequence[Program], per_project: int, seed: int) 
             taken[program.project] += 1
             chosen.append(program)
     return chosen
-
-
-def _read_curve(out: Path) -> List[Round]:
-    path = out / CURVE
-    if not path.is_file():
-        return []
-    rounds = []
-    for line in path.read_text("utf-8").splitlines():
-        try:
-            rounds.append(Round(**json.loads(line)))
-        except (ValueError, TypeError):
-            continue  # a line torn by an interrupted run
-    return rounds
 
 
 def _code_json(code: Sequence[CodeBytes]) -> List[Dict[str, object]]:
@@ -222,6 +218,33 @@ class ValidationSet:
         return total, {k: round(s / o, 5) if o else 1.0 for k, (o, s) in sizes.items()}
 
 
+def validation_measure(
+    programs: Sequence[Program],
+    out: Path,
+    jobs: int,
+    tool: Optional[Path],
+    llvm: Optional[int],
+    per_project: int,
+    seed: int,
+    plugin_env: Optional[Mapping[str, str]] = None,
+) -> Optional[Callable[[Path], Tuple[float, Dict[str, float]]]]:
+    """The inlining problem's ``validate`` (:mod:`mlbridge.problems.problem`):
+    a policy measured through ``tool`` (the plugin; None: the installed one)
+    on at most ``per_project`` programs of each validation project of
+    ``programs``, against ``-Oz``; None when there is no validation program.
+    ``plugin_env``: what compilers loading the plugin need besides its settings."""
+    from mlbridge.native import plugin_path
+
+    chosen = [p for p in programs if p.split == VALIDATION]
+    if not chosen:
+        return None
+    plugin = tool or plugin_path(llvm=llvm)
+    validation = ValidationSet(
+        validation_sample(chosen, per_project, seed), out, jobs, plugin_env, tools(llvm, plugin)
+    )
+    return lambda model: validation.measure(model, plugin)
+
+
 def fit(
     search: Path,
     searched: Sequence[Program],
@@ -286,22 +309,23 @@ def train_size_policy(
         plugin_env,
         compilers,
     )
-    result = SizeResult(curve=_read_curve(out))
-    best = [r for r in result.curve if r.best]
-    result.best_round = best[-1].round if best else None
+    curve = ValidationCurve(out, Round)
+    result = SizeResult(curve=curve.points)
     search = out / "search"
 
     def record(entry: Round) -> None:
-        result.curve.append(entry)
-        with open_output_file(out / CURVE, append=True) as stream:
-            stream.write((json.dumps(asdict(entry)) + "\n").encode("utf-8"))
+        curve.record(entry)
+        if entry.best:
+            result.best_round = entry.round
         say(
             f"round {entry.round}: {entry.units} units searched, {entry.rows} call sites "
             f"({entry.flips_that_paid} flips paid), validation {entry.validation_ratio:.4f}x -Oz"
             + (" (best)" if entry.best else "")
         )
 
-    if not result.curve:
+    best = curve.best
+    result.best_round = None if best is None else best.round
+    if not curve.points:
         # Round 0 is where training starts: LLVM's own decisions (exactly
         # -Oz, 1.0 by construction: no policy file) or the policy ``init``.
         if init is None:
@@ -311,23 +335,22 @@ def train_size_policy(
                 model = Path(tmp) / POLICY
                 init.to_onnx(model)
                 ratio, per_project = validation.measure(model, plugin)
-                model.replace(out / POLICY)
+                curve.keep(model, ratio)
             record(Round(0, 0, 0, 0, ratio, per_project, True))
-        result.best_round = 0
     while True:
-        done = result.curve[-1].round if result.curve else 0
-        if result.best_round is not None and done - result.best_round >= config.patience:
+        done = curve.points[-1].round
+        if curve.since_best() >= config.patience:
             result.stopped = f"no better validation ratio in {config.patience} rounds"
             break
         if done >= config.max_rounds:
             result.stopped = f"{config.max_rounds} rounds"
             break
         units = min(len(train), (done + 1) * config.units_per_round)
-        if result.curve and units <= result.curve[-1].units:
+        if units <= curve.points[-1].units:
             result.stopped = "every training unit searched"
             break
         searched = train[:units]
-        say(f"round {done + 1}: searching training units {result.curve[-1].units}..{units}")
+        say(f"round {done + 1}: searching training units {curve.points[-1].units}..{units}")
         search_programs(
             searched,
             search,
@@ -340,11 +363,6 @@ def train_size_policy(
         candidate = out / f"round-{done + 1}.onnx"
         policy.to_onnx(candidate)
         ratio, per_project = validation.measure(candidate, plugin)
-        better = result.best_round is None or ratio < result.best_ratio
-        if better:
-            candidate.replace(out / POLICY)
-            result.best_round = done + 1
-        else:
-            candidate.unlink()
+        better = curve.keep(candidate, ratio)
         record(Round(done + 1, units, rows, paid, ratio, per_project, better))
     return result

@@ -9,7 +9,14 @@ A run directory holds everything::
     OUT/logs/progress.csv                  SB3's metrics, one row per update
     OUT/final.zip                          the trained model (SB3 format)
     OUT/policy.onnx                        the deployable policy
+    OUT/curve.jsonl                        with validation: one line per checkpoint
     OUT/run.json                           the configuration and the timings
+
+With a validation measure (the problem's ``validate``, on a corpus with
+validation programs), the policy is measured at every checkpoint,
+``policy.onnx`` is the best one, and training stops after ``patience``
+checkpoints without a better one (:mod:`mlbridge.train.ppo_validation`);
+none is written if no checkpoint beats the compiler's own heuristic.
 
 Training again with the same ``OUT`` and ``resume=True`` continues from the
 newest checkpoint the run recorded up to ``timesteps`` in total, its
@@ -23,7 +30,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
@@ -33,6 +40,7 @@ from mlbridge.train.warm_start import Constant, FollowFeature, warm_start
 
 if TYPE_CHECKING:
     from mlbridge.train.checkpoints import Hyperparameters
+    from mlbridge.train.ppo_validation import Measure
 
 
 @dataclass
@@ -56,6 +64,8 @@ class TrainConfig:
     warm_start: bool = True  #: imitate the task's warm-start feature first
     warm_start_steps: int = 2000  #: per worker, collected for the warm start
     checkpoint_every: int = 5_000
+    #: With validation: checkpoints in a row without a better one before stopping.
+    patience: int = 3
     resume: bool = False
     progress: bool = True
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
@@ -109,13 +119,21 @@ def _logger(directory: Path) -> Any:
     return configure(str(directory), formats)
 
 
-def train(config: TrainConfig) -> Dict[str, Any]:
-    """Trains (or resumes), saves, exports; returns the run's summary."""
+def train(
+    config: TrainConfig,
+    validate: Optional["Measure"] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> Dict[str, Any]:
+    """Trains (or resumes), saves, exports; returns the run's summary.
+    ``validate`` measures an exported policy on the validation programs
+    (see the module's docstring); ``progress`` takes its lines."""
     try:
         from stable_baselines3 import PPO
+        from stable_baselines3.common.callbacks import CallbackList
 
         from mlbridge.gym.vec_env import PoolVecEnv
         from mlbridge.train.checkpoints import CheckpointCallback, RunState
+        from mlbridge.train.ppo_validation import ValidationCallback
     except ImportError as err:
         raise MlbridgeError(
             f"training needs stable-baselines3 and torch ({err}); "
@@ -160,25 +178,44 @@ def train(config: TrainConfig) -> Dict[str, Any]:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
         model.set_logger(_logger(config.out / "logs"))
         remaining = max(0, config.timesteps - model.num_timesteps)
-        callback = CheckpointCallback(state, max(1, config.checkpoint_every // config.workers))
-        model.learn(
-            total_timesteps=remaining,
-            callback=callback,
-            reset_num_timesteps=resume_from is None,
-            progress_bar=config.progress,
-        )
+        every = max(1, config.checkpoint_every // config.workers)
+        callbacks: List[Any] = [CheckpointCallback(state, every)]
+        validation = None
+        if validate is not None:
+            validation = ValidationCallback(
+                config.out,
+                validate,
+                lambda policy, path: export(task, policy, path, names),
+                every,
+                config.patience,
+                progress,
+            )
+            callbacks.append(validation)
+        if validation is None or not validation.exhausted:
+            model.learn(
+                total_timesteps=remaining,
+                callback=CallbackList(callbacks),
+                reset_num_timesteps=resume_from is None,
+                progress_bar=config.progress,
+            )
         model.save(str(config.out / "final.zip"))
         state.save_checkpoint(model)
-        export(task, model.policy, config.out / "policy.onnx", names)
+        if validation is None:
+            export(task, model.policy, config.out / "policy.onnx", names)
+        else:
+            validation.validate(model)
     finally:
         venv.close()
+    policy_file = config.out / "policy.onnx"
     summary = {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "timesteps": int(model.num_timesteps),
         "resumed_from": None if resume_from is None else str(checkpoints / resume_from.file),
         "warm_start": warm,
         "seconds": round(time.monotonic() - started, 1),
-        "policy": str(config.out / "policy.onnx"),
+        "policy": str(policy_file) if policy_file.is_file() else None,
     }
+    if validation is not None:
+        summary["validation"] = validation.summary()
     (config.out / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
