@@ -63,3 +63,36 @@ def test_a_source_that_does_not_compile_is_left_out_with_why(tmp_path, caplog):
     failed: dict = {}
     assert prepare_modules(programs, tmp_path / "cache", failed=failed) == []
     assert "undeclared" in failed["bad.c"]
+
+
+def test_processes_sharing_a_cache_make_each_module_once(tmp_path):
+    """Two preparations of the same programs at once (as rollout workers
+    start) run the compiler once per module: the second waits on the
+    module's lock and finds it made."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mlbridge.gym.modules import prepare_modules
+
+    log = tmp_path / "compiled.log"
+    clang = tmp_path / "fake-clang"
+    # The fake compiler logs its source, takes a moment, writes the output.
+    clang.write_text(
+        '#!/bin/sh\nfor a; do case "$a" in *.c) src="$a";; esac; out="$a"; done\n'
+        f'echo "$src" >> {log}\nsleep 0.2\necho module > "$out"\n'
+    )
+    clang.chmod(0o755)
+    sources = []
+    for i in range(6):
+        source = tmp_path / f"u{i}.c"
+        source.write_text(f"int u{i};\n")
+        sources.append(Program(f"u{i}.c", (source,), (), TRAIN))
+    cache = tmp_path / "cache"
+
+    def prepare(_: int):
+        return prepare_modules(sources, cache, clang=str(clang), jobs=3)
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(prepare, range(2))
+    assert [m.bitcode for m in first] == [m.bitcode for m in second]
+    assert all(m.bitcode.read_text() == "module\n" for m in first)
+    assert sorted(log.read_text().split()) == sorted(str(p.sources[0]) for p in sources)

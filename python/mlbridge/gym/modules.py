@@ -6,17 +6,24 @@ emits it for ``-Oz`` before any optimisation (``-Oz -Xclang
 -disable-llvm-passes``: no ``optnone``, so every pass may still run), cached
 by the hash of its content, flags and compiler. Bitcode sources are used as
 they are; textual IR is assembled the same way as C.
+
+Processes sharing a cache (the rollout workers of one machine) make each
+module once: a module is compiled under a lock, one of 256 in the cache's
+``.locks/`` chosen by its key, and whoever waited finds it made.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
@@ -37,6 +44,8 @@ def module_flags(optimized: bool) -> Tuple[str, ...]:
 
 #: Longest a source may take to become a module.
 COMPILE_TIMEOUT = 300.0
+#: Longest a process waits for another that makes a module of the same lock.
+LOCK_WAIT = COMPILE_TIMEOUT + 10.0
 
 
 class ModuleError(CorpusError):
@@ -73,6 +82,62 @@ def _cache_key(source: Path, flags: Sequence[str], clang: str, module_flags: Seq
     return digest.hexdigest()[:24]
 
 
+@contextmanager
+def _cache_lock(cache_dir: Path, key: str) -> Iterator[None]:
+    """Holds the cache's lock for ``key`` (shared by 1/256 of the keys),
+    waiting at most :data:`LOCK_WAIT` seconds for it; past that, goes on
+    without it (the module is written by an atomic rename either way)."""
+    locks = cache_dir / ".locks"
+    try:
+        locks.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(locks / f"{key[:2]}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:  # not a place for a lock (read-only, a link): go on without
+        yield
+        return
+    try:
+        deadline, delay = time.monotonic() + LOCK_WAIT, 0.01
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(delay)
+                delay = min(2 * delay, 0.25)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _compile(
+    name: str,
+    source: Path,
+    flags: Sequence[str],
+    out: Path,
+    clang: str,
+    module_flags: Sequence[str],
+) -> None:
+    """Makes ``source`` the module ``out`` (through a temporary file renamed over it)."""
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    command = [clang, *module_flags, *flags, str(source), "-o", str(tmp)]
+    try:
+        done = child_process.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
+        raise ModuleError(f"{name}: {clang} took more than {COMPILE_TIMEOUT:g} s") from None
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise ModuleError(f"{name}: {clang} failed ({done.returncode}): {done.stderr[-1000:]}")
+    os.replace(tmp, out)
+
+
 def _prepare_one(
     program: Program, source: Path, cache_dir: Path, clang: str, module_flags: Sequence[str]
 ) -> Module:
@@ -85,23 +150,9 @@ def _prepare_one(
         raise ModuleError(f"{name}: cannot read {source}: {err.strerror or err}") from None
     out = cache_dir / f"{key}.bc"
     if not out.is_file():
-        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        command = [clang, *module_flags, *program.flags, str(source), "-o", str(tmp)]
-        try:
-            done = child_process.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=COMPILE_TIMEOUT,
-            )
-        except subprocess.TimeoutExpired:
-            tmp.unlink(missing_ok=True)
-            raise ModuleError(f"{name}: {clang} took more than {COMPILE_TIMEOUT:g} s") from None
-        if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise ModuleError(f"{name}: {clang} failed ({done.returncode}): {done.stderr[-1000:]}")
-        os.replace(tmp, out)
+        with _cache_lock(cache_dir, key):
+            if not out.is_file():  # made while this process waited
+                _compile(name, source, program.flags, out, clang, module_flags)
     return Module(name, out, program.name, program.split, program.flags)
 
 
