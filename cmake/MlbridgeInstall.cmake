@@ -218,6 +218,16 @@ install(TARGETS mlbridge-interactive-host RUNTIME DESTINATION ${CMAKE_INSTALL_BI
 set(MLBRIDGE_MANIFEST_INTERACTIVE_HOST
     ",\n  \"interactive_host\": \"${CMAKE_INSTALL_BINDIR}/mlbridge-interactive-host\"")
 
+# The shipped models, AOT-compiled (cmake/MlbridgeModels.cmake).
+set(MLBRIDGE_MANIFEST_MODELS "")
+foreach(target IN LISTS MLBRIDGE_MODEL_TARGETS)
+  install(TARGETS ${target} LIBRARY DESTINATION ${MLBRIDGE_PRIVATE_LIBDIR})
+  string(REPLACE "mlbridge-model-" "model_" key ${target})
+  string(REPLACE "-" "_" key ${key})
+  string(APPEND MLBRIDGE_MANIFEST_MODELS
+         ",\n  \"${key}\": \"${MLBRIDGE_PRIVATE_LIBDIR}/${target}.so\"")
+endforeach()
+
 # The manifest of the native half, read by `mlbridge config` (Python).
 list(JOIN MLBRIDGE_COMPONENTS "\", \"" MLBRIDGE_MANIFEST_COMPONENTS)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/native.json.in

@@ -380,6 +380,17 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
             help=f"print {what}",
         )
     config.add_argument("--json", action="store_true", help="print everything as JSON")
+    config.add_argument(
+        "--model",
+        metavar="NAME",
+        help="print the ONNX file of a model mlbridge ships (inlining-size: docs/models.md)",
+    )
+    config.add_argument(
+        "--aot",
+        action="store_true",
+        help="with --model: print its AOT-compiled module in the CMake package instead "
+        "(for the plugins' aot runner)",
+    )
     add_llvm_argument(config, "whose LLVM parts to answer (default: the newest installed)")
 
 
@@ -714,6 +725,19 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
     if args.json and args.fields:
         fail("--json prints everything: give it alone", USAGE)
+    if args.aot and not args.model:
+        fail("--aot is for --model NAME", USAGE)
+    if args.model:
+        from mlbridge.errors import MlbridgeError
+        from mlbridge.models import model_path
+
+        if args.json or args.fields:
+            fail("--model prints one path: give it alone (with --aot)", USAGE)
+        try:
+            print(model_path(args.model, aot=args.aot))
+        except MlbridgeError as err:
+            fail(str(err), ENVIRONMENT)
+        return 0
     try:
         print(config_text(args.fields or [], as_json=args.json, llvm=args.llvm))
     except NativeError as err:

@@ -73,6 +73,7 @@ PATH_KEYS = (
     "cmake_dir",
     "libdir",
     "includedir",
+    "model_inlining_size",
 )
 #: What MLBRIDGE_BUILD_DIR provides, relative to the build tree ({} is the
 #: LLVM major of the build's LLVM parts).
@@ -83,6 +84,7 @@ BUILD_TREE_PATHS = {
     "phase_service": "src/llvm/mlbridge-phase-service-llvm{}",
     "deploy_replay": "examples/mlbridge-example-deploy-replay",
     "interactive_host": "src/mlbridge-interactive-host",
+    "model_inlining_size": "models/mlbridge-model-inlining-size.so",
 }
 #: The LLVM majors mlbridge's LLVM parts build against (cmake/MlbridgeLlvmMajor.cmake).
 LLVM_MAJORS = (16, 19)
@@ -115,6 +117,9 @@ class Native:
     cmake_dir: Optional[Path] = None
     libdir: Optional[Path] = None
     includedir: Optional[Path] = None
+    #: The shipped models, AOT-compiled (mlbridge.models; ``mlbridge config
+    #: --model NAME --aot``).
+    model_inlining_size: Optional[Path] = None
     #: The LLVM major of plugin, mlir_plugin and phase_service (None: no
     #: LLVM part installed), and every major with parts installed, newest first.
     llvm_major: Optional[int] = None
@@ -146,8 +151,8 @@ class Native:
             major = "N" if self.llvm_major is None else self.llvm_major
             return f"no {self.prefix / BUILD_TREE_PATHS[key].format(major)}: build it first"
         return (
-            "a build tree provides only the plugins, the phase-ordering service and the "
-            "replay program: install the CMake package for the rest"
+            "a build tree provides only the plugins, the phase-ordering service, the "
+            "replay program and the shipped models: install the CMake package for the rest"
         )
 
     def to_json(self) -> Dict[str, Any]:

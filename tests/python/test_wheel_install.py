@@ -375,6 +375,7 @@ def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
         "mlbridge/demo/data/expr.c",
         "mlbridge/aot/kernels.h",
         "mlbridge/corpus/recipes/debian-c.json",
+        "mlbridge/models/inlining-size.onnx",
     ):
         assert name in names, name
     assert not any(n.startswith(("build_proto", "setup")) for n in names)
@@ -691,3 +692,37 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_the_shipped_size_model_decides_in_clang_from_both_packages(
+    base_venv: Venv, native_prefix: Path, tmp_path: Path
+) -> None:
+    """``mlbridge config --model inlining-size [--aot]`` finds the model in
+    the wheel and its AOT module in the CMake package; the installed plugin
+    runs either in clang-19 -Oz (the documented command of docs/models.md),
+    asks it at every call site, and the two give the same object."""
+    _need_tools("clang-19")
+    env = {"MLBRIDGE_PREFIX": str(native_prefix)}
+    onnx = Path(base_venv.run("mlbridge", "config", "--model", "inlining-size").stdout.strip())
+    assert onnx.is_relative_to(base_venv.root) and onnx.suffix == ".onnx"
+    aot = base_venv.run("mlbridge", "config", "--model", "inlining-size", "--aot", env=env)
+    module = Path(aot.stdout.strip())
+    assert module.is_relative_to(native_prefix) and module.is_file()
+    unknown = base_venv.run("mlbridge", "config", "--model", "nope", env=env, check=False)
+    assert unknown.returncode == 4 and "inlining-size" in unknown.stderr
+    plugin = Path(base_venv.run("mlbridge", "config", "--plugin", env=env).stdout.strip())
+    source = ROOT / "python" / "mlbridge" / "demo" / "data" / "hashtable.c"
+    objects = []
+    for runner, model in (("onnx", onnx), ("aot", module)):
+        out, stats = tmp_path / f"{runner}.o", tmp_path / f"{runner}.jsonl"
+        flags = [f"-fpass-plugin={plugin}", "-c", source, "-o", out]
+        settings = {
+            "MLBRIDGE_INLINE_RUNNER": runner,
+            "MLBRIDGE_INLINE_MODEL": str(model),
+            "MLBRIDGE_INLINE_STATS": str(stats),
+        }
+        _run(["clang-19", "-Oz", *flags], base_venv.cwd, 120, settings)
+        report = [json.loads(line) for line in stats.read_text().splitlines()]
+        assert report and report[-1]["decisions"] > 0 and report[-1]["fallbacks"] == 0, report
+        objects.append(out.read_bytes())
+    assert objects[0] == objects[1]

@@ -1,0 +1,71 @@
+"""The models mlbridge ships (mlbridge.models): the registry, the ONNX file
+in the package, its AOT module found through the CMake package's manifest,
+and ``mlbridge config --model``. The installed packages are tested in
+test_wheel_install.py (the model deciding in clang through the plugin)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlbridge import cli
+from mlbridge.cli_errors import ENVIRONMENT, USAGE
+from mlbridge.errors import MlbridgeError
+from mlbridge.models import SHIPPED, model_path, shipped
+from mlbridge.native import MANIFEST
+from mlbridge.problems import get_problem
+from mlbridge.problems.inlining import DECISION
+
+onnx = pytest.importorskip("onnx")
+
+
+def test_every_shipped_model_is_in_the_package_and_decides_its_problem():
+    for name, model in SHIPPED.items():
+        path = model_path(name)
+        assert path.is_file() and path == model.onnx
+        graph = onnx.load(str(path)).graph
+        problem = get_problem(model.problem)
+        assert [o.name for o in graph.output] == [problem.output]
+        assert (Path(__file__).resolve().parents[2] / model.card).is_file()
+
+
+def test_the_size_model_reads_llvm_features_by_their_names():
+    graph = onnx.load(str(model_path("inlining-size"))).graph
+    inputs = {i.name for i in graph.input}
+    assert {"callee_users", "cost_estimate", "inlining_default"} <= inputs
+    assert "callee_basic_block_count" not in inputs  # overwritten by LLVM 19 in training
+    assert [o.name for o in graph.output] == [DECISION]
+
+
+def test_an_unknown_model_names_the_shipped_ones():
+    with pytest.raises(MlbridgeError, match="inlining-size"):
+        shipped("nope")
+
+
+def test_the_aot_module_comes_from_the_manifest(tmp_path):
+    module = "lib/mlbridge/mlbridge-model-inlining-size.so"
+    (tmp_path / MANIFEST).parent.mkdir(parents=True)
+    (tmp_path / MANIFEST).write_text(json.dumps({"version": "1", "model_inlining_size": module}))
+    env = {"MLBRIDGE_PREFIX": str(tmp_path)}
+    with pytest.raises(MlbridgeError, match="does not exist"):
+        model_path("inlining-size", aot=True, environ=env)
+    (tmp_path / module).parent.mkdir(parents=True)
+    (tmp_path / module).write_bytes(b"")
+    assert model_path("inlining-size", aot=True, environ=env) == tmp_path / module
+    (tmp_path / MANIFEST).write_text(json.dumps({"version": "1"}))
+    with pytest.raises(MlbridgeError, match="no model-inlining-size"):
+        model_path("inlining-size", aot=True, environ=env)
+
+
+def test_config_model_options(capsys, monkeypatch, tmp_path):
+    assert cli.main(["config", "--model", "inlining-size"]) == 0
+    assert Path(capsys.readouterr().out.strip()) == model_path("inlining-size")
+    assert cli.main(["config", "--aot"]) == USAGE
+    assert "--aot is for --model" in capsys.readouterr().err
+    assert cli.main(["config", "--model", "inlining-size", "--json"]) == USAGE
+    assert cli.main(["config", "--model", "nope"]) == ENVIRONMENT
+    monkeypatch.setenv("MLBRIDGE_PREFIX", str(tmp_path))
+    assert cli.main(["config", "--model", "inlining-size", "--aot"]) == ENVIRONMENT
+    assert "MLBRIDGE_PREFIX" in capsys.readouterr().err
