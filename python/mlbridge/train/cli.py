@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
@@ -76,6 +76,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     )
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument(
+        "--init",
+        metavar="MODEL",
+        help="fine-tune from a policy: a shipped model's name (inlining-size, "
+        "docs/models.md) or a policy.onnx of a run of the same method",
+    )
+    train.add_argument(
         "--patience",
         type=natural,
         default=3,
@@ -105,9 +111,6 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         default="ppo",
         help="ppo (default), or rounds of per-unit search imitated by a residual policy, "
         "with a validation curve and early stopping",
-    )
-    search.add_argument(
-        "--init", metavar="MODEL", help="a policy.onnx of --method search to fine-tune"
     )
     search.add_argument("--rounds", type=natural, default=10, help="rounds at most (default 10)")
     search.add_argument(
@@ -145,6 +148,19 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     )
 
 
+def _init_model(init: Optional[str]) -> Optional[Path]:
+    """The file of ``--init``: a shipped model's ONNX file, or the path given."""
+    from mlbridge.models import SHIPPED, model_path
+
+    if init is None:
+        return None
+    if init in SHIPPED:
+        return model_path(init)
+    if not Path(init).is_file():
+        fail(f"--init {init}: no such file, nor a shipped model ({', '.join(SHIPPED)})", USAGE)
+    return Path(init)
+
+
 def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     from mlbridge.corpus.defaults import bundled_programs, default_corpus, load_corpus
     from mlbridge.corpus.program import VALIDATION
@@ -174,7 +190,8 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     except ValueError as err:
         fail(f"--margin: {err}", USAGE)
     try:
-        init = Policy.from_onnx(Path(args.init)) if args.init else None
+        start = _init_model(args.init)
+        init = Policy.from_onnx(start) if start else None
         programs = load_corpus(corpus, not args.full)
         if not any(p.split == VALIDATION for p in programs):
             # A corpus of one project: validate on its own files, not the demo's.
@@ -250,8 +267,8 @@ def run(args: argparse.Namespace) -> int:
         fail(f"--method {args.method}: {args.task} is trained by {', '.join(methods)}", USAGE)
     if args.max_programs and args.method == "search":
         fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
-    if args.init and args.method != "search":
-        fail("--init is for --method search", USAGE)
+    if args.init and args.resume:
+        fail("--init starts a run: --resume goes on with one", USAGE)
     if args.margin is not None and args.method != "search":
         fail("--margin is for --method search", USAGE)
     try:
@@ -278,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
+            init=_init_model(args.init),
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         summary = train(

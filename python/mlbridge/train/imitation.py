@@ -147,29 +147,13 @@ class Policy:
         model is untrusted: a file over ``max_bytes``, external data, a
         tensor whose data is not what its shape declares, or a model of
         another shape is refused with :class:`MlbridgeError`."""
-        from mlbridge.aot.budget import DEFAULT_MAX_MEMORY, tensor_array
-        from onnx import load
+        from mlbridge.train.onnx_weights import read_weights
 
-        try:
-            size = path.stat().st_size
-        except OSError as err:
-            raise MlbridgeError(f"{path}: cannot read the model ({err})") from None
-        if size > max_bytes:
-            raise MlbridgeError(f"{path}: the model is larger than {max_bytes} bytes")
-        try:
-            model = load(str(path), load_external_data=False)
-        except Exception as err:  # onnx raises DecodeError, OSError, ...
-            raise MlbridgeError(f"{path}: not an ONNX model ({err})") from None
-        graph = model.graph
-        stored = {t.name: t for t in graph.initializer}
-        wanted = [n for n in stored if n in ("mean", "inv_scale") or n[:1] in ("w", "b")]
-        weights = {
-            n: tensor_array(stored[n], f"{path}: initializer '{n}'", DEFAULT_MAX_MEMORY)
-            for n in wanted
-        }
+        names, weights, graph = read_weights(
+            path, lambda n: n in ("mean", "inv_scale") or n[:1] in ("w", "b"), max_bytes
+        )
         if not all(np.issubdtype(a.dtype, np.floating) for a in weights.values()):
             raise MlbridgeError(f"{path}: not a policy written by mlbridge's imitation training")
-        names = [i.name for i in graph.input]
         flips = any("flip" in n.output for n in graph.node)
         layers: List[Tuple[np.ndarray, np.ndarray]] = []
         while f"w{len(layers)}" in weights and f"b{len(layers)}" in weights:

@@ -35,7 +35,16 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
 from mlbridge.problems import resolve
-from mlbridge.train.tasks import Task, action_mask, env_kwargs, export, get_task, wrapper
+from mlbridge.train.ppo_init import load_actor
+from mlbridge.train.tasks import (
+    Task,
+    action_mask,
+    deployed_inputs,
+    env_kwargs,
+    export,
+    get_task,
+    wrapper,
+)
 from mlbridge.train.warm_start import Constant, FollowFeature, warm_start
 
 if TYPE_CHECKING:
@@ -63,6 +72,9 @@ class TrainConfig:
     gamma: Optional[float] = None  #: None: the task's
     warm_start: bool = True  #: imitate the task's warm-start feature first
     warm_start_steps: int = 2000  #: per worker, collected for the warm start
+    #: A deployed policy.onnx whose actor training starts from instead of
+    #: the warm start (:mod:`mlbridge.train.ppo_init`).
+    init: Optional[Path] = None
     checkpoint_every: int = 5_000
     #: With validation: checkpoints in a row without a better one before stopping.
     patience: int = 3
@@ -174,7 +186,12 @@ def train(
             state.restore(model, resume_from)
         warm = None
         follow = warm_policy(task, wrapper(task).names(names))
-        if resume_from is None and config.warm_start and follow is not None:
+        if resume_from is None and config.init is not None:
+            inputs, keep = deployed_inputs(task, names)
+            if keep is not None:
+                raise MlbridgeError(f"{task.name}: its deployed model cannot be fine-tuned")
+            warm = load_actor(model.policy, config.init, [spec.name for spec in inputs])
+        elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
         model.set_logger(_logger(config.out / "logs"))
         remaining = max(0, config.timesteps - model.num_timesteps)

@@ -5,7 +5,7 @@ of a trained policy for the compiler, and its deployment."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
 from mlbridge.train.export import export_policy
@@ -14,6 +14,7 @@ from mlbridge.train.masking import mask_indices
 
 if TYPE_CHECKING:
     from mlbridge.gym.modules import Module
+    from mlbridge.tensor_spec import TensorSpec
 
 __all__ = [
     "TASKS",
@@ -63,11 +64,22 @@ def env_kwargs(corpus: Optional[Path], split: str, extra: Mapping[str, Any]) -> 
     return out
 
 
+def deployed_inputs(
+    problem: Problem, names: Sequence[str]
+) -> Tuple[List["TensorSpec"], Optional[List[int]]]:
+    """The inputs of ``problem``'s deployed model over the environment's raw
+    feature ``names``, and where the policy's features are in them (None:
+    the inputs are the policy's features, in order)."""
+    kept = kept_features(names, problem.hidden)
+    inputs: List["TensorSpec"]
+    inputs, keep = resolve(problem.deploy_inputs)(names, kept)
+    return inputs, keep
+
+
 def export(problem: Problem, policy: Any, path: Path, names: Sequence[str]) -> None:
     """Writes the SB3 ``policy`` as the deployable ONNX model at ``path``;
     ``names`` are the environment's raw feature names."""
-    kept = kept_features(names, problem.hidden)
-    inputs, keep = resolve(problem.deploy_inputs)(names, kept)
+    inputs, keep = deployed_inputs(problem, names)
     export_policy(
         policy,
         path,

@@ -1,0 +1,102 @@
+"""PPO fine-tuning from a deployed policy (mlbridge.train.ppo_init): the
+actor of an exported policy.onnx loaded back decides as the exported model
+does; a model reading other inputs, of another network, or not ONNX is
+refused; train() starts from it instead of the warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("gymnasium")
+
+from counts_task import Counts, counts_task, tiny_config  # noqa: E402
+
+from mlbridge.errors import MlbridgeError  # noqa: E402
+from mlbridge.models import model_path  # noqa: E402
+from mlbridge.train.ppo import train  # noqa: E402
+from mlbridge.train.ppo_init import load_actor  # noqa: E402
+
+NAMES = list(Counts.feature_names)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def task():
+    with counts_task("init-counts"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    train(tiny_config("init-counts", out, 128))
+    return out / "policy.onnx"
+
+
+def _fresh(seed: int):
+    from stable_baselines3 import PPO
+
+    return PPO("MlpPolicy", Counts(), n_steps=64, batch_size=64, seed=seed, device="cpu")
+
+
+def _decisions(model_file: Path, raw: np.ndarray):
+    session = ort.InferenceSession(str(model_file))
+    return [
+        int(session.run(None, {n: np.asarray([v], np.int64) for n, v in zip(NAMES, row)})[0][0])
+        for row in raw
+    ]
+
+
+def test_the_loaded_actor_decides_as_the_exported_model(exported, tmp_path):
+    from mlbridge.train.tasks import export as export_task
+    from mlbridge.train.tasks import get_task
+
+    model = _fresh(seed=5)
+    record = load_actor(model.policy, exported, NAMES)
+    assert record["init"] == str(exported) and len(record["sha256"]) == 64
+    again = tmp_path / "again.onnx"
+    export_task(get_task("init-counts"), model.policy, again, NAMES)
+    raw = np.random.default_rng(0).integers(-50, 5000, (200, 4))
+    assert _decisions(again, raw) == _decisions(exported, raw)
+
+
+def test_a_model_of_other_inputs_or_network_is_refused(exported, tmp_path):
+    model = _fresh(seed=1)
+    with pytest.raises(MlbridgeError, match="reads 4 inputs"):
+        load_actor(model.policy, exported, NAMES[:3])
+    with pytest.raises(MlbridgeError, match="reads 36 inputs"):
+        load_actor(model.policy, model_path("inlining-size"), NAMES)
+    graph = onnx.load(str(exported))
+    for tensor in graph.graph.initializer:
+        if tensor.name == "action_net.bias":
+            tensor.name = "other.bias"
+    renamed = tmp_path / "renamed.onnx"
+    onnx.save(graph, str(renamed))
+    with pytest.raises(MlbridgeError, match="not the actor of this task's network"):
+        load_actor(model.policy, renamed, NAMES)
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"not a model")
+    with pytest.raises(MlbridgeError, match="not an ONNX model"):
+        load_actor(model.policy, junk, NAMES)
+
+
+def test_training_starts_from_the_model_instead_of_the_warm_start(exported, tmp_path):
+    summary = train(tiny_config("init-counts", tmp_path / "tuned", 64, init=exported))
+    assert summary["warm_start"]["init"] == str(exported)
+    assert summary["timesteps"] == 64 and (tmp_path / "tuned" / "policy.onnx").is_file()
+
+
+def test_the_command_takes_a_shipped_name_or_a_file(tmp_path, capsys):
+    from mlbridge import cli
+    from mlbridge.cli_errors import USAGE
+
+    common = ["train", "inlining", "--out", str(tmp_path / "run")]
+    assert cli.main([*common, "--init", str(tmp_path / "none.onnx")]) == USAGE
+    assert "no such file, nor a shipped model (inlining-size)" in capsys.readouterr().err
+    assert cli.main([*common, "--init", "inlining-size", "--resume"]) == USAGE
+    assert "--init starts a run" in capsys.readouterr().err
