@@ -96,3 +96,25 @@ def test_processes_sharing_a_cache_make_each_module_once(tmp_path):
     assert [m.bitcode for m in first] == [m.bitcode for m in second]
     assert all(m.bitcode.read_text() == "module\n" for m in first)
     assert sorted(log.read_text().split()) == sorted(str(p.sources[0]) for p in sources)
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+def test_files_set_aside_for_validation_are_no_training_modules(tmp_path):
+    """``validation_aside``: a directory corpus (train and held-out only)
+    gets validation files, the same as the command validates on, and the
+    training split leaves them out."""
+    from mlbridge.corpus.defaults import load_corpus
+    from mlbridge.corpus.program import VALIDATION
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(12):
+        (corpus / f"f{i}.c").write_text(f"int f{i}(int x) {{ return x + {i}; }}\n")
+    programs = load_corpus(corpus, True, validation_aside=True)
+    aside = {p.name for p in programs if p.split == VALIDATION}
+    training = {p.name for p in programs if p.split == TRAIN}
+    assert aside and not any(p.split == VALIDATION for p in load_corpus(corpus, True))
+    modules = corpus_modules(corpus, "train", True, tmp_path / "cache", validation_aside=True)
+    assert {m.program for m in modules} == training
+    everything = corpus_modules(corpus, "train", True, tmp_path / "cache")
+    assert {m.program for m in everything} == training | aside

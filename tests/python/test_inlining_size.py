@@ -283,12 +283,13 @@ def test_the_margin_is_checked_and_only_for_search(tmp_path, capsys):
     assert "--margin: margin must be non-negative" in capsys.readouterr().err
 
 
-def test_ppo_is_validated_on_the_corpus_validation_projects_when_it_has_some(
+def test_ppo_is_validated_on_the_corpus_validation_projects_or_on_files_set_aside(
     monkeypatch, tmp_path, capsys
 ):
     """The command hands PPO the inlining problem's validation measure,
-    built on the corpus's validation programs, and says so when there are
-    none; a run whose checkpoints never beat -Oz writes no policy."""
+    built on the corpus's validation programs; a corpus that names none has
+    a share of its training files set aside, which the environment leaves
+    out. A run whose checkpoints never beat -Oz writes no policy."""
     from mlbridge import cli
     from mlbridge.cli_errors import ENVIRONMENT
     from mlbridge.train import ppo
@@ -297,45 +298,35 @@ def test_ppo_is_validated_on_the_corpus_validation_projects_when_it_has_some(
 
     def measure_on(programs, out, jobs, tool, llvm, per_project, seed):
         built.append(programs)
-        chosen = [p for p in programs if p.split == VALIDATION]
         assert (jobs, tool, per_project, seed) == (2, Path("p.so"), 7, 3)
-        return (lambda model: (1.0, {})) if chosen else None
+        return lambda model: (1.0, {})
 
     given: List[object] = []
 
     def train(config, validate=None, progress=None):
-        given.append(validate)
+        given.append((validate, dict(config.env_kwargs)))
         assert config.patience == 4
-        return {
-            "timesteps": 1,
-            "seconds": 0.0,
-            "policy": None,
-            "validation": {"best_ratio": 1.0, "best_steps": 0, "points": 1, "stopped_early": True},
-        }
+        validation = {"best_ratio": 1.0, "best_steps": 0, "points": 1, "stopped_early": True}
+        return {"timesteps": 1, "seconds": 0.0, "policy": None, "validation": validation}
 
     monkeypatch.setattr(inlining_size, "validation_measure", measure_on)
     monkeypatch.setattr(ppo, "train", train)
     monkeypatch.setattr("mlbridge.corpus.defaults.load_corpus", lambda corpus, quick: programs())
-    args = [
-        "train",
-        "inlining",
-        "--tool",
-        "p.so",
-        "--corpus",
-        str(tmp_path),
-        "--out",
-        str(tmp_path / "run"),
-    ]
+    out = str(tmp_path / "run")
+    args = ["train", "inlining", "--tool", "p.so", "--corpus", str(tmp_path), "--out", out]
     flags = ["--validation-units", "7", "--seed", "3", "--patience", "4", "--no-evaluate"]
     assert cli.main([*args, *flags]) == ENVIRONMENT
-    assert callable(given[0]) and len(built[0]) == len(programs())
+    assert callable(given[0][0]) and "validation_aside" not in given[0][1]
+    assert built[0] == programs()
     err = capsys.readouterr()
     assert "no checkpoint did better than the compiler's own heuristic" in err.err
     assert "best on the validation programs: 1.0000x" in err.out
-    monkeypatch.setattr(
-        "mlbridge.corpus.defaults.load_corpus",
-        lambda corpus, quick: [p for p in programs() if p.split != VALIDATION],
-    )
+    without = [p for p in programs() if p.split != VALIDATION]
+    monkeypatch.setattr("mlbridge.corpus.defaults.load_corpus", lambda corpus, quick: without)
     assert cli.main([*args, *flags]) == ENVIRONMENT
-    assert given[1] is None
-    assert "no validation curve" in capsys.readouterr().out
+    assert callable(given[1][0]) and given[1][1]["validation_aside"] is True
+    aside = [p.name for p in built[1] if p.split == VALIDATION]
+    assert aside and aside == [
+        p.name for p in set_aside_validation(without) if p.split == VALIDATION
+    ]
+    assert f"{len(aside)} of its training files are set aside" in capsys.readouterr().out

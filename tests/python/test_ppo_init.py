@@ -72,13 +72,12 @@ def test_a_model_of_other_inputs_or_network_is_refused(exported, tmp_path):
     with pytest.raises(MlbridgeError, match="reads 36 inputs"):
         load_actor(model.policy, model_path("inlining-size"), NAMES)
     graph = onnx.load(str(exported))
-    for tensor in graph.graph.initializer:
-        if tensor.name == "action_net.bias":
-            tensor.name = "other.bias"
-    renamed = tmp_path / "renamed.onnx"
-    onnx.save(graph, str(renamed))
+    last = [n for n in graph.graph.node if n.op_type == "Gemm"][-1]
+    last.attribute.append(onnx.helper.make_attribute("alpha", 2.0))
+    changed = tmp_path / "changed.onnx"
+    onnx.save(graph, str(changed))
     with pytest.raises(MlbridgeError, match="not the actor of this task's network"):
-        load_actor(model.policy, renamed, NAMES)
+        load_actor(model.policy, changed, NAMES)
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(b"not a model")
     with pytest.raises(MlbridgeError, match="not an ONNX model"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -43,7 +43,12 @@ class Scripted:
 
 
 def _config(
-    out: Path, timesteps: int, patience: int = 3, resume: bool = False, every: int = 64
+    out: Path,
+    timesteps: int,
+    patience: int = 3,
+    resume: bool = False,
+    every: int = 64,
+    init: Optional[Path] = None,
 ) -> TrainConfig:
     return tiny_config(
         "validated-counts",
@@ -54,6 +59,7 @@ def _config(
         patience=patience,
         resume=resume,
         warm_start=False,
+        init=init,
     )
 
 
@@ -145,3 +151,24 @@ def test_the_curve_keeps_the_best_candidate(tmp_path):
     again = ValidationCurve(tmp_path, _Point)
     assert again.points == curve.points and again.best == _Point(1, 0.9, True)
     assert again.since_best() == 1 and again.best_ratio == 0.9
+
+
+def test_fine_tuning_measures_the_starting_policy_first_and_keeps_it_unless_beaten(tmp_path):
+    start = tmp_path / "start.onnx"
+    train(_config(tmp_path / "first", 64), Scripted([0.9]))
+    (tmp_path / "first" / POLICY).replace(start)
+    kept = Scripted([0.99, 1.0, 0.995, 0.999])
+    summary = train(_config(tmp_path / "kept", 640, init=start), kept)
+    curve = _curve(tmp_path / "kept")
+    assert [(p["steps"], p["best"]) for p in curve] == [
+        (0, True),
+        (64, False),
+        (128, False),
+        (192, False),
+    ]
+    assert kept.models[0] == start.read_bytes()
+    assert (tmp_path / "kept" / POLICY).read_bytes() == start.read_bytes()
+    assert summary["validation"]["best_steps"] == 0 and summary["policy"] is not None
+    beaten = Scripted([0.99, 0.98, 1.0, 1.0, 1.0])
+    train(_config(tmp_path / "beaten", 640, init=start), beaten)
+    assert (tmp_path / "beaten" / POLICY).read_bytes() == beaten.models[1]

@@ -67,10 +67,15 @@ def default_corpus(environ: Optional[Mapping[str, str]] = None) -> Optional[Path
     return local if local.is_dir() else None
 
 
-def load_corpus(corpus: Optional[Path], quick: bool = False) -> List[Program]:
+def load_corpus(
+    corpus: Optional[Path], quick: bool = False, validation_aside: bool = False
+) -> List[Program]:
     """The bundled programs, then those of ``corpus`` (None: none; any format
     of :func:`mlbridge.corpus.load_corpus`). ``quick`` keeps only the small
-    programs of the fetched corpus."""
+    programs of the fetched corpus. With ``validation_aside``, a corpus
+    without validation programs gets a stable share of its own training
+    programs as validation ones (:func:`~mlbridge.corpus.split.set_aside_validation`;
+    the bundled programs stay training programs)."""
     programs = bundled_programs()
     if corpus is not None:
         programs += _load.load_corpus(corpus, quick)
@@ -81,4 +86,14 @@ def load_corpus(corpus: Optional[Path], quick: bool = False) -> List[Program]:
                 f"two programs are named {program.name} (rename one: the bundled ones are demo-*)"
             )
         seen[program.name] = program
-    return programs
+    return validation_set_aside(programs) if validation_aside else programs
+
+
+def validation_set_aside(programs: List[Program]) -> List[Program]:
+    """``programs`` (of :func:`load_corpus`), with a stable share of their
+    training programs moved to validation when none is there; the bundled
+    programs stay training programs
+    (:func:`~mlbridge.corpus.split.set_aside_validation`)."""
+    from mlbridge.corpus.split import set_aside_validation
+
+    return set_aside_validation(programs, keep={p.name for p in bundled_programs()})

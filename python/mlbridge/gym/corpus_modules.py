@@ -68,6 +68,7 @@ def corpus_modules(
     module_flags: Sequence[str] = MODULE_FLAGS,
     max_programs: Optional[int] = None,
     clang: Optional[str] = None,
+    validation_aside: bool = False,
 ) -> List[Module]:
     """The modules of ``corpus`` (None: the loop's default corpus, with the
     bundled demo programs) in ``split``, compiled with ``module_flags`` into
@@ -76,12 +77,13 @@ def corpus_modules(
     newer LLVM only);
     a source that does not compile is left out with a warning;
     with ``max_programs``, those of a fixed sample of the split's programs,
-    its projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`)."""
+    its projects interleaved (:func:`~mlbridge.corpus.split.interleave_projects`);
+    ``validation_aside``: see :func:`mlbridge.corpus.defaults.load_corpus`."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
     from mlbridge.corpus.split import interleave_projects
 
     path = Path(corpus) if corpus is not None else default_corpus()
-    programs = load_corpus(path, quick)
+    programs = load_corpus(path, quick, validation_aside)
     if split != "all":
         programs = [p for p in programs if p.split == split]
     if max_programs is not None:
@@ -113,6 +115,7 @@ def environment_modules(
     module_flags: Sequence[str] = MODULE_FLAGS,
     max_programs: Optional[int] = None,
     clang: Optional[str] = None,
+    validation_aside: bool = False,
 ) -> Tuple[List[Module], Dict[str, Module]]:
     """An environment's modules (``modules``, else those of the corpus) and
     the same by name. Raises :class:`EnvError` when there is none or two
@@ -120,7 +123,9 @@ def environment_modules(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if modules is None:
-        modules = corpus_modules(corpus, split, quick, cache_dir, module_flags, max_programs, clang)
+        modules = corpus_modules(
+            corpus, split, quick, cache_dir, module_flags, max_programs, clang, validation_aside
+        )
         if not modules:
             raise EnvError(f"the corpus has no module in the split {split!r}")
     found = [as_module(m) for m in modules]

@@ -218,6 +218,9 @@ class InliningEnv(ServedCompilerEnv):
       the small programs of the fetched corpus.
     - ``max_programs``: only a fixed sample of that many programs of the
       split, its projects interleaved (a large corpus's first N).
+    - ``validation_aside``: a corpus without validation programs gets a
+      stable share of its training programs as validation ones, which the
+      ``"train"`` split then leaves out (``mlbridge train`` validates on them).
     - ``include_default``: LLVM's own decision is the last feature.
     - ``step_timeout``: seconds the compiler may take to reach the next call
       site (or its end); ``episode_timeout``: seconds an episode's compilation
@@ -246,6 +249,7 @@ class InliningEnv(ServedCompilerEnv):
         *,
         quick: bool = True,
         max_programs: Optional[int] = None,
+        validation_aside: bool = False,
         include_default: bool = True,
         step_timeout: float = 120.0,
         episode_timeout: float = 3600.0,
@@ -287,7 +291,14 @@ class InliningEnv(ServedCompilerEnv):
         self.size_tool = size_tool or self.llvm.llvm_size
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
-            modules, corpus, split, quick, cache_dir, max_programs=max_programs, clang=self.clang
+            modules,
+            corpus,
+            split,
+            quick,
+            cache_dir,
+            max_programs=max_programs,
+            clang=self.clang,
+            validation_aside=validation_aside,
         )
         #: Modules that give no episode (asked nothing, failed to compile), with why.
         self.skipped: Dict[str, str] = {}

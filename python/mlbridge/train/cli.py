@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
@@ -161,10 +161,27 @@ def _init_model(init: Optional[str]) -> Optional[Path]:
     return Path(init)
 
 
-def _train_by_search(args: argparse.Namespace, out: Path) -> None:
-    from mlbridge.corpus.defaults import bundled_programs, default_corpus, load_corpus
+def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], bool]:
+    """The programs of ``corpus``, and whether a share of its training files
+    had to be set aside for validation (it names no validation programs);
+    says how many."""
+    from mlbridge.corpus.defaults import load_corpus, validation_set_aside
     from mlbridge.corpus.program import VALIDATION
-    from mlbridge.corpus.split import set_aside_validation
+
+    programs = load_corpus(corpus, quick)
+    if any(p.split == VALIDATION for p in programs):
+        return programs, False
+    programs = validation_set_aside(programs)
+    aside = sum(p.split == VALIDATION for p in programs)
+    print(
+        f"the corpus names no validation programs: {aside} of its training files "
+        "are set aside for validation (docs/inlining-size.md)"
+    )
+    return programs, True
+
+
+def _train_by_search(args: argparse.Namespace, out: Path) -> None:
+    from mlbridge.corpus.defaults import default_corpus
     from mlbridge.errors import MlbridgeError
     from mlbridge.native import NativeError, plugin_path
     from mlbridge.train.imitation import Policy
@@ -192,15 +209,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     try:
         start = _init_model(args.init)
         init = Policy.from_onnx(start) if start else None
-        programs = load_corpus(corpus, not args.full)
-        if not any(p.split == VALIDATION for p in programs):
-            # A corpus of one project: validate on its own files, not the demo's.
-            programs = set_aside_validation(programs, keep={p.name for p in bundled_programs()})
-            aside = sum(p.split == VALIDATION for p in programs)
-            print(
-                f"the corpus names no validation programs: {aside} of its training files "
-                "are set aside for validation (docs/inlining-size.md)"
-            )
+        programs, _ = _validated(corpus, not args.full)
         result = train_size_policy(
             programs,
             out,
@@ -219,10 +228,12 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     print(f"policy: {out}/policy.onnx")
 
 
-def _ppo_validation(args: argparse.Namespace, out: Path) -> Any:
+def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) -> Any:
     """The task's validation measure for PPO on the corpus's validation
-    programs (docs/training.md), or None when there is none."""
-    from mlbridge.corpus.defaults import default_corpus, load_corpus
+    programs (docs/training.md), or None when there is none. A corpus
+    without validation programs gets a share of its training files set
+    aside, which the environment's keywords ``env`` then leave out."""
+    from mlbridge.corpus.defaults import default_corpus
     from mlbridge.errors import MlbridgeError
     from mlbridge.native import NativeError
     from mlbridge.train.tasks import TASKS, resolve
@@ -232,8 +243,9 @@ def _ppo_validation(args: argparse.Namespace, out: Path) -> Any:
     if problem.validate is None or problem.suite is not None or corpus is None:
         return None
     try:
+        programs, aside = _validated(corpus, not args.full)
         measure = resolve(problem.validate)(
-            load_corpus(corpus, not args.full),
+            programs,
             out,
             args.workers,
             Path(args.tool) if args.tool else None,
@@ -245,6 +257,8 @@ def _ppo_validation(args: argparse.Namespace, out: Path) -> Any:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
     except MlbridgeError as err:
         raise CommandError(str(err), ENVIRONMENT) from None
+    if aside and measure is not None:
+        env["validation_aside"] = True
     if measure is None:
         print("the corpus names no validation programs: no validation curve")
     return measure
@@ -298,9 +312,8 @@ def run(args: argparse.Namespace) -> int:
             init=_init_model(args.init),
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
-        summary = train(
-            config, _ppo_validation(args, out), progress=None if args.no_progress else print
-        )
+        measure = _ppo_validation(args, out, config.env_kwargs)
+        summary = train(config, measure, progress=None if args.no_progress else print)
         print(f"trained {summary['timesteps']} steps in {summary['seconds']} s")
         if "validation" in summary:
             best = summary["validation"]

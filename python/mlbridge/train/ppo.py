@@ -206,6 +206,7 @@ def train(
                 every,
                 config.patience,
                 progress,
+                None if resume_from is not None else config.init,
             )
             callbacks.append(validation)
         if validation is None or not validation.exhausted:

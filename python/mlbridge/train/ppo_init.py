@@ -4,60 +4,86 @@ mlbridge ships: :mod:`mlbridge.models`) loaded back into a new SB3 policy.
 
 The model is untrusted (:mod:`mlbridge.train.onnx_weights`). It must read
 exactly the inputs the task's policy would be exported with, in their order,
-and hold the actor of SB3's network of the same shape: ``actor.N.weight``
-and ``.bias`` for the hidden layers, ``action_net.weight`` and ``.bias``.
-The critic starts afresh.
+and compute the actor of SB3's network of the same shape: one ``Gemm``
+(``transB=1``, as a ``torch.nn.Linear`` exports) per linear layer, in
+order, with a ``Tanh`` between them. The weights are found through the
+``Gemm`` nodes, not by name: the exporter shares equal constants (an
+untrained network's zero biases) through ``Identity`` nodes. The critic
+starts afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.train.onnx_weights import read_weights
 
-#: Where each part of the SB3 actor is in the exported graph.
-PARTS = ("actor.", "action_net.")
+
+def _linears(policy: Any) -> List[Any]:
+    import torch
+
+    layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+    return [*layers, policy.action_net]
 
 
 def load_actor(policy: Any, path: Path, inputs: Sequence[str]) -> Dict[str, Any]:
     """Copies the actor of the exported policy at ``path`` into ``policy``
     (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``;
     returns what the run records of it (path, SHA-256)."""
+    from onnx.helper import get_attribute_value
+
     import torch
 
-    names, weights, _ = read_weights(path, lambda n: n.startswith(PARTS))
+    names, weights, graph = read_weights(path, lambda _name: True)
     if names != list(inputs):
         raise MlbridgeError(
             f"{path}: the model reads {len(names)} inputs ({', '.join(names[:4])}, ...), "
             f"not the {len(inputs)} this task's policy reads ({', '.join(list(inputs)[:4])}, ...)"
         )
-    modules = {"actor.": policy.mlp_extractor.policy_net, "action_net.": policy.action_net}
-    targets = {
-        prefix + key: tensor
-        for prefix, module in modules.items()
-        for key, tensor in module.state_dict().items()
-    }
-    wrong = sorted(
-        set(weights) ^ set(targets)
-        | {k for k in set(weights) & set(targets) if weights[k].shape != tuple(targets[k].shape)}
+    linears = _linears(policy)
+    shapes = ", ".join(str(tuple(m.weight.shape)) for m in linears)
+    wrong = MlbridgeError(
+        f"{path}: not the actor of this task's network (SB3's MLP, layers {shapes}, tanh)"
     )
-    if wrong or not all(np.issubdtype(w.dtype, np.floating) for w in weights.values()):
-        raise MlbridgeError(
-            f"{path}: not the actor of this task's network "
-            f"(SB3's MLP, {', '.join(f'{k} {tuple(v.shape)}' for k, v in targets.items())}); "
-            f"differs at {', '.join(wrong[:4]) or 'the weights types'}"
-        )
+    # The exporter writes a constant equal to an earlier one as an Identity of it.
+    aliases = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Identity" and n.input}
+
+    def constant(name: str) -> Any:
+        for _ in range(len(aliases) + 1):
+            if name in weights:
+                return weights[name]
+            name = aliases.get(name, "")
+        return None
+
+    gemms = [n for n in graph.node if n.op_type == "Gemm"]
+    tanhs = sum(n.op_type == "Tanh" for n in graph.node)
+    if len(gemms) != len(linears) or tanhs != len(linears) - 1:
+        raise wrong
+    loaded = []
+    for node, linear in zip(gemms, linears):
+        attributes = {a.name: get_attribute_value(a) for a in node.attribute}
+        w = constant(node.input[1]) if len(node.input) == 3 else None
+        b = constant(node.input[2]) if len(node.input) == 3 else None
+        if (
+            attributes.get("transA", 0) != 0
+            or attributes.get("transB", 0) != 1
+            or attributes.get("alpha", 1.0) != 1.0
+            or attributes.get("beta", 1.0) != 1.0
+            or w is None
+            or b is None
+            or w.shape != tuple(linear.weight.shape)
+            or b.shape != tuple(linear.bias.shape)
+            or not (np.issubdtype(w.dtype, np.floating) and np.issubdtype(b.dtype, np.floating))
+        ):
+            raise wrong
+        loaded.append((linear, w, b))
     with torch.no_grad():
-        for prefix, module in modules.items():
-            module.load_state_dict(
-                {
-                    key: torch.as_tensor(weights[prefix + key].astype(np.float32))
-                    for key in module.state_dict()
-                }
-            )
+        for linear, w, b in loaded:
+            linear.weight.copy_(torch.as_tensor(w.astype(np.float32)))
+            linear.bias.copy_(torch.as_tensor(b.astype(np.float32)))
     return {"init": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

@@ -3,7 +3,9 @@ at every checkpoint, the best kept, early stopping
 (:mod:`mlbridge.train.validation_curve`; docs/training.md).
 
 The curve starts with the compiler's own heuristic (step 0, ratio 1.0 by
-construction, no policy file). At each checkpoint the current policy is
+construction, no policy file), or, when training starts from a policy
+(fine-tuning), with that policy measured: it stays ``policy.onnx`` unless
+a checkpoint beats it. At each checkpoint the current policy is
 exported and measured by the problem's ``validate`` measure; the best
 becomes ``policy.onnx``. Training stops after ``patience`` checkpoints
 without a better one. A run that never beats the heuristic writes no
@@ -12,6 +14,7 @@ policy: the compiler's default is what it found best.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -49,6 +52,7 @@ class ValidationCallback(BaseCallback):
         every: int,
         patience: int,
         say: Optional[Callable[[str], None]] = None,
+        initial: Optional[Path] = None,
     ) -> None:
         super().__init__()
         if every < 1 or patience < 1:
@@ -60,8 +64,15 @@ class ValidationCallback(BaseCallback):
         self.every = every
         self.patience = patience
         self.say = say or (lambda _line: None)
-        if not self.curve.points:
+        if self.curve.points:
+            return
+        if initial is None:
             self._record(CheckpointPoint(0, 1.0, {}, True))
+        else:
+            candidate = out / "validation-0.onnx"
+            shutil.copyfile(initial, candidate)
+            ratio, per_project = measure(candidate)
+            self._record(CheckpointPoint(0, ratio, per_project, self.curve.keep(candidate, ratio)))
 
     @property
     def exhausted(self) -> bool:
