@@ -99,3 +99,5 @@ def test_the_command_takes_a_shipped_name_or_a_file(tmp_path, capsys):
     assert "no such file, nor a shipped model (inlining-size)" in capsys.readouterr().err
     assert cli.main([*common, "--init", "inlining-size", "--resume"]) == USAGE
     assert "--init starts a run" in capsys.readouterr().err
+    assert cli.main([*common, "--learning-rate", "0"]) == USAGE
+    assert "--learning-rate must be positive" in capsys.readouterr().err

@@ -69,6 +69,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
+        "--learning-rate",
+        type=float,
+        default=3e-4,
+        help="PPO's learning rate (default 3e-4; lower to fine-tune gently)",
+    )
+    train.add_argument(
         "--checkpoint-every", type=natural, default=5_000, help="steps between checkpoints"
     )
     train.add_argument(
@@ -281,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
         fail(f"--method {args.method}: {args.task} is trained by {', '.join(methods)}", USAGE)
     if args.max_programs and args.method == "search":
         fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
+    if not args.learning_rate > 0:
+        fail("--learning-rate must be positive", USAGE)
     if args.init and args.resume:
         fail("--init starts a run: --resume goes on with one", USAGE)
     if args.margin is not None and args.method != "search":
@@ -303,6 +311,7 @@ def run(args: argparse.Namespace) -> int:
             corpus=Path(args.corpus) if args.corpus else None,
             n_steps=args.n_steps,
             batch_size=min(128, args.n_steps * args.workers),
+            learning_rate=args.learning_rate,
             checkpoint_every=args.checkpoint_every,
             patience=args.patience,
             resume=args.resume,
