@@ -292,6 +292,7 @@ def test_ppo_is_validated_on_the_corpus_validation_projects_or_on_files_set_asid
     out. A run whose checkpoints never beat -Oz writes no policy."""
     from mlbridge import cli
     from mlbridge.cli_errors import ENVIRONMENT
+    from mlbridge.native import NativeError
     from mlbridge.train import ppo
 
     built: List[Sequence[Program]] = []
@@ -306,6 +307,8 @@ def test_ppo_is_validated_on_the_corpus_validation_projects_or_on_files_set_asid
     def train(config, validate=None, progress=None):
         given.append((validate, dict(config.env_kwargs)))
         assert config.patience == 4
+        if validate is None:
+            return {"timesteps": 1, "seconds": 0.0, "policy": str(config.out / "policy.onnx")}
         validation = {"best_ratio": 1.0, "best_steps": 0, "points": 1, "stopped_early": True}
         return {"timesteps": 1, "seconds": 0.0, "policy": None, "validation": validation}
 
@@ -330,3 +333,12 @@ def test_ppo_is_validated_on_the_corpus_validation_projects_or_on_files_set_asid
         p.name for p in set_aside_validation(without) if p.split == VALIDATION
     ]
     assert f"{len(aside)} of its training files are set aside" in capsys.readouterr().out
+
+    def no_plugin(*_args):
+        raise NativeError("no plugin installed")
+
+    monkeypatch.setattr(inlining_size, "validation_measure", no_plugin)
+    assert cli.main([*args, *flags]) == 0  # training needs no plugin: no curve
+    assert given[2][0] is None and "validation_aside" not in given[2][1]
+    out = capsys.readouterr().out
+    assert "no validation curve: no plugin installed" in out and "set aside" not in out

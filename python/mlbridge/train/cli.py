@@ -167,23 +167,25 @@ def _init_model(init: Optional[str]) -> Optional[Path]:
     return Path(init)
 
 
-def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], bool]:
-    """The programs of ``corpus``, and whether a share of its training files
-    had to be set aside for validation (it names no validation programs);
-    says how many."""
+def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
+    """The programs of ``corpus``, and how many of its training files were
+    set aside for validation because it names no validation programs."""
     from mlbridge.corpus.defaults import load_corpus, validation_set_aside
     from mlbridge.corpus.program import VALIDATION
 
     programs = load_corpus(corpus, quick)
     if any(p.split == VALIDATION for p in programs):
-        return programs, False
+        return programs, 0
     programs = validation_set_aside(programs)
-    aside = sum(p.split == VALIDATION for p in programs)
-    print(
-        f"the corpus names no validation programs: {aside} of its training files "
-        "are set aside for validation (docs/inlining-size.md)"
-    )
-    return programs, True
+    return programs, sum(p.split == VALIDATION for p in programs)
+
+
+def _say_aside(aside: int) -> None:
+    if aside:
+        print(
+            f"the corpus names no validation programs: {aside} of its training files "
+            "are set aside for validation (docs/inlining-size.md)"
+        )
 
 
 def _train_by_search(args: argparse.Namespace, out: Path) -> None:
@@ -215,7 +217,8 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
     try:
         start = _init_model(args.init)
         init = Policy.from_onnx(start) if start else None
-        programs, _ = _validated(corpus, not args.full)
+        programs, aside = _validated(corpus, not args.full)
+        _say_aside(aside)
         result = train_size_policy(
             programs,
             out,
@@ -260,13 +263,16 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
             args.seed,
         )
     except NativeError as err:
-        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+        # Training itself needs no plugin: it goes on, without a curve.
+        print(f"no validation curve: {err} (give --tool)")
+        return None
     except MlbridgeError as err:
         raise CommandError(str(err), ENVIRONMENT) from None
-    if aside and measure is not None:
-        env["validation_aside"] = True
     if measure is None:
         print("the corpus names no validation programs: no validation curve")
+    elif aside:
+        _say_aside(aside)
+        env["validation_aside"] = True
     return measure
 
 
