@@ -166,6 +166,7 @@ def train(
         wrapper=wrapper(task),
     )
     venv = PoolVecEnv(pool)
+    logger: Any = None
     try:
         #: the environment's raw feature names (the wrapper keeps some)
         names = venv.get_attr("feature_names")[0]
@@ -193,7 +194,8 @@ def train(
             warm = load_actor(model.policy, config.init, [spec.name for spec in inputs])
         elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
-        model.set_logger(_logger(config.out / "logs"))
+        logger = _logger(config.out / "logs")
+        model.set_logger(logger)
         remaining = max(0, config.timesteps - model.num_timesteps)
         every = max(1, config.checkpoint_every // config.workers)
         callbacks: List[Any] = [CheckpointCallback(state, every)]
@@ -223,6 +225,8 @@ def train(
         else:
             validation.validate(model)
     finally:
+        if logger is not None:
+            logger.close()  # its CSV and text files
         venv.close()
     policy_file = config.out / "policy.onnx"
     summary = {
