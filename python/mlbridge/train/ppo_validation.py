@@ -69,10 +69,7 @@ class ValidationCallback(BaseCallback):
         if initial is None:
             self._record(CheckpointPoint(0, 1.0, {}, True))
         else:
-            candidate = out / "validation-0.onnx"
-            shutil.copyfile(initial, candidate)
-            ratio, per_project = measure(candidate)
-            self._record(CheckpointPoint(0, ratio, per_project, self.curve.keep(candidate, ratio)))
+            self._measure(0, lambda candidate: shutil.copyfile(initial, candidate))
 
     @property
     def exhausted(self) -> bool:
@@ -91,8 +88,12 @@ class ValidationCallback(BaseCallback):
         steps = int(model.num_timesteps)
         if any(p.steps == steps for p in self.curve.points):
             return
+        self._measure(steps, lambda candidate: self.export(model.policy, candidate))
+
+    def _measure(self, steps: int, write: Callable[[Path], object]) -> None:
+        """Measures the policy ``write`` puts in a candidate file, kept if best."""
         candidate = self.out / f"validation-{steps}.onnx"
-        self.export(model.policy, candidate)
+        write(candidate)
         ratio, per_project = self.measure_policy(candidate)
         better = self.curve.keep(candidate, ratio)
         self._record(CheckpointPoint(steps, ratio, per_project, better))
