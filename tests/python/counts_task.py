@@ -47,9 +47,9 @@ def count_inputs(names, kept):
 
 
 @contextmanager
-def counts_task(name: str) -> Iterator[tasks.Task]:
+def counts_task(name: str, **changes: Any) -> Iterator[tasks.Task]:
     """The task ``name``: PPO on :class:`Counts`, in-process, registered
-    for the duration."""
+    for the duration; ``changes``: other fields of the task."""
     env_id = f"mlbridge-test/{name}-v0"
     if env_id not in gymnasium.registry:
         gymnasium.register(env_id, entry_point=Counts)
@@ -61,6 +61,7 @@ def counts_task(name: str) -> Iterator[tasks.Task]:
             hidden=(),
             output="decision",
             deploy_inputs=count_inputs,
+            **changes,
         )
         patch.setitem(tasks.TASKS, name, task)
         yield task

@@ -80,6 +80,7 @@ def test_the_best_checkpoint_is_kept_and_training_stops_early(tmp_path):
     assert summary["validation"] == {
         "best_steps": 128,
         "best_ratio": 0.98,
+        "best_deference": 0.0,
         "points": 6,
         "stopped_early": True,
     }

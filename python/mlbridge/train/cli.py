@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -95,6 +96,14 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "(--method search) or checkpoints (ppo) without a better validation ratio",
     )
     train.add_argument(
+        "--deference",
+        metavar="BONUS[,BONUS...]",
+        type=_bonuses,
+        help="ppo: logit bonuses of the compiler's own decision; with validation programs, "
+        "each checkpoint is measured with each and the best kept (default: the --init "
+        "model's own, or 0: the policy as trained)",
+    )
+    train.add_argument(
         "--validation-units",
         type=natural,
         default=40,
@@ -152,6 +161,17 @@ def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
         args.max_programs,
         args.llvm,
     )
+
+
+def _bonuses(text: str) -> Tuple[float, ...]:
+    """``--deference``: comma-separated finite bonuses of at least 0."""
+    try:
+        bonuses = tuple(float(b) for b in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not numbers: {text!r}") from None
+    if not all(math.isfinite(b) and b >= 0 for b in bonuses):
+        raise argparse.ArgumentTypeError(f"bonuses are finite and at least 0: {text!r}")
+    return bonuses
 
 
 def _init_model(init: Optional[str]) -> Optional[Path]:
@@ -299,6 +319,8 @@ def run(args: argparse.Namespace) -> int:
         fail("--init starts a run: --resume goes on with one", USAGE)
     if args.margin is not None and args.method != "search":
         fail("--margin is for --method search", USAGE)
+    if args.deference is not None and args.method != "ppo":
+        fail("--deference is for --method ppo (search has --margin)", USAGE)
     try:
         llvm_kwargs = llvm_choice(TASKS[args.task], args.llvm)
     except ValueError as err:
@@ -320,6 +342,7 @@ def run(args: argparse.Namespace) -> int:
             learning_rate=args.learning_rate,
             checkpoint_every=args.checkpoint_every,
             patience=args.patience,
+            deference=args.deference,
             resume=args.resume,
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,

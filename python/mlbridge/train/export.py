@@ -9,10 +9,19 @@ problem answers for it (``Problem.answers``: a factor, a row of tile sizes,
 a copy of the compiler's own decision). So the policy
 deployed in the compiler decides exactly as ``model.predict(obs,
 deterministic=True)`` does in Python.
+
+A *deference* (:class:`Deference`) adds a bonus to the logit of the action
+the compiler itself would take, read from one of its tensors: with a bonus
+of 0 the model is the policy, and the larger it is, the more confident the
+policy must be to overrule the compiler (an infinite bonus is the
+compiler's own heuristic). The model's metadata keeps the bonus under
+:data:`DEFERENCE_KEY`, so that fine-tuning starts from it.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
@@ -22,6 +31,23 @@ from mlbridge.onnx_tools import export_torch
 from mlbridge.problems.problem import Answer
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.masking import masked_logits
+
+#: The ONNX metadata key of a deployed model's deference bonus.
+DEFERENCE_KEY = "mlbridge.deference_bonus"
+
+
+@dataclass(frozen=True)
+class Deference:
+    """A logit bonus for the compiler's own choice: ``index`` is where the
+    compiler's action is in the flattened deployed inputs, ``bonus`` what
+    its logit gains (>= 0)."""
+
+    index: int
+    bonus: float
+
+    def __post_init__(self) -> None:
+        if not (self.bonus >= 0.0 and math.isfinite(self.bonus)):
+            raise ValueError(f"a deference bonus is finite and at least 0, not {self.bonus}")
 
 
 def answer_rows(
@@ -50,6 +76,7 @@ def deployable(
     keep: Optional[Sequence[int]] = None,
     mask: Optional[Sequence[int]] = None,
     answers: Optional[Tuple[int, List[Union[List[int], int]]]] = None,
+    deference: Optional[Deference] = None,
 ) -> Any:
     """A torch module: compiler tensors (in spec order) -> greedy action [1],
     or the answer of that action (``answers``, :func:`answer_rows`).
@@ -57,7 +84,8 @@ def deployable(
     ``policy`` is an SB3 ``ActorCriticPolicy`` over a flat Box observation;
     ``keep`` indexes the concatenation of the flattened inputs (None: all);
     ``mask`` indexes the kept features saying which actions are legal (None:
-    all are), as :mod:`mlbridge.train.masking` does in training.
+    all are), as :mod:`mlbridge.train.masking` does in training;
+    ``deference`` favours the compiler's own action (None: none).
     """
     import torch
 
@@ -68,6 +96,12 @@ def deployable(
             self.action_net = policy.action_net
             self.keep = None if keep is None else torch.tensor(list(keep), dtype=torch.int64)
             self.mask = None if mask is None else torch.tensor(list(mask), dtype=torch.int64)
+            actions = int(policy.action_net.out_features)
+            self.deference = deference
+            if deference is not None:
+                # One row per action: the bonus where the compiler's action is.
+                self.preferred = torch.eye(actions, dtype=torch.float32) * deference.bonus
+                self.last_action = float(actions - 1)
             # The answer table's rows: a constant, or the index of the
             # input it copies (the compiler's own decision).
             self.size = 0 if answers is None else answers[0]
@@ -81,11 +115,14 @@ def deployable(
             )
 
         def forward(self, *inputs: Any) -> Any:
-            raw = torch.cat([x.reshape(-1) for x in inputs]).to(torch.float32)
-            if self.keep is not None:
-                raw = torch.index_select(raw, 0, self.keep)
+            flat = torch.cat([x.reshape(-1) for x in inputs]).to(torch.float32)
+            raw = flat if self.keep is None else torch.index_select(flat, 0, self.keep)
             x = torch.sign(raw) * torch.log(torch.abs(raw) + 1.0)
             logits = self.action_net(self.actor(x.unsqueeze(0)))
+            if self.deference is not None:
+                compiler = torch.clamp(flat[self.deference.index], 0.0, self.last_action)
+                row = compiler.to(torch.int64).reshape(1)
+                logits = logits + torch.index_select(self.preferred, 0, row)
             if self.mask is not None:
                 logits = masked_logits(logits, torch.index_select(x, 0, self.mask).unsqueeze(0))
             action = torch.argmax(logits, dim=1)
@@ -113,18 +150,24 @@ def export_policy(
     keep: Optional[Sequence[int]] = None,
     mask: Optional[Sequence[int]] = None,
     answers: Optional[Sequence[Answer]] = None,
+    deference: Optional[Deference] = None,
 ) -> None:
     """Writes ``policy`` (see :func:`deployable`) as ONNX at ``path`` with
     ``inputs`` and one output ``output``, checked against them: int64 [1],
     the action, or the action's answer (``answers``: the problem's)."""
+    import onnx
     import torch
 
     table = None if answers is None else answer_rows(answers, inputs)
     with torch.no_grad():
         export_torch(
-            deployable(policy, keep, mask, table),
+            deployable(policy, keep, mask, table, deference),
             str(path),
             inputs,
             [TensorSpec(output, "int64_t", (1 if table is None else table[0],))],
             opset=13,
         )
+    if deference is not None:
+        model = onnx.load(str(path))
+        onnx.helper.set_model_props(model, {DEFERENCE_KEY: repr(deference.bonus)})
+        onnx.save(model, str(path))

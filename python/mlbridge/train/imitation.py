@@ -149,9 +149,10 @@ class Policy:
         another shape is refused with :class:`MlbridgeError`."""
         from mlbridge.train.onnx_weights import read_weights
 
-        names, weights, graph = read_weights(
+        names, weights, model = read_weights(
             path, lambda n: n in ("mean", "inv_scale") or n[:1] in ("w", "b"), max_bytes
         )
+        graph = model.graph
         if not all(np.issubdtype(a.dtype, np.floating) for a in weights.values()):
             raise MlbridgeError(f"{path}: not a policy written by mlbridge's imitation training")
         flips = any("flip" in n.output for n in graph.node)

@@ -21,7 +21,7 @@ def read_weights(
     path: Path, wanted: Callable[[str], bool], max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Tuple[List[str], Dict[str, np.ndarray], Any]:
     """(input names, the initializers whose names ``wanted`` accepts as
-    arrays, the graph) of the ONNX model at ``path``."""
+    arrays, the model) of the ONNX model at ``path``."""
     from mlbridge.aot.budget import DEFAULT_MAX_MEMORY, tensor_array
     from onnx import load
 
@@ -41,4 +41,4 @@ def read_weights(
         for t in graph.initializer
         if wanted(t.name)
     }
-    return [i.name for i in graph.input], weights, graph
+    return [i.name for i in graph.input], weights, model

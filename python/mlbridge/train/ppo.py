@@ -30,7 +30,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
@@ -78,6 +78,10 @@ class TrainConfig:
     checkpoint_every: int = 5_000
     #: With validation: checkpoints in a row without a better one before stopping.
     patience: int = 3
+    #: Deference bonuses to the compiler's own decision that validation tries
+    #: at each checkpoint (:mod:`mlbridge.train.ppo_validation`); without
+    #: validation, one. None: the ``init`` model's own bonus, or 0.
+    deference: Optional[Tuple[float, ...]] = None
     resume: bool = False
     progress: bool = True
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
@@ -120,6 +124,20 @@ def warm_policy(task: Task, kept: Sequence[str]) -> Optional[Callable[[Any], int
     if task.baseline_action is not None:
         return Constant(task.baseline_action)
     return None
+
+
+def _start_bonus(config: TrainConfig, warm: Optional[Dict[str, Any]], resumed: bool) -> float:
+    """The deference bonus a run starts from: its ``init`` model's, or, when
+    it resumes, the one its curve kept; 0 for a run from scratch."""
+    if resumed:
+        from mlbridge.train.ppo_validation import CheckpointPoint
+        from mlbridge.train.validation_curve import ValidationCurve
+
+        kept = ValidationCurve(config.out, CheckpointPoint).best
+        return kept.deference if kept is not None else 0.0
+    if config.init is not None and warm is not None:
+        return float(warm.get("deference", 0.0))
+    return 0.0
 
 
 def _logger(directory: Path) -> Any:
@@ -194,6 +212,9 @@ def train(
             warm = load_actor(model.policy, config.init, [spec.name for spec in inputs])
         elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
+        bonuses = config.deference or (_start_bonus(config, warm, resume_from is not None),)
+        if validate is None and len(bonuses) > 1:
+            raise MlbridgeError("several deference bonuses need validation programs to choose")
         logger = _logger(config.out / "logs")
         model.set_logger(logger)
         remaining = max(0, config.timesteps - model.num_timesteps)
@@ -204,11 +225,14 @@ def train(
             validation = ValidationCallback(
                 config.out,
                 validate,
-                lambda policy, path: export(task, policy, path, names),
+                lambda policy, path, bonus: export(task, policy, path, names, bonus),
                 every,
                 config.patience,
                 progress,
                 None if resume_from is not None else config.init,
+                bonuses,
+                _start_bonus(config, warm, resumed=False),
+                model.policy,
             )
             callbacks.append(validation)
         if validation is None or not validation.exhausted:
@@ -221,7 +245,7 @@ def train(
         model.save(str(config.out / "final.zip"))
         state.save_checkpoint(model)
         if validation is None:
-            export(task, model.policy, config.out / "policy.onnx", names)
+            export(task, model.policy, config.out / "policy.onnx", names, bonuses[0])
         else:
             validation.validate(model)
     finally:

@@ -9,18 +9,22 @@ and compute the actor of SB3's network of the same shape: one ``Gemm``
 order, with a ``Tanh`` between them. The weights are found through the
 ``Gemm`` nodes, not by name: the exporter shares equal constants (an
 untrained network's zero biases) through ``Identity`` nodes. The critic
-starts afresh.
+starts afresh. A model exported with a deference
+(:class:`mlbridge.train.export.Deference`) gives its bonus back, so that
+fine-tuning starts from the model as it deploys.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.train.export import DEFERENCE_KEY
 from mlbridge.train.onnx_weights import read_weights
 
 
@@ -34,12 +38,15 @@ def _linears(policy: Any) -> List[Any]:
 def load_actor(policy: Any, path: Path, inputs: Sequence[str]) -> Dict[str, Any]:
     """Copies the actor of the exported policy at ``path`` into ``policy``
     (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``;
-    returns what the run records of it (path, SHA-256)."""
+    returns what the run records of it (path, SHA-256, and its deference
+    bonus: 0.0 when it has none)."""
     from onnx.helper import get_attribute_value
 
     import torch
 
-    names, weights, graph = read_weights(path, lambda _name: True)
+    names, weights, model = read_weights(path, lambda _name: True)
+    graph = model.graph
+    bonus = _deference_bonus(path, model)
     if names != list(inputs):
         raise MlbridgeError(
             f"{path}: the model reads {len(names)} inputs ({', '.join(names[:4])}, ...), "
@@ -86,4 +93,22 @@ def load_actor(policy: Any, path: Path, inputs: Sequence[str]) -> Dict[str, Any]
         for linear, w, b in loaded:
             linear.weight.copy_(torch.as_tensor(w.astype(np.float32)))
             linear.bias.copy_(torch.as_tensor(b.astype(np.float32)))
-    return {"init": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {
+        "init": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "deference": bonus,
+    }
+
+
+def _deference_bonus(path: Path, model: Any) -> float:
+    """The deference bonus the model's metadata gives (0.0: none)."""
+    text = next((p.value for p in model.metadata_props if p.key == DEFERENCE_KEY), None)
+    if text is None:
+        return 0.0
+    try:
+        bonus = float(text[:32])
+    except ValueError:
+        bonus = math.nan
+    if not (math.isfinite(bonus) and bonus >= 0.0) or len(text) > 32:
+        raise MlbridgeError(f"{path}: {DEFERENCE_KEY} is not a finite bonus of at least 0")
+    return bonus

@@ -10,6 +10,11 @@ exported and measured by the problem's ``validate`` measure; the best
 becomes ``policy.onnx``. Training stops after ``patience`` checkpoints
 without a better one. A run that never beats the heuristic writes no
 policy: the compiler's default is what it found best.
+
+With several deference bonuses (:class:`mlbridge.train.export.Deference`:
+how much the policy defers to the compiler's own decision), each
+checkpoint is measured once per bonus, and the checkpoint's point is its
+best bonus (the largest of equal ratios: closest to the compiler).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -25,8 +30,8 @@ from mlbridge.train.validation_curve import ValidationCurve
 
 #: policy.onnx -> (ratio to the heuristic, ratio per project).
 Measure = Callable[[Path], Tuple[float, Dict[str, float]]]
-#: (the SB3 policy, where to write it as ONNX) -> None.
-Export = Callable[[Any, Path], None]
+#: (the SB3 policy, where to write it as ONNX, deference bonus) -> None.
+Export = Callable[[Any, Path, float], None]
 
 
 @dataclass(frozen=True)
@@ -37,12 +42,18 @@ class CheckpointPoint:
     validation_ratio: float
     per_project: Dict[str, float] = field(default_factory=dict)
     best: bool = False
+    #: The deference bonus of the measured policy (the best of the tried ones).
+    deference: float = 0.0
+    #: With several bonuses: the ratio of each (bonus as text -> ratio).
+    per_deference: Dict[str, float] = field(default_factory=dict)
 
 
 class ValidationCallback(BaseCallback):
     """Measures the policy every ``every`` calls (the checkpoints'
     period) and stops training once ``patience`` measurements in a row
-    did not beat the best."""
+    did not beat the best. ``bonuses``: the deference bonuses tried at
+    each checkpoint; ``initial``, the policy training starts from, and its
+    own bonus ``initial_bonus``, measured as it is."""
 
     def __init__(
         self,
@@ -53,10 +64,17 @@ class ValidationCallback(BaseCallback):
         patience: int,
         say: Optional[Callable[[str], None]] = None,
         initial: Optional[Path] = None,
+        bonuses: Sequence[float] = (0.0,),
+        initial_bonus: float = 0.0,
+        policy: Any = None,
     ) -> None:
         super().__init__()
         if every < 1 or patience < 1:
             raise ValueError("every and patience must be at least 1")
+        if not bonuses:
+            raise ValueError("at least one deference bonus")
+        #: Largest first: of equal ratios, the first measured is kept.
+        self.bonuses = sorted(set(bonuses), reverse=True)
         self.out = out
         self.curve: ValidationCurve[CheckpointPoint] = ValidationCurve(out, CheckpointPoint)
         self.measure_policy = measure
@@ -68,8 +86,18 @@ class ValidationCallback(BaseCallback):
             return
         if initial is None:
             self._record(CheckpointPoint(0, 1.0, {}, True))
-        else:
-            self._measure(0, lambda candidate: shutil.copyfile(initial, candidate))
+            return
+
+        def start(candidate: Path, bonus: float) -> None:
+            if bonus == initial_bonus or policy is None:
+                shutil.copyfile(initial, candidate)
+            else:
+                self.export(policy, candidate, bonus)
+
+        # The starting model as it is, and with each bonus tried.
+        at_start = {initial_bonus} | (set(self.bonuses) if policy is not None else set())
+        bonuses_at_start = sorted(at_start, reverse=True)
+        self._measure(0, start, bonuses_at_start)
 
     @property
     def exhausted(self) -> bool:
@@ -80,6 +108,7 @@ class ValidationCallback(BaseCallback):
         self.curve.record(point)
         self.say(
             f"validation at {point.steps} steps: {point.validation_ratio:.4f}x the heuristic"
+            + (f" (deference {point.deference:g})" if point.per_deference else "")
             + (" (best)" if point.best else "")
         )
 
@@ -88,15 +117,34 @@ class ValidationCallback(BaseCallback):
         steps = int(model.num_timesteps)
         if any(p.steps == steps for p in self.curve.points):
             return
-        self._measure(steps, lambda candidate: self.export(model.policy, candidate))
+        self._measure(steps, lambda candidate, bonus: self.export(model.policy, candidate, bonus))
 
-    def _measure(self, steps: int, write: Callable[[Path], object]) -> None:
-        """Measures the policy ``write`` puts in a candidate file, kept if best."""
-        candidate = self.out / f"validation-{steps}.onnx"
-        write(candidate)
-        ratio, per_project = self.measure_policy(candidate)
+    def _measure(
+        self,
+        steps: int,
+        write: Callable[[Path, float], object],
+        bonuses: Optional[Sequence[float]] = None,
+    ) -> None:
+        """Measures the policy ``write`` puts in a candidate file with each
+        bonus; the best is kept if it beats the curve's best."""
+        tried: Dict[str, float] = {}
+        best: Optional[Tuple[float, Dict[str, float], float, Path]] = None
+        for bonus in self.bonuses if bonuses is None else bonuses:
+            candidate = self.out / f"validation-{steps}-{bonus:g}.onnx"
+            write(candidate, bonus)
+            ratio, per_project = self.measure_policy(candidate)
+            tried[f"{bonus:g}"] = ratio
+            if best is None or ratio < best[0]:
+                if best is not None:
+                    best[3].unlink(missing_ok=True)
+                best = (ratio, per_project, bonus, candidate)
+            else:
+                candidate.unlink(missing_ok=True)
+        assert best is not None
+        ratio, per_project, bonus, candidate = best
         better = self.curve.keep(candidate, ratio)
-        self._record(CheckpointPoint(steps, ratio, per_project, better))
+        per_deference = tried if len(tried) > 1 else {}
+        self._record(CheckpointPoint(steps, ratio, per_project, better, bonus, per_deference))
 
     def _on_step(self) -> bool:
         if self.n_calls % self.every == 0:
@@ -115,6 +163,7 @@ class ValidationCallback(BaseCallback):
         return {
             "best_steps": self.best.steps,
             "best_ratio": self.best.validation_ratio,
+            "best_deference": self.best.deference,
             "points": len(self.curve.points),
             "stopped_early": self.exhausted,
         }

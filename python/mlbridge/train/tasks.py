@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from mlbridge.errors import MlbridgeError
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
-from mlbridge.train.export import export_policy
+from mlbridge.train.export import Deference, export_policy
 from mlbridge.train.features import SignedLogFeatures, kept_features
 from mlbridge.train.masking import mask_indices
 
@@ -76,9 +77,12 @@ def deployed_inputs(
     return inputs, keep
 
 
-def export(problem: Problem, policy: Any, path: Path, names: Sequence[str]) -> None:
+def export(
+    problem: Problem, policy: Any, path: Path, names: Sequence[str], deference: float = 0.0
+) -> None:
     """Writes the SB3 ``policy`` as the deployable ONNX model at ``path``;
-    ``names`` are the environment's raw feature names."""
+    ``names`` are the environment's raw feature names; ``deference``, the
+    bonus of the compiler's own action (0: none)."""
     inputs, keep = deployed_inputs(problem, names)
     export_policy(
         policy,
@@ -88,7 +92,23 @@ def export(problem: Problem, policy: Any, path: Path, names: Sequence[str]) -> N
         keep,
         action_mask(problem, policy, names),
         problem.answers,
+        _deference(problem, inputs, deference) if deference else None,
     )
+
+
+def _deference(problem: Problem, inputs: Sequence["TensorSpec"], bonus: float) -> Deference:
+    """The deference of ``bonus`` to the compiler's own action: the
+    problem's warm-start feature, among the deployed ``inputs``."""
+    feature = problem.warm_start_feature
+    offsets = [0]
+    for spec in inputs:
+        offsets.append(offsets[-1] + spec.element_count)
+    where = [i for i, spec in enumerate(inputs) if spec.name == feature]
+    if feature is None or not where or inputs[where[0]].element_count != 1:
+        raise MlbridgeError(
+            f"{problem.name}: a deference needs the compiler's own action as a deployed input"
+        )
+    return Deference(offsets[where[0]], bonus)
 
 
 def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:
