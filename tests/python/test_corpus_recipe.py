@@ -376,3 +376,16 @@ def test_a_project_built_before_units_were_checked_is_checked_when_reused(tmp_pa
     assert report.built == [] and [p.translation_units for p in report.reused] == [2]
     assert "probe.c" not in (project / "compile_commands.json").read_text()
     assert list(json.loads((project / "done.json").read_text())["excluded"]) != []
+
+
+def test_no_shipped_recipe_builds_a_reserved_project():
+    from mlbridge.corpus.recipe import DebianSource, shipped_recipes
+
+    assert {"debian-c", "box2d"} <= set(shipped_recipes())
+    for name in shipped_recipes():
+        for project in read_recipe(name).projects:
+            words = [project.name]
+            if isinstance(project.source, DebianSource):
+                words.append(project.source.package)
+            assert not any(r in w.lower() for w in words for r in RESERVED), (name, words)
+            assert project.licence

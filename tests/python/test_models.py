@@ -69,3 +69,12 @@ def test_config_model_options(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("MLBRIDGE_PREFIX", str(tmp_path))
     assert cli.main(["config", "--model", "inlining-size", "--aot"]) == ENVIRONMENT
     assert "MLBRIDGE_PREFIX" in capsys.readouterr().err
+
+
+def test_the_size_model_defers_to_llvm_by_the_bonus_its_card_gives():
+    from mlbridge.train.export import DEFERENCE_KEY
+
+    model = onnx.load(str(model_path("inlining-size")))
+    bonus = {p.key: p.value for p in model.metadata_props}[DEFERENCE_KEY]
+    card = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    assert float(bonus) == 1.5 and f"bonus validation chose, **{float(bonus):g}**" in card
