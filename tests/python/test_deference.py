@@ -225,3 +225,12 @@ def test_the_command_checks_its_bonuses(tmp_path, capsys):
         assert "--deference" in capsys.readouterr().err
     assert cli.main([*common, "--method", "search", "--deference", "1"]) == USAGE
     assert "--deference is for --method ppo" in capsys.readouterr().err
+
+
+def test_a_resumed_run_goes_on_with_the_bonus_its_curve_kept(tmp_path):
+    first = PerBonus([{0.0: 0.99, 0.5: 0.98}])
+    train(tiny_config(TASK, tmp_path, 64, warm_start=False, deference=(0.0, 0.5)), first)
+    again = PerBonus([{0.5: 0.97}])
+    train(tiny_config(TASK, tmp_path, 128, warm_start=False, resume=True), again)
+    assert [(s, b) for s, b, _ in again.seen] == [(128, 0.5)]
+    assert [p["deference"] for p in _curve(tmp_path)] == [0.0, 0.5, 0.5]

@@ -80,7 +80,8 @@ class TrainConfig:
     patience: int = 3
     #: Deference bonuses to the compiler's own decision that validation tries
     #: at each checkpoint (:mod:`mlbridge.train.ppo_validation`); without
-    #: validation, one. None: the ``init`` model's own bonus, or 0.
+    #: validation, one. None: the ``init`` model's own bonus (0 without one),
+    #: or, when the run resumes, the bonus its curve kept.
     deference: Optional[Tuple[float, ...]] = None
     resume: bool = False
     progress: bool = True
@@ -124,20 +125,6 @@ def warm_policy(task: Task, kept: Sequence[str]) -> Optional[Callable[[Any], int
     if task.baseline_action is not None:
         return Constant(task.baseline_action)
     return None
-
-
-def _start_bonus(config: TrainConfig, warm: Optional[Dict[str, Any]], resumed: bool) -> float:
-    """The deference bonus a run starts from: its ``init`` model's, or, when
-    it resumes, the one its curve kept; 0 for a run from scratch."""
-    if resumed:
-        from mlbridge.train.ppo_validation import CheckpointPoint
-        from mlbridge.train.validation_curve import ValidationCurve
-
-        kept = ValidationCurve(config.out, CheckpointPoint).best
-        return kept.deference if kept is not None else 0.0
-    if config.init is not None and warm is not None:
-        return float(warm.get("deference", 0.0))
-    return 0.0
 
 
 def _logger(directory: Path) -> Any:
@@ -212,8 +199,9 @@ def train(
             warm = load_actor(model.policy, config.init, [spec.name for spec in inputs])
         elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
-        bonuses = config.deference or (_start_bonus(config, warm, resume_from is not None),)
-        if validate is None and len(bonuses) > 1:
+        # The init model's own deference bonus (a run from scratch has none).
+        init_bonus = float(warm.get("deference", 0.0)) if config.init and warm else 0.0
+        if validate is None and config.deference and len(config.deference) > 1:
             raise MlbridgeError("several deference bonuses need validation programs to choose")
         logger = _logger(config.out / "logs")
         model.set_logger(logger)
@@ -230,8 +218,8 @@ def train(
                 config.patience,
                 progress,
                 None if resume_from is not None else config.init,
-                bonuses,
-                _start_bonus(config, warm, resumed=False),
+                config.deference,
+                init_bonus,
                 model.policy,
             )
             callbacks.append(validation)
@@ -245,7 +233,8 @@ def train(
         model.save(str(config.out / "final.zip"))
         state.save_checkpoint(model)
         if validation is None:
-            export(task, model.policy, config.out / "policy.onnx", names, bonuses[0])
+            bonus = config.deference[0] if config.deference else init_bonus
+            export(task, model.policy, config.out / "policy.onnx", names, bonus)
         else:
             validation.validate(model)
     finally:

@@ -106,9 +106,9 @@ def _deference_bonus(path: Path, model: Any) -> float:
     if text is None:
         return 0.0
     try:
-        bonus = float(text[:32])
+        bonus = float(text) if len(text) <= 32 else math.nan
     except ValueError:
         bonus = math.nan
-    if not (math.isfinite(bonus) and bonus >= 0.0) or len(text) > 32:
+    if not (math.isfinite(bonus) and bonus >= 0.0):
         raise MlbridgeError(f"{path}: {DEFERENCE_KEY} is not a finite bonus of at least 0")
     return bonus

@@ -52,8 +52,9 @@ class ValidationCallback(BaseCallback):
     """Measures the policy every ``every`` calls (the checkpoints'
     period) and stops training once ``patience`` measurements in a row
     did not beat the best. ``bonuses``: the deference bonuses tried at
-    each checkpoint; ``initial``, the policy training starts from, and its
-    own bonus ``initial_bonus``, measured as it is."""
+    each checkpoint (None: the one the curve kept, else ``initial_bonus``);
+    ``initial``, the policy training starts from, and its own bonus
+    ``initial_bonus``, measured as it is."""
 
     def __init__(
         self,
@@ -64,19 +65,23 @@ class ValidationCallback(BaseCallback):
         patience: int,
         say: Optional[Callable[[str], None]] = None,
         initial: Optional[Path] = None,
-        bonuses: Sequence[float] = (0.0,),
+        bonuses: Optional[Sequence[float]] = None,
         initial_bonus: float = 0.0,
         policy: Any = None,
     ) -> None:
         super().__init__()
         if every < 1 or patience < 1:
             raise ValueError("every and patience must be at least 1")
-        if not bonuses:
+        if bonuses is not None and not bonuses:
             raise ValueError("at least one deference bonus")
-        #: Largest first: of equal ratios, the first measured is kept.
-        self.bonuses = sorted(set(bonuses), reverse=True)
         self.out = out
         self.curve: ValidationCurve[CheckpointPoint] = ValidationCurve(out, CheckpointPoint)
+        if bonuses is None:
+            # The bonus the curve kept (a resumed run), else the start's.
+            kept = self.curve.best
+            bonuses = (kept.deference if kept is not None else initial_bonus,)
+        #: Largest first: of equal ratios, the first measured is kept.
+        self.bonuses = sorted(set(bonuses), reverse=True)
         self.measure_policy = measure
         self.export = export
         self.every = every

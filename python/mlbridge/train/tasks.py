@@ -100,15 +100,12 @@ def _deference(problem: Problem, inputs: Sequence["TensorSpec"], bonus: float) -
     """The deference of ``bonus`` to the compiler's own action: the
     problem's warm-start feature, among the deployed ``inputs``."""
     feature = problem.warm_start_feature
-    offsets = [0]
-    for spec in inputs:
-        offsets.append(offsets[-1] + spec.element_count)
-    where = [i for i, spec in enumerate(inputs) if spec.name == feature]
-    if feature is None or not where or inputs[where[0]].element_count != 1:
+    where = next((i for i, spec in enumerate(inputs) if spec.name == feature), None)
+    if feature is None or where is None or inputs[where].element_count != 1:
         raise MlbridgeError(
             f"{problem.name}: a deference needs the compiler's own action as a deployed input"
         )
-    return Deference(offsets[where[0]], bonus)
+    return Deference(sum(spec.element_count for spec in inputs[:where]), bonus)
 
 
 def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:
