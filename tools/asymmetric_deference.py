@@ -25,7 +25,7 @@ import numpy as np
 
 import onnx
 from mlbridge.corpus.defaults import load_corpus
-from mlbridge.models import model_path
+from mlbridge.models import model_file
 from mlbridge.train.export import DEFERENCE_KEY
 from mlbridge.train.inlining_size import validation_measure
 from onnx import numpy_helper
@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--validation-units", type=int, default=40)
     args = parser.parse_args()
-    path = Path(args.model) if args.model.endswith(".onnx") else model_path(args.model)
+    path = model_file(args.model)
     model = onnx.load(str(path))
     args.out.mkdir(parents=True, exist_ok=True)
     programs = load_corpus(args.corpus, False)

@@ -23,7 +23,7 @@ from typing import Dict, List
 from mlbridge.corpus.defaults import load_corpus
 from mlbridge.corpus.program import VALIDATION
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
-from mlbridge.models import model_path
+from mlbridge.models import model_file
 from mlbridge.native import plugin_path
 from mlbridge.train.inlining_size import validation_sample
 from mlbridge.train.toolchain import compile_program, onnx_plugin
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--model", default="inlining-size", help="a shipped model or an ONNX file")
     parser.add_argument("--validation-units", type=int, default=40)
     args = parser.parse_args()
-    model = Path(args.model) if args.model.endswith(".onnx") else model_path(args.model)
+    model = model_file(args.model)
     wanted = set(args.projects.split(","))
     programs = [p for p in load_corpus(args.corpus, False) if p.split == VALIDATION]
     chosen = [

@@ -78,3 +78,12 @@ def test_the_size_model_defers_to_llvm_by_the_bonus_its_card_gives():
     bonus = {p.key: p.value for p in model.metadata_props}[DEFERENCE_KEY]
     card = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
     assert float(bonus) == 1.5 and f"bonus validation chose, **{float(bonus):g}**" in card
+
+
+def test_a_model_file_is_a_shipped_models_or_the_path_given(tmp_path):
+    from mlbridge.models import model_file
+
+    assert model_file("inlining-size") == model_path("inlining-size")
+    mine = tmp_path / "inlining-size.onnx"
+    assert model_file(str(mine)) == mine
+    assert model_file("not-shipped") == Path("not-shipped")

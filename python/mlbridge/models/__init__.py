@@ -68,3 +68,9 @@ def model_path(name: str, aot: bool = False, environ: Optional[Mapping[str, str]
     if not model.onnx.is_file():
         raise MlbridgeError(f"the shipped model {name} is missing from the package: {model.onnx}")
     return model.onnx
+
+
+def model_file(spec: str) -> Path:
+    """The ONNX file ``spec`` names: a shipped model's (:func:`model_path`)
+    when it is a shipped model's name, else the path ``spec`` itself."""
+    return model_path(spec) if spec in SHIPPED else Path(spec)

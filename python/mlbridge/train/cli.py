@@ -176,15 +176,13 @@ def _bonuses(text: str) -> Tuple[float, ...]:
 
 def _init_model(init: Optional[str]) -> Optional[Path]:
     """The file of ``--init``: a shipped model's ONNX file, or the path given."""
-    from mlbridge.models import SHIPPED, model_path
+    from mlbridge.models import SHIPPED, model_file
 
     if init is None:
         return None
-    if init in SHIPPED:
-        return model_path(init)
-    if not Path(init).is_file():
+    if init not in SHIPPED and not Path(init).is_file():
         fail(f"--init {init}: no such file, nor a shipped model ({', '.join(SHIPPED)})", USAGE)
-    return Path(init)
+    return model_file(init)
 
 
 def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
