@@ -22,12 +22,35 @@ using namespace llvm;
 namespace mlbridge {
 namespace {
 
-/// LLVM's inliner features followed by "inlining_default".
+/// LLVM's inliner features followed by "inlining_default" (what the
+/// training log records).
 std::vector<llvm::TensorSpec> llvmInputs() {
   std::vector<llvm::TensorSpec> Specs(FeatureMap.begin(), FeatureMap.end());
   Specs.push_back(
       llvm::TensorSpec::createSpec<int64_t>(DefaultDecisionFeature, {1}));
   return Specs;
+}
+
+/// Whether a runner of \p Kind runs in this process (a model file or no
+/// model), and so may be offered the plugin's own extra inputs.
+bool inProcess(RunnerKind Kind) {
+  return Kind != RunnerKind::Pipe && Kind != RunnerKind::Grpc;
+}
+
+/// The inputs offered to a runner of \p Kind: llvmInputs(), then for an
+/// in-process runner "is_callee_linkonce_odr".
+std::vector<llvm::TensorSpec> runnerInputs(RunnerKind Kind) {
+  std::vector<llvm::TensorSpec> Specs = llvmInputs();
+  if (inProcess(Kind))
+    Specs.push_back(
+        llvm::TensorSpec::createSpec<int64_t>(OdrCalleeFeature, {1}));
+  return Specs;
+}
+
+/// Whether \p CB calls a linkonce_odr function directly.
+bool callsLinkOnceODR(const CallBase &CB) {
+  const Function *Callee = CB.getCalledFunction();
+  return Callee && Callee->hasLinkOnceODRLinkage();
 }
 
 /// What LLVM's default advisor decides for \p CB, without it recording
@@ -91,7 +114,7 @@ BridgeInlineAdvisor::create(Module &M, ModuleAnalysisManager &MAM,
     return Default.release();
   }
   applySizeThreshold(O.SizeIncreaseThreshold);
-  std::vector<llvm::TensorSpec> LLVMInputs = llvmInputs();
+  std::vector<llvm::TensorSpec> LLVMInputs = runnerInputs(O.Config.Kind);
   std::vector<TensorSpec> Inputs;
   for (const llvm::TensorSpec &S : LLVMInputs) {
     auto Spec = fromLLVM(S);
@@ -134,6 +157,9 @@ BridgeInlineAdvisor::BridgeInlineAdvisor(
   // LLVM's own decision is computed only for a model that reads it.
   auto Index = A.runner().inputIndex(DefaultDecisionFeature);
   SendDefault = Index && A.runner().readsInput(*Index);
+  auto OdrIndex = A.runner().inputIndex(OdrCalleeFeature);
+  if (OdrIndex && A.runner().readsInput(*OdrIndex))
+    OdrCalleeIndex = *OdrIndex;
   if (!O.LogPath.empty()) {
     std::vector<TensorSpec> Logged;
     for (const llvm::TensorSpec &S : llvmInputs())
@@ -180,6 +206,8 @@ BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
   if (SendDefault || Options.CompareDefault || Log)
     LLVMDecision = llvmDecision(CB);
   *A.getTensor<int64_t>(DefaultIndex) = LLVMDecision.value_or(false);
+  if (OdrCalleeIndex)
+    *A.getTensor<int64_t>(*OdrCalleeIndex) = callsLinkOnceODR(CB);
   bool Decision;
   if (Error E = A.evaluateChecked()) {
     // The compiler goes on with its own heuristic for this call site.

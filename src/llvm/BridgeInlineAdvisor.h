@@ -10,7 +10,8 @@
 /// inliner features) asking an mlbridge runner through
 /// MLModelRunnerAdapter, with what LLVM's lacks: on any runner error the
 /// call site gets LLVM's default advice (and the compilation goes on),
-/// LLVM's decision can be sent to the model as "inlining_default", and the
+/// LLVM's decision can be sent to the model as "inlining_default" (and, to
+/// in-process models, whether the callee is linkonce_odr), and the
 /// decisions can be logged (training log) and counted (JSON statistics).
 ///
 //===----------------------------------------------------------------------===//
@@ -69,6 +70,9 @@ private:
   size_t DefaultIndex;
   /// Whether the runner reads "inlining_default".
   bool SendDefault = false;
+  /// Index of "is_callee_linkonce_odr" among the adapter's inputs when the
+  /// runner reads it.
+  std::optional<size_t> OdrCalleeIndex;
   std::optional<TrainingLogWriter> Log;
   std::string FirstError;
   uint64_t Decisions = 0, Inlined = 0, Fallbacks = 0, Compared = 0, Agreed = 0;

@@ -29,6 +29,11 @@ namespace mlbridge {
 
 /// Name of the extra input carrying LLVM's own decision (as MLGO names it).
 inline constexpr const char *DefaultDecisionFeature = "inlining_default";
+/// Name of the extra input saying whether the callee has linkonce_odr
+/// linkage (a C++ inline function or template instance: every object that
+/// calls it without inlining the call carries a copy). Offered to in-process
+/// models only; remote peers get exactly LLVM's interactive-mode inputs.
+inline constexpr const char *OdrCalleeFeature = "is_callee_linkonce_odr";
 
 /// Creates the runner \p O asks for, with \p Inputs and one int64 output
 /// \p Decision.

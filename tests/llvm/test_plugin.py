@@ -212,6 +212,38 @@ def test_constant_runner_changes_inlining(plugin, compiler_env, ir, tmp_path, op
     assert s["decisions"] > 0 and s["compared"] == 0
 
 
+ODR_PROGRAM = """
+int counter;
+inline int bump(int x) { counter += x; return counter * 3 + x; }
+int plain(int x) { counter ^= x; return counter - x * 7; }
+int user(int a, int b) { return bump(a) + bump(b) + plain(a) + plain(b); }
+"""
+
+
+def test_in_process_runners_learn_which_callees_are_linkonce_odr(plugin, compiler_env, tmp_path):
+    """The plugin offers in-process runners "is_callee_linkonce_odr": a
+    runner answering it inlines the C++ inline function's calls (its copy
+    is then dropped) and none of the external function's."""
+    source = tmp_path / "odr.cpp"
+    source.write_text(ODR_PROGRAM)
+    out, stats_path = tmp_path / "odr.ll", tmp_path / "odr.jsonl"
+    clang(
+        source,
+        out,
+        plugin,
+        compiler_env,
+        ["-S", "-emit-llvm"],
+        {"MLBRIDGE_RUNNER": "echo:is_callee_linkonce_odr", "MLBRIDGE_STATS": str(stats_path)},
+    )
+    ir = out.read_text()
+    user = ir[ir.index("@_Z4userii(") :]
+    user = user[: user.index("\n}")]
+    assert user.count("call ") == 2 and user.count("@_Z5plaini(") == 2, user
+    assert "define linkonce_odr" not in ir and "_Z4bumpi" not in ir, ir
+    s = stats(stats_path)
+    assert s["fallbacks"] == 0 and s["inlined"] == 2 and s["decisions"] == 4, s
+
+
 def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:
     """`mlbridge serve` of ``policy`` for every compilation until killed, over
     ``transport``: "pipe" (channel base ``where``), "shm" (the same channel,

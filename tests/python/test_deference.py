@@ -1,7 +1,8 @@
 """Deference to the compiler's own decision (mlbridge.train.export.Deference,
 ``mlbridge train --deference``): the deployed model adds a bonus to the
 logit of the compiler's action; with 0 it is the policy, with a large one
-the compiler; the AOT-compiled model decides as ONNX Runtime does; the
+the compiler; a flag input (``Problem.defers_when``) makes the compiler's
+action the answer; the AOT-compiled model decides as ONNX Runtime does; the
 bonus survives export and fine-tuning; validation measures each bonus at
 every checkpoint and keeps the best, the largest of equal ratios."""
 
@@ -33,11 +34,17 @@ NAMES = list(Counts.feature_names)
 TASK = "deferring-counts"
 
 
+#: The toy task whose deployed model also reads a flag "odr": where it is
+#: 1, the model answers the compiler's action outright.
+FLAGGED = "flag-deferring-counts"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def task():
     with counts_task(TASK, warm_start_feature="d"):
         with counts_task("undeferring-counts"):
-            yield
+            with counts_task(FLAGGED, warm_start_feature="d", defers_when="odr"):
+                yield
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +94,57 @@ def test_the_bonus_goes_to_the_compilers_action(policy, tmp_path):
     assert _decisions(tmp_path / "m1000000.0.onnx", rows) == rows[:, 3].tolist()
 
 
+def _flagged(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``rows`` with a 0/1 flag column after them."""
+    flags = np.random.default_rng(3).integers(0, 2, (len(rows), 1))
+    return np.hstack([rows, flags]), flags[:, 0]
+
+
+def _flagged_decisions(model_file: Path, rows: np.ndarray) -> List[int]:
+    session = ort.InferenceSession(str(model_file))
+    names = [*NAMES, "odr"]
+    return [
+        int(session.run(None, {n: np.asarray([v], np.int64) for n, v in zip(names, row)})[0][0])
+        for row in rows
+    ]
+
+
+def test_the_flag_makes_the_compilers_action_the_answer(policy, tmp_path):
+    rows, flags = _flagged(_rows())
+    logits = _logits(policy, rows[:, :4])
+    compiler = rows[:, 3]
+    margin = np.abs(logits[:, 1] - logits[:, 0])
+    for bonus in (0.0, float(np.median(margin))):
+        path = tmp_path / f"m{bonus}.onnx"
+        export(get_task(FLAGGED), policy, path, NAMES, bonus)
+        inputs = [i.name for i in onnx.load(str(path)).graph.input]
+        assert inputs == [*NAMES, "odr"]
+        unflagged = np.argmax(logits + bonus * np.eye(2)[compiler], axis=1)
+        expected = np.where(flags == 1, compiler, unflagged)
+        got = _flagged_decisions(path, rows)
+        assert got == expected.tolist()
+        # The flag changed answers: the policy overrules the compiler there.
+        assert (unflagged != compiler)[flags == 1].any()
+    # No flag, no bonus: the policy itself.
+    rows[:, 4] = 0
+    assert _flagged_decisions(tmp_path / "m0.0.onnx", rows) == np.argmax(logits, 1).tolist()
+
+
+def test_fine_tuning_reads_a_model_with_or_without_the_flag(policy, tmp_path):
+    from stable_baselines3 import PPO
+
+    flagged, plain = tmp_path / "flagged.onnx", tmp_path / "plain.onnx"
+    export(get_task(FLAGGED), policy, flagged, NAMES, 0.5)
+    export(get_task(TASK), policy, plain, NAMES, 0.5)
+    fresh = PPO("MlpPolicy", Counts(), n_steps=64, batch_size=64, seed=9, device="cpu")
+    for path in (flagged, plain):
+        assert load_actor(fresh.policy, path, NAMES, "odr")["deference"] == 0.5
+    with pytest.raises(MlbridgeError, match="reads 5 inputs"):
+        load_actor(fresh.policy, flagged, NAMES)
+    with pytest.raises(MlbridgeError, match="reads 5 inputs"):
+        load_actor(fresh.policy, flagged, NAMES, "other")
+
+
 def test_a_task_without_the_compilers_action_has_no_deference(policy, tmp_path):
     with pytest.raises(MlbridgeError, match="compiler's own action"):
         export(get_task("undeferring-counts"), policy, tmp_path / "m.onnx", NAMES, 1.0)
@@ -101,10 +159,10 @@ def test_the_aot_model_decides_as_onnx_runtime(policy, tmp_path):
     if not compilers():
         pytest.skip("no C++ compiler")
     path = tmp_path / "m.onnx"
-    export(get_task(TASK), policy, path, NAMES, 0.3)
+    export(get_task(FLAGGED), policy, path, NAMES, 0.3)
     generated = compile_model(onnx.load(str(path)))
-    rows = _rows()[:40]
-    expected = _decisions(path, rows)
+    rows = _flagged(_rows()[:40])[0]
+    expected = _flagged_decisions(path, rows)
     got = [
         int(
             run_generated(

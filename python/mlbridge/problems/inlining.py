@@ -18,6 +18,11 @@ DECISION = "inlining_decision"
 #: so it would differ in deployment), and the module-wide node/edge counts
 #: say more about the module than about the call site.
 HIDDEN = ("callee_basic_block_count", "node_count", "edge_count")
+#: Whether the callee is linkonce_odr (a C++ inline function or template
+#: instance), which the plugin offers to in-process models: there the
+#: deployed model keeps LLVM's decision (docs/inlining-size.md, "C++ inline
+#: functions keep LLVM's decision").
+ODR_CALLEE = "is_callee_linkonce_odr"
 
 
 def deploy_inputs(
@@ -36,6 +41,7 @@ PROBLEM = Problem(
     deploy_inputs=deploy_inputs,
     description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
     warm_start_feature=DEFAULT_FEATURE,
+    defers_when=ODR_CALLEE,
     evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
     validate="mlbridge.train.inlining_size:validation_measure",
     methods=("ppo", "search"),

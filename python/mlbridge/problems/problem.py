@@ -50,6 +50,10 @@ class Problem:
     session: str = "compiler-per-episode"
     #: A feature the actor imitates before PPO (None: no warm start).
     warm_start_feature: Optional[str] = None
+    #: A 0/1 input of the deployed model only (the policy never sees it):
+    #: where it is 1, the model answers the compiler's own action (the
+    #: ``warm_start_feature``) whatever the policy says. None: no such input.
+    defers_when: Optional[str] = None
     #: Or a heuristic the actor imitates before PPO, where the compiler's
     #: own decision is not observable (entry point): the names of the
     #: features a policy sees -> a picklable ``observation -> action``

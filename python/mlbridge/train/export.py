@@ -14,8 +14,10 @@ A *deference* (:class:`Deference`) adds a bonus to the logit of the action
 the compiler itself would take, read from one of its tensors: with a bonus
 of 0 the model is the policy, and the larger it is, the more confident the
 policy must be to overrule the compiler (an infinite bonus is the
-compiler's own heuristic). The model's metadata keeps the bonus under
-:data:`DEFERENCE_KEY`, so that fine-tuning starts from it.
+compiler's own heuristic). It may also name a flag input where the model
+answers the compiler's action outright (``Problem.defers_when``). The
+model's metadata keeps the bonus under :data:`DEFERENCE_KEY`, so that
+fine-tuning starts from it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Deference:
 
     index: int
     bonus: float
+    #: Where a 0/1 flag is in the flattened deployed inputs: where it is 1
+    #: the model answers the compiler's action, whatever the bonus (None:
+    #: no flag).
+    when: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not (self.bonus >= 0.0 and math.isfinite(self.bonus)):
@@ -101,6 +107,7 @@ def deployable(
             if deference is not None:
                 # One row per action: the bonus where the compiler's action is.
                 self.preferred = torch.eye(actions, dtype=torch.float32) * deference.bonus
+                self.onehot = torch.eye(actions, dtype=torch.float32)
                 self.last_action = float(actions - 1)
             # The answer table's rows: a constant, or the index of the
             # input it copies (the compiler's own decision).
@@ -125,6 +132,12 @@ def deployable(
                 logits = logits + torch.index_select(self.preferred, 0, row)
             if self.mask is not None:
                 logits = masked_logits(logits, torch.index_select(x, 0, self.mask).unsqueeze(0))
+            if self.deference is not None and self.deference.when is not None:
+                # Where the flag is 1 the logits become the compiler's action
+                # one-hot (Mul and Add: the operators mlbridge-aot compiles).
+                flag = torch.clamp(flat[self.deference.when], 0.0, 1.0)
+                chosen = torch.index_select(self.onehot, 0, row)
+                logits = logits * (1.0 - flag) + chosen * flag
             action = torch.argmax(logits, dim=1)
             if self.rows is None:
                 return action

@@ -196,7 +196,9 @@ def train(
             inputs, keep = deployed_inputs(task, names)
             if keep is not None:
                 raise MlbridgeError(f"{task.name}: its deployed model cannot be fine-tuned")
-            warm = load_actor(model.policy, config.init, [spec.name for spec in inputs])
+            warm = load_actor(
+                model.policy, config.init, [spec.name for spec in inputs], task.defers_when
+            )
         elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)
         # The init model's own deference bonus (a run from scratch has none).

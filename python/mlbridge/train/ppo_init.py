@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -35,11 +35,14 @@ def _linears(policy: Any) -> List[Any]:
     return [*layers, policy.action_net]
 
 
-def load_actor(policy: Any, path: Path, inputs: Sequence[str]) -> Dict[str, Any]:
+def load_actor(
+    policy: Any, path: Path, inputs: Sequence[str], flag: Optional[str] = None
+) -> Dict[str, Any]:
     """Copies the actor of the exported policy at ``path`` into ``policy``
-    (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``;
-    returns what the run records of it (path, SHA-256, and its deference
-    bonus: 0.0 when it has none)."""
+    (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``,
+    and may read ``flag`` after them (``Problem.defers_when``, which only
+    its deference reads); returns what the run records of it (path,
+    SHA-256, and its deference bonus: 0.0 when it has none)."""
     from onnx.helper import get_attribute_value
 
     import torch
@@ -47,7 +50,7 @@ def load_actor(policy: Any, path: Path, inputs: Sequence[str]) -> Dict[str, Any]
     names, weights, model = read_weights(path, lambda _name: True)
     graph = model.graph
     bonus = _deference_bonus(path, model)
-    if names != list(inputs):
+    if names != list(inputs) and (flag is None or names != [*inputs, flag]):
         raise MlbridgeError(
             f"{path}: the model reads {len(names)} inputs ({', '.join(names[:4])}, ...), "
             f"not the {len(inputs)} this task's policy reads ({', '.join(list(inputs)[:4])}, ...)"

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
+from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.export import Deference, export_policy
 from mlbridge.train.features import SignedLogFeatures, kept_features
 from mlbridge.train.masking import mask_indices
 
 if TYPE_CHECKING:
     from mlbridge.gym.modules import Module
-    from mlbridge.tensor_spec import TensorSpec
 
 __all__ = [
     "TASKS",
@@ -67,12 +67,12 @@ def env_kwargs(corpus: Optional[Path], split: str, extra: Mapping[str, Any]) -> 
 
 def deployed_inputs(
     problem: Problem, names: Sequence[str]
-) -> Tuple[List["TensorSpec"], Optional[List[int]]]:
+) -> Tuple[List[TensorSpec], Optional[List[int]]]:
     """The inputs of ``problem``'s deployed model over the environment's raw
     feature ``names``, and where the policy's features are in them (None:
     the inputs are the policy's features, in order)."""
     kept = kept_features(names, problem.hidden)
-    inputs: List["TensorSpec"]
+    inputs: List[TensorSpec]
     inputs, keep = resolve(problem.deploy_inputs)(names, kept)
     return inputs, keep
 
@@ -84,6 +84,13 @@ def export(
     ``names`` are the environment's raw feature names; ``deference``, the
     bonus of the compiler's own action (0: none)."""
     inputs, keep = deployed_inputs(problem, names)
+    when = None
+    if problem.defers_when is not None:
+        # The flag comes last, read by the deference only.
+        if keep is None:
+            keep = list(range(sum(spec.element_count for spec in inputs)))
+        when = sum(spec.element_count for spec in inputs)
+        inputs = [*inputs, TensorSpec(problem.defers_when, "int64_t", (1,))]
     export_policy(
         policy,
         path,
@@ -92,20 +99,23 @@ def export(
         keep,
         action_mask(problem, policy, names),
         problem.answers,
-        _deference(problem, inputs, deference) if deference else None,
+        _deference(problem, inputs, deference, when) if deference or when is not None else None,
     )
 
 
-def _deference(problem: Problem, inputs: Sequence["TensorSpec"], bonus: float) -> Deference:
+def _deference(
+    problem: Problem, inputs: Sequence[TensorSpec], bonus: float, when: Optional[int]
+) -> Deference:
     """The deference of ``bonus`` to the compiler's own action: the
-    problem's warm-start feature, among the deployed ``inputs``."""
+    problem's warm-start feature, among the deployed ``inputs``; ``when``,
+    where its flag is in them (None: none)."""
     feature = problem.warm_start_feature
     where = next((i for i, spec in enumerate(inputs) if spec.name == feature), None)
     if feature is None or where is None or inputs[where].element_count != 1:
         raise MlbridgeError(
             f"{problem.name}: a deference needs the compiler's own action as a deployed input"
         )
-    return Deference(sum(spec.element_count for spec in inputs[:where]), bonus)
+    return Deference(sum(spec.element_count for spec in inputs[:where]), bonus, when)
 
 
 def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:
