@@ -87,9 +87,9 @@ def export(
     when = None
     if problem.defers_when is not None:
         # The flag comes last, read by the deference only.
-        if keep is None:
-            keep = list(range(sum(spec.element_count for spec in inputs)))
         when = sum(spec.element_count for spec in inputs)
+        if keep is None:
+            keep = list(range(when))
         inputs = [*inputs, TensorSpec(problem.defers_when, "int64_t", (1,))]
     export_policy(
         policy,
