@@ -381,7 +381,7 @@ def test_a_project_built_before_units_were_checked_is_checked_when_reused(tmp_pa
 def test_no_shipped_recipe_builds_a_reserved_project():
     from mlbridge.corpus.recipe import DebianSource, shipped_recipes
 
-    assert {"debian-c", "box2d", "libgcrypt", "mbedtls"} <= set(shipped_recipes())
+    assert {"debian-c", "box2d", "libgcrypt", "mbedtls", "curl"} <= set(shipped_recipes())
     for name in shipped_recipes():
         for project in read_recipe(name).projects:
             words = [project.name]
