@@ -96,6 +96,12 @@ def cases() -> list:
             {"w": w(16, 24), "b": w(24)},
         )
     )
+    # What the loadable module built from it says of itself (AotModelTest):
+    # mlbridge.* entries are carried, other keys are not, quotes escaped.
+    helper.set_model_props(
+        out[-1].model,
+        {"mlbridge.note": 'a "quoted"\nvalue', "producer.key": "dropped", "mlbridge.empty": ""},
+    )
     out.append(
         Case(
             "gemm_wide",  # blocked kernel with padding, alpha/beta folded

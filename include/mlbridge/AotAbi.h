@@ -56,4 +56,13 @@ typedef struct mlbridge_aot_model_v1 {
 #endif
 /* END MLBRIDGE_AOT_ABI_V1 */
 
+/** A loadable module (mlbridge_add_aot_model(... SHARED)) exports its model
+ * as `const mlbridge_aot_model_v1 *mlbridge_aot_model_v1_entry(void)` and,
+ * when the ONNX model had metadata_props whose key starts with "mlbridge.",
+ * those entries as `const char *const *mlbridge_aot_model_v1_metadata(void)`:
+ * key, value, key, value, ..., NULL (at most 64 entries, each string under
+ * 4096 bytes). A module without the second symbol says nothing of itself.
+ */
+typedef const char *const *(*mlbridge_aot_metadata_v1_fn)(void);
+
 #endif /* MLBRIDGE_AOTABI_H */

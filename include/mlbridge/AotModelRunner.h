@@ -55,7 +55,8 @@ public:
   /// Loads the model exported by the loadable module at \p Path (its
   /// mlbridge_aot_model_v1_entry symbol) and binds it like create(). \p Path
   /// is a file: a name without '/' is in the current directory (the library
-  /// path is never searched).
+  /// path is never searched). metadata() answers what the module's optional
+  /// mlbridge_aot_model_v1_metadata symbol says (mlbridge/AotAbi.h).
   static Expected<std::unique_ptr<AotInterfaceRunner>>
   load(const std::string &Path, std::vector<TensorSpec> Inputs,
        std::vector<TensorSpec> Outputs);

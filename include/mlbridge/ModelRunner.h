@@ -24,8 +24,10 @@
 #include "mlbridge/TensorBuffers.h"
 #include "mlbridge/TensorSpec.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mlbridge {
@@ -43,6 +45,11 @@ template <typename T> struct TensorView {
   /// Iteration support.
   const T *end() const { return Data + Size; }
 };
+
+/// What a model says about itself: (key, value) pairs, the keys starting
+/// with "mlbridge." (ONNX metadata_props, which mlbridge-aot carries into
+/// its modules).
+using ModelMetadata = std::vector<std::pair<std::string, std::string>>;
 
 /// Base class of all runners. Not thread-safe: one runner per thread.
 class ModelRunner {
@@ -138,6 +145,15 @@ public:
   /// The error that made this runner unusable, or success.
   const Error &brokenBy() const { return Broken; }
 
+  /// The value of the model's metadata entry \p Key, or nullopt (no such
+  /// entry, or a runner whose model says nothing: pipes, gRPC, baselines).
+  /// A model is untrusted: a value is a claim the caller may act on only
+  /// where acting on a false one costs nothing but quality (e.g. skipping
+  /// the model where it says it answers the compiler's own decision).
+  std::optional<std::string_view> metadata(std::string_view Key) const;
+  /// All of the model's metadata entries, in the model's order.
+  const ModelMetadata &metadataEntries() const { return Metadata; }
+
 protected:
   /// Creates the input and output buffers. Subclasses call this from their
   /// factory and forward any error.
@@ -152,6 +168,9 @@ protected:
   /// Marks the runner unusable: later calls fail fast with \p Why.
   void markBroken(const Error &Why);
 
+  /// Sets what metadata() answers (runners over a model file call it).
+  void setMetadata(ModelMetadata M) { Metadata = std::move(M); }
+
   /// Builds a TypeMismatch error for \p Spec accessed as \p Asked.
   static Error typeMismatch(const TensorSpec &Spec, DType Asked,
                             const char *Role);
@@ -163,6 +182,7 @@ protected:
 
 private:
   Error Broken;
+  ModelMetadata Metadata;
 };
 
 } // namespace mlbridge

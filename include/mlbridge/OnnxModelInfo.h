@@ -21,6 +21,7 @@
 #define MLBRIDGE_ONNXMODELINFO_H
 
 #include "mlbridge/Error.h"
+#include "mlbridge/ModelRunner.h"
 #include "mlbridge/TensorSpec.h"
 
 #include <cstddef>
@@ -53,6 +54,10 @@ struct OnnxModelInfo {
   std::vector<OnnxValueInfo> Inputs;
   /// The graph outputs.
   std::vector<OnnxValueInfo> Outputs;
+  /// The model's metadata_props whose key starts with "mlbridge." (what the
+  /// model claims about itself to mlbridge, ModelRunner::metadata()), in
+  /// file order; other keys are not read.
+  ModelMetadata Metadata;
 };
 
 /// The ONNX element type (TensorProto.DataType) of \p Type.

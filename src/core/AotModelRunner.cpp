@@ -6,7 +6,9 @@
 
 #include "mlbridge/AotModelRunner.h"
 
+#include <cstring>
 #include <dlfcn.h>
+#include <string_view>
 
 namespace mlbridge {
 
@@ -141,6 +143,41 @@ openModule(const std::string &Path,
   return Fn();
 }
 
+/// The most metadata entries, and bytes per key or value, read from a
+/// module (a model says a few short things about itself).
+constexpr size_t MaxAotMetadataEntries = 64;
+constexpr size_t MaxAotMetadataBytes = 4096;
+
+/// The metadata the module \p Library exports (its optional
+/// mlbridge_aot_model_v1_metadata symbol: key, value, ..., NULL), the keys
+/// starting with "mlbridge." only; a module without it says nothing.
+static Expected<ModelMetadata>
+moduleMetadata(const AotInterfaceRunner::Module &Library,
+               const std::string &Path) {
+  auto Fn = reinterpret_cast<mlbridge_aot_metadata_v1_fn>(
+      ::dlsym(Library.Handle, "mlbridge_aot_model_v1_metadata"));
+  ModelMetadata Metadata;
+  const char *const *E = Fn ? Fn() : nullptr;
+  for (size_t I = 0; E && E[2 * I]; ++I) {
+    if (I == MaxAotMetadataEntries || !E[2 * I + 1])
+      return makeError(ErrorCode::InvalidArgument, "'", Path,
+                       "' exports malformed metadata (more than ",
+                       std::to_string(MaxAotMetadataEntries),
+                       " entries, or a key without a value)");
+    std::string_view Key(E[2 * I], ::strnlen(E[2 * I], MaxAotMetadataBytes));
+    std::string_view Value(E[2 * I + 1],
+                           ::strnlen(E[2 * I + 1], MaxAotMetadataBytes));
+    if (Key.size() == MaxAotMetadataBytes ||
+        Value.size() == MaxAotMetadataBytes)
+      return makeError(ErrorCode::InvalidArgument, "'", Path,
+                       "' exports a metadata key or value of ",
+                       std::to_string(MaxAotMetadataBytes), " bytes or more");
+    if (Key.substr(0, 9) == "mlbridge.")
+      Metadata.emplace_back(std::string(Key), std::string(Value));
+  }
+  return Metadata;
+}
+
 Expected<std::unique_ptr<AotInterfaceRunner>>
 AotInterfaceRunner::load(const std::string &Path,
                          std::vector<TensorSpec> Inputs,
@@ -149,9 +186,14 @@ AotInterfaceRunner::load(const std::string &Path,
   auto Model = openModule(Path, Library);
   if (!Model)
     return Model.takeError();
+  auto Metadata = moduleMetadata(*Library, Path);
+  if (!Metadata)
+    return Metadata.takeError();
   auto R = create(*Model, std::move(Inputs), std::move(Outputs));
-  if (R)
+  if (R) {
+    (*R)->setMetadata(std::move(*Metadata));
     (*R)->Library = std::move(Library);
+  }
   return R;
 }
 
@@ -161,9 +203,14 @@ AotInterfaceRunner::load(const std::string &Path) {
   auto Model = openModule(Path, Library);
   if (!Model)
     return Model.takeError();
+  auto Metadata = moduleMetadata(*Library, Path);
+  if (!Metadata)
+    return Metadata.takeError();
   auto R = create(*Model);
-  if (R)
+  if (R) {
+    (*R)->setMetadata(std::move(*Metadata));
     (*R)->Library = std::move(Library);
+  }
   return R;
 }
 

@@ -16,8 +16,11 @@ namespace {
 /// See makeDeferredRunner().
 class DeferredRunner final : public ModelRunner {
 public:
-  DeferredRunner(std::vector<bool> Reads, RunnerCreator Create)
-      : Reads(std::move(Reads)), Create(std::move(Create)) {}
+  DeferredRunner(std::vector<bool> Reads, RunnerCreator Create,
+                 ModelMetadata Metadata)
+      : Reads(std::move(Reads)), Create(std::move(Create)) {
+    setMetadata(std::move(Metadata));
+  }
 
   /// Sets up the buffers the caller fills.
   Error init(std::vector<TensorSpec> InputSpecs,
@@ -55,12 +58,14 @@ private:
     for (size_t I = 0; Same && I < Inputs.size(); ++I)
       Same = Made->inputSpec(I) == Inputs.spec(I) &&
              Made->readsInput(I) == Reads[I];
+    Same = Same && Made->metadataEntries() == metadataEntries();
     for (size_t I = 0; Same && I < Outputs.size(); ++I)
       Same = Made->outputSpec(I) == Outputs.spec(I);
     if (!Same) {
       Error E(ErrorCode::InvalidArgument,
-              "deferred runner: the runner made has other specs or reads "
-              "other inputs than the one created (was the model replaced?)");
+              "deferred runner: the runner made has other specs, reads "
+              "other inputs or says other metadata than the one created (was "
+              "the model replaced?)");
       markBroken(E);
       return E;
     }
@@ -94,9 +99,9 @@ private:
 Expected<std::unique_ptr<ModelRunner>>
 makeDeferredRunner(std::vector<TensorSpec> Inputs,
                    std::vector<TensorSpec> Outputs, std::vector<bool> Reads,
-                   RunnerCreator Create) {
-  auto R =
-      std::make_unique<DeferredRunner>(std::move(Reads), std::move(Create));
+                   RunnerCreator Create, ModelMetadata Metadata) {
+  auto R = std::make_unique<DeferredRunner>(std::move(Reads), std::move(Create),
+                                            std::move(Metadata));
   if (Error E = R->init(std::move(Inputs), std::move(Outputs)))
     return E;
   return std::unique_ptr<ModelRunner>(std::move(R));
@@ -118,10 +123,12 @@ RunnerFactory deferOnnxLoading(RunnerFactory LoadNow) {
       return Reads.takeError();
     RunnerConfig Now = Config;
     Now.LazyLoad = false;
-    return makeDeferredRunner(Inputs, Outputs, std::move(*Reads),
-                              [LoadNow, Now, Inputs, Outputs]() {
-                                return LoadNow(Now, Inputs, Outputs);
-                              });
+    return makeDeferredRunner(
+        Inputs, Outputs, std::move(*Reads),
+        [LoadNow, Now, Inputs, Outputs]() {
+          return LoadNow(Now, Inputs, Outputs);
+        },
+        std::move(Info->Metadata));
   };
 }
 

@@ -30,13 +30,15 @@ using RunnerCreator = std::function<Expected<std::unique_ptr<ModelRunner>>()>;
 /// \p Create and then forwards every evaluation to the runner it made
 /// (the inputs the model reads are copied in, the outputs copied back; no
 /// allocation). \p Reads says, per input, whether the model reads it (the
-/// deferred runner's readsInput(), known before the model is loaded). If
-/// \p Create fails, that evaluation returns its error and the runner stays
-/// broken (later evaluations fail fast with it).
+/// deferred runner's readsInput(), known before the model is loaded), and
+/// \p Metadata what its metadata() answers. If \p Create fails, or makes a
+/// runner that reads other inputs or says other metadata, that evaluation
+/// returns an error and the runner stays broken (later evaluations fail
+/// fast with it).
 Expected<std::unique_ptr<ModelRunner>>
 makeDeferredRunner(std::vector<TensorSpec> Inputs,
                    std::vector<TensorSpec> Outputs, std::vector<bool> Reads,
-                   RunnerCreator Create);
+                   RunnerCreator Create, ModelMetadata Metadata = {});
 
 /// The factory of the onnx kind given the one that loads a model now
 /// (\p LoadNow): with RunnerConfig::LazyLoad it reads the model's interface

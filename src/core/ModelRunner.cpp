@@ -49,6 +49,14 @@ Error ModelRunner::switchContext(std::string_view) {
   return Broken ? Broken : Error::success();
 }
 
+std::optional<std::string_view>
+ModelRunner::metadata(std::string_view Key) const {
+  for (const auto &[K, V] : Metadata)
+    if (K == Key)
+      return V;
+  return std::nullopt;
+}
+
 void ModelRunner::markBroken(const Error &Why) {
   if (!Broken)
     Broken =

@@ -20,20 +20,23 @@ using protowire::WireType;
 namespace {
 
 // Field numbers of onnx.proto (ONNX IR version 3 and later).
-constexpr uint32_t ModelGraph = 7;       // ModelProto.graph
-constexpr uint32_t GraphInitializer = 5; // GraphProto.initializer
-constexpr uint32_t GraphInput = 11;      // GraphProto.input
-constexpr uint32_t GraphOutput = 12;     // GraphProto.output
-constexpr uint32_t GraphSparseInit = 15; // GraphProto.sparse_initializer
-constexpr uint32_t SparseValues = 1;     // SparseTensorProto.values
-constexpr uint32_t TensorName = 8;       // TensorProto.name
-constexpr uint32_t ValueName = 1;        // ValueInfoProto.name
-constexpr uint32_t ValueType = 2;        // ValueInfoProto.type
-constexpr uint32_t TypeTensor = 1;       // TypeProto.tensor_type
-constexpr uint32_t TensorElemType = 1;   // TypeProto.Tensor.elem_type
-constexpr uint32_t TensorShape = 2;      // TypeProto.Tensor.shape
-constexpr uint32_t ShapeDim = 1;         // TensorShapeProto.dim
-constexpr uint32_t DimValue = 1;         // Dimension.dim_value
+constexpr uint32_t ModelGraph = 7;          // ModelProto.graph
+constexpr uint32_t ModelMetadataProps = 14; // ModelProto.metadata_props
+constexpr uint32_t EntryKey = 1;            // StringStringEntryProto.key
+constexpr uint32_t EntryValue = 2;          // StringStringEntryProto.value
+constexpr uint32_t GraphInitializer = 5;    // GraphProto.initializer
+constexpr uint32_t GraphInput = 11;         // GraphProto.input
+constexpr uint32_t GraphOutput = 12;        // GraphProto.output
+constexpr uint32_t GraphSparseInit = 15;    // GraphProto.sparse_initializer
+constexpr uint32_t SparseValues = 1;        // SparseTensorProto.values
+constexpr uint32_t TensorName = 8;          // TensorProto.name
+constexpr uint32_t ValueName = 1;           // ValueInfoProto.name
+constexpr uint32_t ValueType = 2;           // ValueInfoProto.type
+constexpr uint32_t TypeTensor = 1;          // TypeProto.tensor_type
+constexpr uint32_t TensorElemType = 1;      // TypeProto.Tensor.elem_type
+constexpr uint32_t TensorShape = 2;         // TypeProto.Tensor.shape
+constexpr uint32_t ShapeDim = 1;            // TensorShapeProto.dim
+constexpr uint32_t DimValue = 1;            // Dimension.dim_value
 
 /// Calls \p OnField(Field, Wire, Reader) for each field of the message in
 /// \p Bytes; the callback reads the value or returns false to have it
@@ -272,6 +275,35 @@ Error readGraphInterface(std::string_view Bytes, OnnxModelInfo &Info,
       });
 }
 
+/// The key of the metadata entries read (ModelRunner::metadata()).
+constexpr std::string_view MetadataPrefix = "mlbridge.";
+
+/// Adds the StringStringEntryProto \p Bytes to \p Metadata if its key
+/// starts with MetadataPrefix.
+Error readMetadataEntry(std::string_view Bytes, ModelMetadata &Metadata,
+                        MemoryBudget &Budget) {
+  std::string_view Key, Value;
+  if (Error E = forEachField(
+          Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
+            if (F != EntryKey && F != EntryValue)
+              return false;
+            auto B = bytesOf(W, R, "a metadata entry's key or value");
+            if (!B)
+              return B.takeError();
+            (F == EntryKey ? Key : Value) = *B;
+            return true;
+          }))
+    return E;
+  if (Key.substr(0, MetadataPrefix.size()) != MetadataPrefix)
+    return Error::success();
+  if (Error E = Budget.roomForOneMore(Metadata))
+    return E;
+  Metadata.emplace_back();
+  if (Error E = Budget.assign(Metadata.back().first, Key))
+    return E;
+  return Budget.assign(Metadata.back().second, Value);
+}
+
 /// Marks in \p IsWeight the inputs (sorted by name in \p ByName) that an
 /// initializer of the GraphProto \p Bytes names.
 Error markWeights(std::string_view Bytes, const OnnxModelInfo &Info,
@@ -392,6 +424,21 @@ Expected<OnnxModelInfo> readOnnxModelInfo(std::string_view Bytes) {
   if (!HasGraph)
     return makeError(ErrorCode::InvalidArgument,
                      "not an ONNX model (no graph)");
+  if (Error E = forEachField(
+          Bytes, [&](uint32_t F, WireType W, WireReader &R) -> Expected<bool> {
+            if (F != ModelMetadataProps)
+              return false;
+            auto B = bytesOf(W, R, "metadata_props");
+            if (!B)
+              return B.takeError();
+            if (Error E = readMetadataEntry(*B, Info.Metadata, Budget))
+              return E;
+            return true;
+          }))
+    return E.code() == ErrorCode::TooLarge
+               ? std::move(E)
+               : makeError(ErrorCode::InvalidArgument, "not an ONNX model (",
+                           E.message(), ")");
   if (Error E = Budget.charge(Info.Inputs.size() * (sizeof(size_t) + 1)))
     return E;
   std::vector<size_t> ByName(Info.Inputs.size());

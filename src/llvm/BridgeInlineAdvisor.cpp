@@ -10,6 +10,8 @@
 #include "support/Json.h"
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -160,6 +162,9 @@ BridgeInlineAdvisor::BridgeInlineAdvisor(
   auto OdrIndex = A.runner().inputIndex(OdrCalleeFeature);
   if (OdrIndex && A.runner().readsInput(*OdrIndex))
     OdrCalleeIndex = *OdrIndex;
+  DefersToOdr = OdrCalleeIndex &&
+                A.runner().metadata(DefersWhenKey) == OdrCalleeFeature &&
+                A.runner().metadata(DefersToKey) == DefaultDecisionFeature;
   if (!O.LogPath.empty()) {
     std::vector<TensorSpec> Logged;
     for (const llvm::TensorSpec &S : llvmInputs())
@@ -193,9 +198,33 @@ bool BridgeInlineAdvisor::llvmDecision(CallBase &CB) {
   return defaultDecision(*Default, CB);
 }
 
+bool BridgeInlineAdvisor::deferredSite(CallBase &CB) {
+  // A training log records every call site's features: none is skipped.
+  if (!DefersToOdr || Log || isForcedToStop() || !callsLinkOnceODR(CB) ||
+      CB.getCaller() == CB.getCalledFunction())
+    return false;
+  Function &Caller = *CB.getCaller();
+  if (!FAM.getResult<DominatorTreeAnalysis>(Caller).isReachableFromEntry(
+          CB.getParent()))
+    return false;
+  auto &ORE = FAM.getResult<OptimizationRemarkEmitterAnalysis>(Caller);
+  return getMandatoryKind(CB, FAM, ORE) == MandatoryInliningKind::NotMandatory;
+}
+
 std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {
   AfterSizeStop += isForcedToStop();
-  return MLInlineAdvisor::getAdviceImpl(CB);
+  if (!deferredSite(CB))
+    return MLInlineAdvisor::getAdviceImpl(CB);
+  // The model's answer, had it been asked: LLVM's decision. An MLInlineAdvice
+  // keeps MLInlineAdvisor's module size and call-graph counts exact.
+  bool Decision = llvmDecision(CB);
+  ++Decisions;
+  ++Deferred;
+  Inlined += Decision;
+  ++Compared;
+  ++Agreed;
+  auto &ORE = FAM.getResult<OptimizationRemarkEmitterAnalysis>(*CB.getCaller());
+  return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
 }
 
 std::unique_ptr<MLInlineAdvice>
@@ -252,6 +281,7 @@ void BridgeInlineAdvisor::writeStats() {
                          .integer("fallbacks", Fallbacks)
                          .integer("compared", Compared)
                          .integer("agreed", Agreed)
+                         .integer("deferred", Deferred)
                          .raw("size_increase_threshold", sizeThresholdJson())
                          .boolean("size_stopped", isForcedToStop())
                          .integer("after_size_stop", AfterSizeStop)

@@ -46,7 +46,9 @@ public:
 
 protected:
   /// LLVM's MLInlineAdvisor, counting the call sites it no longer asks
-  /// the model about because the module outgrew the size threshold.
+  /// the model about because the module outgrew the size threshold; where
+  /// the model says it answers LLVM's decision (deferredSite()), that
+  /// decision, without computing MLGO's features or running the model.
   std::unique_ptr<llvm::InlineAdvice>
   getAdviceImpl(llvm::CallBase &CB) override;
   std::unique_ptr<llvm::MLInlineAdvice>
@@ -61,6 +63,11 @@ private:
   MLModelRunnerAdapter &adapter();
   /// LLVM's own decision for \p CB (what -O2/-Oz would do).
   bool llvmDecision(llvm::CallBase &CB);
+  /// Whether \p CB is a call site where the model answers LLVM's decision
+  /// whatever its features (DefersToOdr) and where LLVM's MLInlineAdvisor
+  /// would ask the model: a direct non-recursive call, reachable, neither
+  /// always- nor never-inline, before the size threshold stops the advisor.
+  bool deferredSite(llvm::CallBase &CB);
   void writeStats();
 
   std::unique_ptr<llvm::DefaultInlineAdvisor> Default;
@@ -73,9 +80,16 @@ private:
   /// Index of "is_callee_linkonce_odr" among the adapter's inputs when the
   /// runner reads it.
   std::optional<size_t> OdrCalleeIndex;
+  /// Whether the model says (metadata "mlbridge.defers_when" naming
+  /// "is_callee_linkonce_odr", "mlbridge.defers_to" naming
+  /// "inlining_default") that it answers LLVM's decision where the callee
+  /// is linkonce_odr.
+  bool DefersToOdr = false;
   std::optional<TrainingLogWriter> Log;
   std::string FirstError;
   uint64_t Decisions = 0, Inlined = 0, Fallbacks = 0, Compared = 0, Agreed = 0;
+  /// Decisions of deferredSite() call sites (LLVM's, the model not run).
+  uint64_t Deferred = 0;
   /// Call sites seen after the size threshold stopped the advisor.
   uint64_t AfterSizeStop = 0;
 };

@@ -35,6 +35,13 @@ inline constexpr const char *DefaultDecisionFeature = "inlining_default";
 /// models only; remote peers get exactly LLVM's interactive-mode inputs.
 inline constexpr const char *OdrCalleeFeature = "is_callee_linkonce_odr";
 
+/// The model metadata key naming the 0/1 input where the model answers the
+/// input "mlbridge.defers_to" names, whatever its other inputs
+/// (mlbridge.train.export writes both).
+inline constexpr const char *DefersWhenKey = "mlbridge.defers_when";
+/// See DefersWhenKey.
+inline constexpr const char *DefersToKey = "mlbridge.defers_to";
+
 /// Creates the runner \p O asks for, with \p Inputs and one int64 output
 /// \p Decision.
 Expected<std::unique_ptr<ModelRunner>>

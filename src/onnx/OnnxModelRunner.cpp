@@ -90,6 +90,7 @@ OnnxModelRunner::create(const std::string *Path, const void *Data, size_t Size,
   if (Error E = R->initBuffers(std::move(Inputs), std::move(Outputs)))
     return E;
   R->P->Read = std::move(*Reads);
+  R->setMetadata(std::move(Info->Metadata));
   try {
     Ort::SessionOptions SO;
     SO.SetIntraOpNumThreads(

@@ -200,6 +200,20 @@ TEST(AotModel, LoadableModuleMatchesStaticModel) {
             0);
 }
 
+TEST(AotModel, ALoadedModuleSaysTheModelsMlbridgeMetadata) {
+  auto Loaded = AotInterfaceRunner::load(MLBRIDGE_AOT_MODULE);
+  ASSERT_TRUE(Loaded) << Loaded.error().message();
+  EXPECT_EQ((*Loaded)->metadataEntries(),
+            (ModelMetadata{{"mlbridge.note", "a \"quoted\"\nvalue"},
+                           {"mlbridge.empty", ""}}));
+  EXPECT_EQ((*Loaded)->metadata("mlbridge.note"), "a \"quoted\"\nvalue");
+  EXPECT_FALSE((*Loaded)->metadata("producer.key"));
+  // A model linked in statically says nothing (its module entry is unused).
+  auto Static = AotModelRunner<aot_test::AotGemmSmall>::create();
+  ASSERT_TRUE(Static) << Static.error().message();
+  EXPECT_TRUE((*Static)->metadataEntries().empty());
+}
+
 TEST(AotModel, ABareModuleNameIsInTheCurrentDirectory) {
   std::string Module = MLBRIDGE_AOT_MODULE;
   size_t Slash = Module.rfind('/');

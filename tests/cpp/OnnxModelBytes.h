@@ -109,6 +109,18 @@ struct OnnxGraphParts {
   std::vector<std::string> SparseValues;
 };
 
+/// A ModelProto.metadata_props field (14): one StringStringEntryProto, to
+/// append to a model.
+inline std::string onnxMetadataEntry(const std::string &Key,
+                                     const std::string &Value) {
+  using namespace protowire;
+  std::string Entry, Field;
+  appendBytesField(Entry, 1, Key);
+  appendBytesField(Entry, 2, Value);
+  appendBytesField(Field, 14, Entry);
+  return Field;
+}
+
 /// A ModelProto (IR version 8, opset 13) of one graph.
 inline std::string onnxModel(const OnnxGraphParts &G) {
   using namespace protowire;

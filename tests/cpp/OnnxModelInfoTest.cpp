@@ -113,6 +113,24 @@ TEST(OnnxModelInfo, InterfaceErrorsNameTheTensor) {
   EXPECT_EQ(NoOutput.error().message(), "model 'm' has no output 'advice'");
 }
 
+TEST(OnnxModelInfo, ReadsTheModelsMlbridgeMetadataOnly) {
+  std::string Model = onnxMetadataEntry("producer.note", "not read") +
+                      identityModel() +
+                      onnxMetadataEntry("mlbridge.defers_when", "flag") +
+                      onnxMetadataEntry("mlbridge.empty", "");
+  ASSERT_EXPECTED(Info, readOnnxModelInfo(Model));
+  EXPECT_EQ(Info->Metadata, (ModelMetadata{{"mlbridge.defers_when", "flag"},
+                                           {"mlbridge.empty", ""}}));
+  ASSERT_EXPECTED(None, readOnnxModelInfo(identityModel()));
+  EXPECT_TRUE(None->Metadata.empty());
+  std::string Bad;
+  protowire::appendVarintField(Bad, 14, 3); // metadata_props as a varint
+  auto Wire = readOnnxModelInfo(identityModel() + Bad);
+  ASSERT_FALSE(bool(Wire));
+  EXPECT_NE(Wire.error().message().find("metadata_props is not"),
+            std::string::npos);
+}
+
 TEST(OnnxModelInfo, MalformedBytesAreRefusedWhereverTheyBreak) {
   std::string Model = identityModel();
   // Every truncation fails cleanly or, cut between fields, reads less.

@@ -238,6 +238,38 @@ TEST_F(OnnxRunner, AModelReplacedBeforeTheFirstEvaluationIsRefused) {
   EXPECT_EQ((*R)->evaluate().code(), ErrorCode::Broken);
 }
 
+TEST_F(OnnxRunner, MetadataIsKnownBeforeLoadingAndMustStayTheSame) {
+  OnnxGraphParts G;
+  G.Nodes = {onnxNode("Identity", {"u"}, {"w"})};
+  G.Inputs = {onnxTensorValue("u", 7, {1})};
+  G.Outputs = {onnxTensorValue("w", 7, {1})};
+  std::string Path = Dir + "/metadata.onnx";
+  auto Write = [&](const std::string &Value) {
+    std::ofstream F(Path, std::ios::binary | std::ios::trunc);
+    F << onnxModel(G) << onnxMetadataEntry("mlbridge.claim", Value);
+  };
+  RunnerFactories F = RunnerFactories::core();
+  addOnnxRunners(F);
+  for (const char *Load : {",load=eager", ""}) {
+    Write("first");
+    ASSERT_EXPECTED(R, createRunner(*RunnerConfig::parse("onnx:" + Path + Load),
+                                    {TensorSpec::of<int64_t>("u")},
+                                    {TensorSpec::of<int64_t>("w")}, F));
+    EXPECT_EQ((*R)->metadata("mlbridge.claim"), "first") << Load;
+    EXPECT_FALSE((*R)->metadata("mlbridge.other"));
+    // What the caller acted on must still hold when the model is loaded.
+    Write("second");
+    *(*R)->input<int64_t>(0) = 3;
+    Error E = (*R)->evaluate();
+    if (*Load) {
+      EXPECT_FALSE(bool(E)) << "an eager runner has loaded its model";
+    } else {
+      ASSERT_TRUE(bool(E)) << "a lazy runner loaded a model saying otherwise";
+      EXPECT_NE(E.message().find("other metadata"), std::string::npos);
+    }
+  }
+}
+
 namespace {
 /// Policies exported from PyTorch by tools/export_torch_test_models.py under
 /// the system Python (Debian's python3-torch), with torch's outputs.

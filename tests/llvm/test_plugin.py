@@ -73,7 +73,7 @@ def stats(path: Path) -> Dict[str, int]:
     assert rows, "the plugin wrote no statistics"
     return {
         k: sum(r[k] for r in rows)
-        for k in ("decisions", "inlined", "fallbacks", "compared", "agreed")
+        for k in ("decisions", "inlined", "fallbacks", "compared", "agreed", "deferred")
     }
 
 
@@ -242,6 +242,80 @@ def test_in_process_runners_learn_which_callees_are_linkonce_odr(plugin, compile
     assert "define linkonce_odr" not in ir and "_Z4bumpi" not in ir, ir
     s = stats(stats_path)
     assert s["fallbacks"] == 0 and s["inlined"] == 2 and s["decisions"] == 4, s
+
+
+#: C++ of many linkonce_odr callees (templates, inline members, a recursive
+#: one), some call sites never inlined (noinline) or always (always_inline).
+TEMPLATE_PROGRAM = """
+#include <algorithm>
+#include <vector>
+template <typename T> struct Acc {
+  std::vector<T> v;
+  void add(T x) { v.push_back(x * 3 + 1); }
+  T sum() const { T s = 0; for (T x : v) s += x; return s; }
+};
+template <typename T> T fib(T n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+inline __attribute__((noinline)) int never(int x) { return x * x - 7; }
+inline __attribute__((always_inline)) int always(int x) { return x ^ 0x55; }
+static int helper(int x) { return x * 5 + (x >> 2); }
+int plain(int x) { return helper(x) - helper(x + 1); }
+int api(int n) {
+  Acc<int> a; Acc<long> b;
+  for (int i = 0; i < n; ++i) { a.add(i); b.add(always(i)); }
+  std::sort(a.v.begin(), a.v.end());
+  return a.sum() + int(b.sum()) + fib(n) + never(n) + plain(n) + helper(n);
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["onnx", "aot"])
+def test_where_the_model_says_it_answers_llvm_the_plugin_skips_it_exactly(
+    plugin, compiler_env, tmp_path, kind
+):
+    """The shipped size model says (its metadata, carried into its AOT
+    module) that at calls of linkonce_odr functions it answers LLVM's
+    decision: there the plugin gives that decision without computing
+    MLGO's features or running it. The objects are those of the same model
+    asked everywhere, byte for byte; a training log turns it off."""
+    import onnx
+    from mlbridge.models import model_path
+    from mlbridge.train.export import DEFERS_WHEN_KEY
+    from mlbridge.train.imitation import build_aot_module
+
+    if TOOLS.major != 19:
+        pytest.skip("the shipped model reads LLVM 19's features (LLVM 16 lacks some)")
+    shipped = onnx.load(str(model_path("inlining-size")))
+    assert DEFERS_WHEN_KEY in {p.key for p in shipped.metadata_props}
+    silent = onnx.ModelProto()
+    silent.CopyFrom(shipped)
+    del silent.metadata_props[:]
+    models = {}
+    for name, model in (("says", shipped), ("silent", silent)):
+        onnx.save(model, str(tmp_path / f"{name}.onnx"))
+        models[name] = tmp_path / f"{name}.onnx"
+        if kind == "aot":
+            models[name] = build_aot_module(models[name], tmp_path / f"aot-{name}", "SizeModel")
+    source = tmp_path / "templates.cpp"
+    source.write_text(TEMPLATE_PROGRAM)
+    counts = {}
+    for name, model in models.items():
+        for log in (False, True):
+            run_name = f"{name}{'-log' if log else ''}"
+            settings = {
+                "MLBRIDGE_RUNNER": kind,
+                "MLBRIDGE_MODEL": str(model),
+                "MLBRIDGE_STATS": str(tmp_path / f"{run_name}.jsonl"),
+            }
+            if log:
+                settings["MLBRIDGE_LOG"] = str(tmp_path / f"{run_name}.log")
+            clang(source, tmp_path / f"{run_name}.o", plugin, compiler_env, [], settings)
+            counts[run_name] = stats(tmp_path / f"{run_name}.jsonl")
+    objects = {n: (tmp_path / f"{n}.o").read_bytes() for n in counts}
+    assert len(set(objects.values())) == 1, "the same decisions, the same object"
+    says, silent_counts = counts["says"], counts["silent"]
+    assert says["fallbacks"] == 0 and 0 < says["deferred"] < says["decisions"], says
+    assert says["inlined"] == silent_counts["inlined"]
+    assert silent_counts["deferred"] == counts["says-log"]["deferred"] == 0
 
 
 def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, Dict[str, str]]:

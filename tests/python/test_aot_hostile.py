@@ -17,7 +17,16 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from test_aot import F, _compile_cxx, compilers, make_model, run_cli, run_generated, save  # noqa: E402
+from test_aot import (  # noqa: E402
+    BUILD_FLAGS,
+    F,
+    _compile_cxx,
+    compilers,
+    make_model,
+    run_cli,
+    run_generated,
+    save,
+)
 
 from mlbridge.aot import AotError, compile_model  # noqa: E402
 from mlbridge.aot.cxx import comment, string_literal, unique_identifier  # noqa: E402
@@ -60,6 +69,10 @@ def hostile_model() -> onnx.ModelProto:
     model.graph.doc_string = GRAPH
     model.producer_name = GRAPH
     model.doc_string = GRAPH
+    # Metadata the module carries as C strings (no NUL: refused).
+    helper.set_model_props(
+        model, {f"mlbridge.{n}": n for n in (INPUT_A, INPUT_B, INIT_W, OUTPUT_Y, GRAPH)}
+    )
     return model
 
 
@@ -79,7 +92,11 @@ def test_hostile_names_compile_and_run(tmp_path: Path, compiler: str, weights: s
     a, b = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
     # run_generated: -Werror, every name looked up by its exact bytes, and
     # the program's output is the results' bytes and nothing else.
-    for got, want in zip(run_generated(generated, tmp_path, [a, b], compiler), expected(a, b)):
+    # With the loadable module's entry points, whose metadata is compiled too.
+    flags = [*BUILD_FLAGS, "-DMLBRIDGE_AOT_ENTRY_POINT"]
+    for got, want in zip(
+        run_generated(generated, tmp_path, [a, b], compiler, flags), expected(a, b)
+    ):
         np.testing.assert_array_equal(got, want)
 
 
@@ -94,6 +111,18 @@ def test_no_name_reaches_the_code_verbatim() -> None:
             assert not line.endswith("\\") or line.startswith("#"), line
             if "//" in line:
                 assert "??" not in line.split("//", 1)[1], line
+
+
+def test_metadata_with_nul_or_too_long_is_refused() -> None:
+    for value in ("a\0b", "x" * 5000):
+        model = hostile_model()
+        helper.set_model_props(model, {"mlbridge.bad": value})
+        with pytest.raises(AotError, match="C strings of at most"):
+            compile_model(model)
+    model = hostile_model()
+    helper.set_model_props(model, {f"mlbridge.{i}": "" for i in range(65)})
+    with pytest.raises(AotError, match="at most 64"):
+        compile_model(model)
 
 
 def test_long_names_give_short_identifiers() -> None:

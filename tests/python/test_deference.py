@@ -23,7 +23,7 @@ pytest.importorskip("gymnasium")
 from counts_task import Counts, counts_task, tiny_config  # noqa: E402
 
 from mlbridge.errors import MlbridgeError  # noqa: E402
-from mlbridge.train.export import DEFERENCE_KEY  # noqa: E402
+from mlbridge.train.export import DEFERENCE_KEY, DEFERS_TO_KEY, DEFERS_WHEN_KEY  # noqa: E402
 from mlbridge.train.ppo import train  # noqa: E402
 from mlbridge.train.ppo_init import load_actor  # noqa: E402
 from mlbridge.train.tasks import export, get_task  # noqa: E402
@@ -117,8 +117,12 @@ def test_the_flag_makes_the_compilers_action_the_answer(policy, tmp_path):
     for bonus in (0.0, float(np.median(margin))):
         path = tmp_path / f"m{bonus}.onnx"
         export(get_task(FLAGGED), policy, path, NAMES, bonus)
-        inputs = [i.name for i in onnx.load(str(path)).graph.input]
-        assert inputs == [*NAMES, "odr"]
+        model = onnx.load(str(path))
+        assert [i.name for i in model.graph.input] == [*NAMES, "odr"]
+        # The model says where it answers the compiler's action, for a
+        # compiler to skip computing the other inputs there.
+        meta = {p.key: p.value for p in model.metadata_props}
+        assert (meta[DEFERS_WHEN_KEY], meta[DEFERS_TO_KEY]) == ("odr", "d")
         unflagged = np.argmax(logits + bonus * np.eye(2)[compiler], axis=1)
         expected = np.where(flags == 1, compiler, unflagged)
         got = _flagged_decisions(path, rows)
@@ -136,6 +140,7 @@ def test_fine_tuning_reads_a_model_with_or_without_the_flag(policy, tmp_path):
     flagged, plain = tmp_path / "flagged.onnx", tmp_path / "plain.onnx"
     export(get_task(FLAGGED), policy, flagged, NAMES, 0.5)
     export(get_task(TASK), policy, plain, NAMES, 0.5)
+    assert DEFERS_WHEN_KEY not in {p.key for p in onnx.load(str(plain)).metadata_props}
     fresh = PPO("MlpPolicy", Counts(), n_steps=64, batch_size=64, seed=9, device="cpu")
     for path in (flagged, plain):
         assert load_actor(fresh.policy, path, NAMES, "odr")["deference"] == 0.5
@@ -161,6 +166,8 @@ def test_the_aot_model_decides_as_onnx_runtime(policy, tmp_path):
     path = tmp_path / "m.onnx"
     export(get_task(FLAGGED), policy, path, NAMES, 0.3)
     generated = compile_model(onnx.load(str(path)))
+    # The module says what the model says of itself (src/core/AotModelRunner).
+    assert '"mlbridge.defers_when", "odr",' in generated.source
     rows = _flagged(_rows()[:40])[0]
     expected = _flagged_decisions(path, rows)
     got = [

@@ -89,3 +89,34 @@ def test_a_model_file_is_a_shipped_models_or_the_path_given(tmp_path):
     mine = tmp_path / "inlining-size.onnx"
     assert model_file(str(mine)) == mine
     assert model_file("not-shipped") == Path("not-shipped")
+
+
+def test_where_the_size_model_says_it_answers_llvms_decision_it_does():
+    """The model's claim (metadata) lets the plugin skip MLGO's features and
+    the model at calls of linkonce_odr callees: it must hold for any input."""
+    import numpy as np
+
+    from mlbridge.train.export import DEFERS_TO_KEY, DEFERS_WHEN_KEY
+
+    ort = pytest.importorskip("onnxruntime")
+    path = model_path("inlining-size")
+    meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert (meta[DEFERS_WHEN_KEY], meta[DEFERS_TO_KEY]) == (
+        "is_callee_linkonce_odr",
+        "inlining_default",
+    )
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    overruled = 0
+    for trial in range(400):
+        feed = {
+            i.name: rng.integers(0, 10 ** rng.integers(1, 7), size=(1,), dtype=np.int64)
+            for i in session.get_inputs()
+        }
+        feed["inlining_default"] = np.array([trial % 2], np.int64)
+        feed["is_callee_linkonce_odr"] = np.array([1], np.int64)
+        (answer,) = session.run(None, feed)
+        assert answer.tolist() == feed["inlining_default"].tolist()
+        feed["is_callee_linkonce_odr"] = np.array([0], np.int64)
+        overruled += session.run(None, feed)[0].tolist() != feed["inlining_default"].tolist()
+    assert overruled > 0  # elsewhere the policy decides (the flag is what defers)

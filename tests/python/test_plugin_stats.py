@@ -27,13 +27,15 @@ def test_lines_are_summed_and_a_missing_file_is_no_module(tmp_path: Path):
     path = tmp_path / "s.jsonl"
     assert read_inline_stats(path).modules == 0
     path.write_text(
-        line(decisions=3, inlined=1, compared=3, agreed=2)
+        line(decisions=3, inlined=1, compared=3, agreed=2, deferred=1, after_size_stop=4)
         + line()
-        + line(decisions=2, fallbacks=2, first_error="runner: timed out")
+        + line(decisions=2, fallbacks=2, first_error="runner: timed out", deferred=True)
     )
     stats = read_inline_stats(path)
     assert (stats.modules, stats.decisions, stats.inlined, stats.deciding) == (3, 5, 1, 2)
     assert (stats.fallbacks, stats.compared, stats.agreed) == (2, 3, 2)
+    # The counters older plugins lack are summed where they are numbers.
+    assert (stats.deferred, stats.after_size_stop) == (1, 4)
     assert stats.first_error == "runner: timed out"
 
 

@@ -316,7 +316,39 @@ def load_graph(
         raise AotError(
             "an input and an output (or two outputs) share a name; rename them in the model"
         )
-    return Graph(g.name or "model", args, results, _live_nodes(nodes, results), opset, g.doc_string)
+    return Graph(
+        g.name or "model",
+        args,
+        results,
+        _live_nodes(nodes, results),
+        opset,
+        g.doc_string,
+        _metadata(model),
+    )
+
+
+#: The most metadata entries a module carries, and the bytes of each key or
+#: value (include/mlbridge/AotAbi.h: what the runner reads).
+MAX_METADATA_ENTRIES = 64
+MAX_METADATA_BYTES = 4095
+
+
+def _metadata(model: Any) -> tuple:
+    """The model's metadata_props whose key starts with "mlbridge."."""
+    entries = tuple((p.key, p.value) for p in model.metadata_props if p.key.startswith("mlbridge."))
+    if len(entries) > MAX_METADATA_ENTRIES:
+        raise AotError(
+            f"the model has {len(entries)} mlbridge.* metadata entries; "
+            f"a module carries at most {MAX_METADATA_ENTRIES}"
+        )
+    for key, value in entries:
+        for text in (key, value):
+            if "\0" in text or len(text.encode()) > MAX_METADATA_BYTES:
+                raise AotError(
+                    f"metadata entry {key[:64]!r}: keys and values are C strings of at "
+                    f"most {MAX_METADATA_BYTES} bytes, without NUL characters"
+                )
+    return entries
 
 
 def _live_nodes(nodes: list, results: list) -> list:

@@ -74,6 +74,9 @@ class Graph:
     nodes: list  # of Node
     opset: int
     doc: str = ""
+    #: The model's metadata entries whose key starts with "mlbridge."
+    #: ((key, value) pairs, in the model's order), carried into the module.
+    metadata: tuple = ()
 
 
 __all__ = ["CXX_TYPES", "RUNTIME_DTYPES", "SPEC_TYPES", "Graph", "Node", "Value"]

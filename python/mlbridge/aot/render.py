@@ -186,6 +186,9 @@ def render(
         num_results=len(results),
         c_symbol=names.c_symbol,
         c_name=cxx.string_literal(names.class_name),
+        metadata="".join(
+            f"    {cxx.string_literal(k)}, {cxx.string_literal(v)},\n" for k, v in graph.metadata
+        ),
         **tables,
     )
     return GeneratedModel(

@@ -15,6 +15,8 @@ from mlbridge.limits import DEFAULT_MAX_BYTES
 
 #: The counters of a line, summed by :func:`read_inline_stats`.
 COUNTERS = ("decisions", "inlined", "fallbacks", "compared", "agreed")
+#: The counters only newer plugins write, summed where a line has them.
+OPTIONAL_COUNTERS = ("after_size_stop", "deferred")
 
 
 @dataclass
@@ -35,6 +37,11 @@ class InlineStats:
     #: Call sites LLVM's size cap kept from the model (summed where a line
     #: has the count).
     after_size_stop: int = 0
+    #: Decisions that were LLVM's because the model says it answers LLVM's
+    #: decision there (calls of linkonce_odr functions, where the plugin
+    #: computes no MLGO feature and runs no model; summed where a line has
+    #: the count).
+    deferred: int = 0
 
 
 def read_inline_stats(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InlineStats:
@@ -57,9 +64,10 @@ def read_inline_stats(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InlineS
             for key, value in zip(COUNTERS, values):
                 setattr(stats, key, getattr(stats, key) + value)
             stats.deciding += record["decisions"] > 0
-            stop = record.get("after_size_stop")
-            if isinstance(stop, int) and not isinstance(stop, bool):
-                stats.after_size_stop += stop
+            for key in OPTIONAL_COUNTERS:
+                value = record.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    setattr(stats, key, getattr(stats, key) + value)
             error = record.get("first_error")
             if not stats.first_error and isinstance(error, str):
                 stats.first_error = error

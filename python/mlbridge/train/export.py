@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -36,6 +36,13 @@ from mlbridge.train.masking import masked_logits
 
 #: The ONNX metadata key of a deployed model's deference bonus.
 DEFERENCE_KEY = "mlbridge.deference_bonus"
+#: The ONNX metadata keys of a deference's flag: where the input
+#: ``DEFERS_WHEN_KEY`` names is 1, the model answers the input
+#: ``DEFERS_TO_KEY`` names, whatever its other inputs, so a compiler may
+#: skip computing them there (the LLVM plugin does:
+#: src/llvm/InlineRunners.h).
+DEFERS_WHEN_KEY = "mlbridge.defers_when"
+DEFERS_TO_KEY = "mlbridge.defers_to"
 
 
 @dataclass(frozen=True)
@@ -182,5 +189,30 @@ def export_policy(
         )
     if deference is not None:
         model = onnx.load(str(path))
-        onnx.helper.set_model_props(model, {DEFERENCE_KEY: repr(deference.bonus)})
+        onnx.helper.set_model_props(model, deference_metadata(deference, inputs, table is None))
         onnx.save(model, str(path))
+
+
+def deference_metadata(
+    deference: Deference, inputs: Sequence[TensorSpec], answers_action: bool
+) -> Dict[str, str]:
+    """The metadata of a model deferring by ``deference`` over ``inputs``:
+    its bonus, and where it has a flag and answers its action itself
+    (``answers_action``: no answer table), the flag's and the compiler's
+    action's input names (:data:`DEFERS_WHEN_KEY`)."""
+    props = {DEFERENCE_KEY: repr(deference.bonus)}
+    if deference.when is not None and answers_action:
+        props[DEFERS_WHEN_KEY] = _scalar_input(inputs, deference.when)
+        props[DEFERS_TO_KEY] = _scalar_input(inputs, deference.index)
+    return props
+
+
+def _scalar_input(inputs: Sequence[TensorSpec], index: int) -> str:
+    """The name of the one-element input at ``index`` of the flattened
+    ``inputs``."""
+    start = 0
+    for spec in inputs:
+        if start == index and spec.element_count == 1:
+            return spec.name
+        start += spec.element_count
+    raise ValueError(f"no one-element input starts at flattened index {index}")
