@@ -60,7 +60,14 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         help="train on a fixed sample of N programs of the train split (and measure "
         "on N of the held-out one), projects interleaved",
     )
-    train.add_argument("--seed", type=int, default=0, help="seed of the run")
+    train.add_argument("--seed", type=int, help="seed of the run (default 0)")
+    train.add_argument(
+        "--seeds",
+        metavar="S[,S...]",
+        type=_seeds,
+        help="ppo: one run per seed (OUT/seed-S), the best on the validation programs "
+        "kept as OUT/policy.onnx (OUT/seeds.json says each one's)",
+    )
     train.add_argument(
         "--warm-start-steps",
         type=int,
@@ -174,6 +181,25 @@ def _bonuses(text: str) -> Tuple[float, ...]:
     return bonuses
 
 
+def _seeds(text: str) -> Tuple[int, ...]:
+    """``--seeds``: comma-separated distinct integers."""
+    try:
+        seeds = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not integers: {text!r}") from None
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds are distinct: {text!r}")
+    return seeds
+
+
+def _seed(args: argparse.Namespace) -> int:
+    """The seed of a run, and of the validation sample: ``--seed``, or the
+    first of ``--seeds`` (default 0)."""
+    if args.seeds:
+        return int(args.seeds[0])
+    return 0 if args.seed is None else int(args.seed)
+
+
 def _init_model(init: Optional[str]) -> Optional[Path]:
     """The file of ``--init``: a shipped model's ONNX file, or the path given."""
     from mlbridge.models import SHIPPED, model_file
@@ -226,7 +252,7 @@ def _train_by_search(args: argparse.Namespace, out: Path) -> None:
             max_rounds=args.rounds,
             patience=args.patience,
             validation_units=args.validation_units,
-            seed=args.seed,
+            seed=_seed(args),
             jobs=args.workers,
             **({} if args.margin is None else {"margin": args.margin}),
         )
@@ -278,7 +304,7 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
             Path(args.tool) if args.tool else None,
             args.llvm,
             args.validation_units,
-            args.seed,
+            _seed(args),
         )
     except NativeError as err:
         # Training itself needs no plugin: it goes on, without a curve.
@@ -319,6 +345,10 @@ def run(args: argparse.Namespace) -> int:
         fail("--margin is for --method search", USAGE)
     if args.deference is not None and args.method != "ppo":
         fail("--deference is for --method ppo (search has --margin)", USAGE)
+    if args.seeds is not None and args.seed is not None:
+        fail("--seed is one run's, --seeds several runs': give one of them", USAGE)
+    if args.seeds is not None and (args.method != "ppo" or args.evaluate_only):
+        fail("--seeds is for training with --method ppo", USAGE)
     try:
         llvm_kwargs = llvm_choice(TASKS[args.task], args.llvm)
     except ValueError as err:
@@ -333,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             backend=args.backend,
             address=args.address,
-            seed=args.seed,
+            seed=_seed(args),
             corpus=Path(args.corpus) if args.corpus else None,
             n_steps=args.n_steps,
             batch_size=min(128, args.n_steps * args.workers),
@@ -349,6 +379,9 @@ def run(args: argparse.Namespace) -> int:
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         measure = _ppo_validation(args, out, config.env_kwargs)
+        if args.seeds:
+            _train_seeds(config, args.seeds, measure, None if args.no_progress else print)
+            return 0 if args.no_evaluate else _deploy(args, out)
         summary = train(config, measure, progress=None if args.no_progress else print)
         print(f"trained {summary['timesteps']} steps in {summary['seconds']} s")
         if "validation" in summary:
@@ -366,9 +399,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"policy: {summary['policy']}")
     if args.no_evaluate:
         return 0
+    return _deploy(args, out)
+
+
+def _deploy(args: argparse.Namespace, out: Path) -> int:
+    """Deploys ``out``'s policy on the held-out programs and reports it."""
     report = _evaluate(args, out)
     (out / "deploy.json").write_text(json.dumps(report, indent=2) + "\n")
     for line in report["summary"]:
         print(line)
     print(f"details: {out}/deploy.json")
     return 0
+
+
+def _train_seeds(config: Any, seeds: Tuple[int, ...], measure: Any, progress: Any) -> None:
+    """``--seeds``: one run per seed, the best on validation kept."""
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.train.seeds import SEEDS, train_seeds
+
+    if measure is None:
+        fail("--seeds needs validation programs to choose between the runs", USAGE)
+    try:
+        report = train_seeds(config, seeds, measure, progress)
+    except MlbridgeError as err:
+        raise CommandError(str(err), ENVIRONMENT) from None
+    for run in report["seeds"]:
+        wrote = "a policy" if run["policy"] else "no policy"
+        print(
+            f"seed {run['seed']}: best {run['best_ratio']:.4f}x the compiler's own heuristic "
+            f"on the validation programs, at {run['best_steps']} steps ({wrote})"
+        )
+    if report["kept"] is None:
+        fail(
+            "no seed did better than the compiler's own heuristic on the validation "
+            f"programs: no policy written ({config.out / SEEDS})",
+            ENVIRONMENT,
+        )
+    print(f"kept seed {report['kept']}; policy: {report['policy']}")
