@@ -264,6 +264,15 @@ mlbridge_status mlbridge_runner_evaluate_float(mlbridge_runner *runner,
 mlbridge_status mlbridge_runner_switch_context(mlbridge_runner *runner,
                                                const char *name);
 
+/** The value of the model's metadata entry \p key (its ONNX metadata_props
+ * whose key starts with "mlbridge.", which mlbridge-aot carries into its
+ * modules), or NULL when the model says nothing under it (or the runner
+ * has no model file: pipes, gRPC). Valid as long as the runner; a value
+ * holding a NUL character reads as its text up to it. A model is
+ * untrusted: a value is a claim, never code or a path. */
+const char *mlbridge_runner_metadata(const mlbridge_runner *runner,
+                                     const char *key);
+
 /** The message of the runner's last failed call, or "" (valid until the
  * next call on the runner; a successful call does not clear it). */
 const char *mlbridge_runner_last_error(const mlbridge_runner *runner);

@@ -319,6 +319,15 @@ mlbridge_status mlbridge_runner_switch_context(mlbridge_runner *runner,
   });
 }
 
+const char *mlbridge_runner_metadata(const mlbridge_runner *runner,
+                                     const char *key) {
+  if (!runner || !key)
+    return nullptr;
+  // The value is a std::string the runner keeps: NUL-terminated.
+  auto Value = runner->Runner->metadata(key);
+  return Value ? Value->data() : nullptr;
+}
+
 const char *mlbridge_runner_last_error(const mlbridge_runner *runner) {
   if (!runner)
     return "runner is NULL";

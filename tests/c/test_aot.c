@@ -239,6 +239,13 @@ static void test_module(void) {
   if (CHECK_CREATED(mlbridge_aot_runner_load(MLBRIDGE_TEST_AOT_MODULE, NULL, 0,
                                              NULL, 0, &runner, &error))) {
     CHECK(mlbridge_runner_num_inputs(runner) == 1);
+    /* What the model says of itself (tools/make_aot_test_models.py). */
+    CHECK(mlbridge_runner_metadata(runner, "mlbridge.note") != NULL &&
+          strcmp(mlbridge_runner_metadata(runner, "mlbridge.note"),
+                 "a \"quoted\"\nvalue") == 0);
+    CHECK(mlbridge_runner_metadata(runner, "producer.key") == NULL);
+    CHECK(mlbridge_runner_metadata(runner, NULL) == NULL);
+    CHECK(mlbridge_runner_metadata(linked, "mlbridge.note") == NULL);
     for (seed = 0; seed < 20; ++seed) {
       fill_x(x, seed);
       if (!run_gemm(runner, x, 1.0f, y) || !run_gemm(linked, x, 1.0f, y_linked))
