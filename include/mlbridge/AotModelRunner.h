@@ -81,6 +81,8 @@ public:
 private:
   AotInterfaceRunner(const mlbridge_aot_model_v1 *Model, void *Object);
   Error bind();
+  /// Keeps the loaded module \p Library open, and says its metadata.
+  void adopt(std::unique_ptr<Module> Library);
   Error evaluateImpl() override;
 
   const mlbridge_aot_model_v1 *Model;

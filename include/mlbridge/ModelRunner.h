@@ -51,6 +51,10 @@ template <typename T> struct TensorView {
 /// its modules).
 using ModelMetadata = std::vector<std::pair<std::string, std::string>>;
 
+/// The prefix of the metadata keys runners read: a model's other metadata
+/// (its producer's notes) is not kept.
+inline constexpr std::string_view ModelMetadataPrefix = "mlbridge.";
+
 /// Base class of all runners. Not thread-safe: one runner per thread.
 class ModelRunner {
 public:

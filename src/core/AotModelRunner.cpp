@@ -15,6 +15,8 @@ namespace mlbridge {
 /// A module loaded with dlopen, closed when the runner goes away.
 struct AotInterfaceRunner::Module {
   void *Handle = nullptr;
+  /// What the module says of its model (moduleMetadata()).
+  ModelMetadata Metadata;
   ~Module() {
     if (Handle)
       ::dlclose(Handle);
@@ -119,30 +121,6 @@ AotInterfaceRunner::create(const mlbridge_aot_model_v1 *Model) {
   return create(Model, std::move(*In), std::move(*Out));
 }
 
-/// Opens \p Path and returns its model interface; \p Library keeps it open.
-static Expected<const mlbridge_aot_model_v1 *>
-openModule(const std::string &Path,
-           std::unique_ptr<AotInterfaceRunner::Module> &Library) {
-  Library = std::make_unique<AotInterfaceRunner::Module>();
-  // A model module is a file: a bare name is in the current directory, not
-  // something for dlopen to search the library path for.
-  std::string File = Path.find('/') == std::string::npos ? "./" + Path : Path;
-  Library->Handle = ::dlopen(File.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!Library->Handle) {
-    const char *Why = ::dlerror();
-    return makeError(ErrorCode::IO, "cannot load AOT model module '", Path,
-                     "': ", Why ? Why : "unknown error");
-  }
-  using Entry = const mlbridge_aot_model_v1 *(*)();
-  auto Fn = reinterpret_cast<Entry>(
-      ::dlsym(Library->Handle, "mlbridge_aot_model_v1_entry"));
-  if (!Fn)
-    return makeError(ErrorCode::InvalidArgument, "'", Path,
-                     "' exports no mlbridge_aot_model_v1_entry (build it "
-                     "with mlbridge_add_aot_model(... SHARED))");
-  return Fn();
-}
-
 /// The most metadata entries, and bytes per key or value, read from a
 /// module (a model says a few short things about itself).
 constexpr size_t MaxAotMetadataEntries = 64;
@@ -150,7 +128,7 @@ constexpr size_t MaxAotMetadataBytes = 4096;
 
 /// The metadata the module \p Library exports (its optional
 /// mlbridge_aot_model_v1_metadata symbol: key, value, ..., NULL), the keys
-/// starting with "mlbridge." only; a module without it says nothing.
+/// starting with ModelMetadataPrefix only; a module without it says nothing.
 static Expected<ModelMetadata>
 moduleMetadata(const AotInterfaceRunner::Module &Library,
                const std::string &Path) {
@@ -172,10 +150,39 @@ moduleMetadata(const AotInterfaceRunner::Module &Library,
       return makeError(ErrorCode::InvalidArgument, "'", Path,
                        "' exports a metadata key or value of ",
                        std::to_string(MaxAotMetadataBytes), " bytes or more");
-    if (Key.substr(0, 9) == "mlbridge.")
+    if (Key.substr(0, ModelMetadataPrefix.size()) == ModelMetadataPrefix)
       Metadata.emplace_back(std::string(Key), std::string(Value));
   }
   return Metadata;
+}
+
+/// Opens \p Path and returns its model interface; \p Library keeps it open
+/// and holds what the module says of the model.
+static Expected<const mlbridge_aot_model_v1 *>
+openModule(const std::string &Path,
+           std::unique_ptr<AotInterfaceRunner::Module> &Library) {
+  Library = std::make_unique<AotInterfaceRunner::Module>();
+  // A model module is a file: a bare name is in the current directory, not
+  // something for dlopen to search the library path for.
+  std::string File = Path.find('/') == std::string::npos ? "./" + Path : Path;
+  Library->Handle = ::dlopen(File.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!Library->Handle) {
+    const char *Why = ::dlerror();
+    return makeError(ErrorCode::IO, "cannot load AOT model module '", Path,
+                     "': ", Why ? Why : "unknown error");
+  }
+  using Entry = const mlbridge_aot_model_v1 *(*)();
+  auto Fn = reinterpret_cast<Entry>(
+      ::dlsym(Library->Handle, "mlbridge_aot_model_v1_entry"));
+  if (!Fn)
+    return makeError(ErrorCode::InvalidArgument, "'", Path,
+                     "' exports no mlbridge_aot_model_v1_entry (build it "
+                     "with mlbridge_add_aot_model(... SHARED))");
+  auto Metadata = moduleMetadata(*Library, Path);
+  if (!Metadata)
+    return Metadata.takeError();
+  Library->Metadata = std::move(*Metadata);
+  return Fn();
 }
 
 Expected<std::unique_ptr<AotInterfaceRunner>>
@@ -186,14 +193,9 @@ AotInterfaceRunner::load(const std::string &Path,
   auto Model = openModule(Path, Library);
   if (!Model)
     return Model.takeError();
-  auto Metadata = moduleMetadata(*Library, Path);
-  if (!Metadata)
-    return Metadata.takeError();
   auto R = create(*Model, std::move(Inputs), std::move(Outputs));
-  if (R) {
-    (*R)->setMetadata(std::move(*Metadata));
-    (*R)->Library = std::move(Library);
-  }
+  if (R)
+    (*R)->adopt(std::move(Library));
   return R;
 }
 
@@ -203,15 +205,15 @@ AotInterfaceRunner::load(const std::string &Path) {
   auto Model = openModule(Path, Library);
   if (!Model)
     return Model.takeError();
-  auto Metadata = moduleMetadata(*Library, Path);
-  if (!Metadata)
-    return Metadata.takeError();
   auto R = create(*Model);
-  if (R) {
-    (*R)->setMetadata(std::move(*Metadata));
-    (*R)->Library = std::move(Library);
-  }
+  if (R)
+    (*R)->adopt(std::move(Library));
   return R;
+}
+
+void AotInterfaceRunner::adopt(std::unique_ptr<Module> Library) {
+  setMetadata(std::move(Library->Metadata));
+  this->Library = std::move(Library);
 }
 
 Error AotInterfaceRunner::bind() {

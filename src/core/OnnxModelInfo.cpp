@@ -275,11 +275,8 @@ Error readGraphInterface(std::string_view Bytes, OnnxModelInfo &Info,
       });
 }
 
-/// The key of the metadata entries read (ModelRunner::metadata()).
-constexpr std::string_view MetadataPrefix = "mlbridge.";
-
 /// Adds the StringStringEntryProto \p Bytes to \p Metadata if its key
-/// starts with MetadataPrefix.
+/// starts with ModelMetadataPrefix.
 Error readMetadataEntry(std::string_view Bytes, ModelMetadata &Metadata,
                         MemoryBudget &Budget) {
   std::string_view Key, Value;
@@ -294,7 +291,7 @@ Error readMetadataEntry(std::string_view Bytes, ModelMetadata &Metadata,
             return true;
           }))
     return E;
-  if (Key.substr(0, MetadataPrefix.size()) != MetadataPrefix)
+  if (Key.substr(0, ModelMetadataPrefix.size()) != ModelMetadataPrefix)
     return Error::success();
   if (Error E = Budget.roomForOneMore(Metadata))
     return E;
