@@ -162,9 +162,12 @@ BridgeInlineAdvisor::BridgeInlineAdvisor(
   auto OdrIndex = A.runner().inputIndex(OdrCalleeFeature);
   if (OdrIndex && A.runner().readsInput(*OdrIndex))
     OdrCalleeIndex = *OdrIndex;
-  DefersToOdr = OdrCalleeIndex &&
-                A.runner().metadata(DefersWhenKey) == OdrCalleeFeature &&
-                A.runner().metadata(DefersToKey) == DefaultDecisionFeature;
+  // Told so (-mlbridge-defers-when: a remote model cannot say it), or said
+  // by the model, which then reads the flag.
+  DefersToOdr = O.DefersWhen == OdrCalleeFeature ||
+                (OdrCalleeIndex &&
+                 A.runner().metadata(DefersWhenKey) == OdrCalleeFeature &&
+                 A.runner().metadata(DefersToKey) == DefaultDecisionFeature);
   if (!O.LogPath.empty()) {
     std::vector<TensorSpec> Logged;
     for (const llvm::TensorSpec &S : llvmInputs())

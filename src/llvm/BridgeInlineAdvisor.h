@@ -80,10 +80,10 @@ private:
   /// Index of "is_callee_linkonce_odr" among the adapter's inputs when the
   /// runner reads it.
   std::optional<size_t> OdrCalleeIndex;
-  /// Whether the model says (metadata "mlbridge.defers_when" naming
+  /// Whether the model answers LLVM's decision where the callee is
+  /// linkonce_odr: it says so (metadata "mlbridge.defers_when" naming
   /// "is_callee_linkonce_odr", "mlbridge.defers_to" naming
-  /// "inlining_default") that it answers LLVM's decision where the callee
-  /// is linkonce_odr.
+  /// "inlining_default"), or the options do (PluginOptions::DefersWhen).
   bool DefersToOdr = false;
   std::optional<TrainingLogWriter> Log;
   std::string FirstError;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PluginOptions.h"
+#include "InlineRunners.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -56,6 +57,12 @@ cl::opt<std::string> SizeThresholdOpt(
         "stop asking the model once the module grew by this factor, or "
         "'none' (env MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD; default: LLVM's "
         "2.0, none for the default runner)"));
+
+cl::opt<std::string> DefersWhenOpt(
+    "mlbridge-defers-when",
+    cl::desc("give LLVM's decision without asking the runner where this "
+             "input is 1: is_callee_linkonce_odr, or none (env "
+             "MLBRIDGE_INLINE_DEFERS_WHEN; default none)"));
 
 /// The environment variable MLBRIDGE_INLINE_\p Name, else its older name
 /// MLBRIDGE_\p Name (kept as an alias), else null. Every plugin names its
@@ -174,6 +181,13 @@ const PluginOptions &pluginOptions() {
                            : (Compare && std::string(Compare) == "1");
     O.SizeIncreaseThreshold = parseThreshold(
         pick(SizeThresholdOpt, "SIZE_INCREASE_THRESHOLD"), O.Problem);
+    O.DefersWhen = pick(DefersWhenOpt, "DEFERS_WHEN");
+    if (O.DefersWhen == "none")
+      O.DefersWhen.clear();
+    if (!O.DefersWhen.empty() && O.DefersWhen != OdrCalleeFeature &&
+        O.Problem.empty())
+      O.Problem = std::string("-mlbridge-defers-when must be ") +
+                  OdrCalleeFeature + " or none, got '" + O.DefersWhen + "'";
     if (O.Runner != "none") {
       auto Config = resolveConfig(O);
       if (Config)

@@ -58,6 +58,12 @@ struct PluginOptions {
   /// cap is lifted so that it reproduces LLVM's default inliner. Infinity
   /// means no cap. A threshold given to LLVM directly always wins.
   std::optional<double> SizeIncreaseThreshold;
+  /// Call sites where the advisor gives LLVM's decision without asking the
+  /// runner, as for a model whose metadata says it answers LLVM's decision
+  /// there: empty (none) or "is_callee_linkonce_odr" (calls of linkonce_odr
+  /// functions). For runners in another process (pipes, gRPC), whose model
+  /// cannot say it; a training log turns it off.
+  std::string DefersWhen;
   /// Whether the options were valid; otherwise Problem says why and the
   /// plugin gives LLVM's default advice.
   std::string Problem;

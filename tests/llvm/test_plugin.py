@@ -722,3 +722,94 @@ def test_bad_size_threshold_falls_back_to_llvm(plugin, compiler_env, tmp_path):
     )
     assert "-mlbridge-size-increase-threshold must be a factor >= 1" in done.stderr
     assert (tmp_path / "plain.ll").read_text() == (tmp_path / "bad.ll").read_text()
+
+
+def test_defers_when_gives_llvms_decision_without_asking_a_served_policy(
+    plugin, compiler_env, tmp_path
+):
+    """-mlbridge-defers-when=is_callee_linkonce_odr: at calls of linkonce_odr
+    functions the plugin gives LLVM's decision without asking the runner, a
+    policy served over pipes included (which cannot say it defers). The
+    policy is asked only elsewhere, and the code is that of an in-process
+    runner given the same answers and the same option; without the option
+    the policy decides the linkonce_odr calls too."""
+    from mlbridge.llvm import size_cap
+    from mlbridge.llvm.driver import run_compiler
+
+    source = tmp_path / "templates.cpp"
+    source.write_text(TEMPLATE_PROGRAM)
+    env = {k: v for k, v in compiler_env.items() if not k.startswith("MLBRIDGE_")}
+
+    class Never:
+        """Declines every call site it is asked about, and counts them."""
+
+        wants_default = False
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def __call__(self, features: Dict[str, np.ndarray]) -> int:
+            self.asked += 1
+            return 0
+
+    asked = {}
+    for name, defers in (("served-deferring", "is_callee_linkonce_odr"), ("served", None)):
+        policy = Never()
+        result = run_compiler(
+            [TOOLS.clang, "-Oz", "-c", "-w", str(source), "-o", str(tmp_path / f"{name}.o")],
+            {"inline": policy},
+            timeout=300,
+            channel_dir=str(tmp_path),
+            env=env,
+            llvm=TOOLS.major,
+            plugin=plugin,
+            defers_when=defers,
+            size_increase_threshold=size_cap.NO_CAP,
+        )
+        assert result.ok, result.stderr
+        asked[name] = policy.asked
+    settings = {
+        "MLBRIDGE_RUNNER": "constant:0",
+        "MLBRIDGE_STATS": str(tmp_path / "c.jsonl"),
+        "MLBRIDGE_SIZE_INCREASE_THRESHOLD": "none",
+    }
+    clang(source, tmp_path / "constant.o", plugin, compiler_env, [], settings)
+    clang(
+        source,
+        tmp_path / "constant-deferring.o",
+        plugin,
+        compiler_env,
+        [],
+        {**settings, "MLBRIDGE_DEFERS_WHEN": "is_callee_linkonce_odr"},
+    )
+    rows = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert rows[0]["deferred"] == 0 and rows[1]["deferred"] > 0, rows
+    # Every call site is asked about or deferred (the call sites themselves
+    # differ: inlining makes new ones).
+    assert asked["served"] == rows[0]["decisions"]
+    assert asked["served-deferring"] == rows[1]["decisions"] - rows[1]["deferred"] > 0
+    objects = {n: (tmp_path / f"{n}.o").read_bytes() for n in asked}
+    constants = {n: (tmp_path / f"{n}.o").read_bytes() for n in ("constant", "constant-deferring")}
+    assert objects["served"] == constants["constant"]
+    assert objects["served-deferring"] == constants["constant-deferring"]
+    assert constants["constant"] != constants["constant-deferring"]
+
+
+def test_bad_defers_when_falls_back_to_llvm(plugin, compiler_env, tmp_path):
+    from mlbridge.llvm.driver import run_compiler
+
+    source = tmp_path / "templates.cpp"
+    source.write_text(TEMPLATE_PROGRAM)
+    clang(source, tmp_path / "plain.o", None, compiler_env)
+    done = clang(
+        source,
+        tmp_path / "bad.o",
+        plugin,
+        compiler_env,
+        [],
+        {"MLBRIDGE_RUNNER": "constant:0", "MLBRIDGE_DEFERS_WHEN": "is_callee_internal"},
+    )
+    assert "-mlbridge-defers-when must be is_callee_linkonce_odr or none" in done.stderr
+    assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "bad.o").read_bytes()
+    with pytest.raises(ValueError, match="defers_when must be one of"):
+        run_compiler([TOOLS.clang, "-c", str(source)], {"inline": lambda f: 0}, defers_when="x")

@@ -460,6 +460,63 @@ def test_grpc_transport_matches_the_pipes(bundled):
     assert children() == []
 
 
+#: C++ whose call sites are mostly calls of linkonce_odr functions.
+CXX_SOURCE = """
+#include <vector>
+template <typename T> struct Acc {
+  std::vector<T> v;
+  void add(T x) { v.push_back(x * 3 + 1); }
+  T sum() const { T s = 0; for (T x : v) s += x; return s; }
+};
+static int helper(int x) { return x * 5 + (x >> 2); }
+int plain(int x) { return helper(x) - helper(x + 1); }
+int api(int n) {
+  Acc<int> a; Acc<long> b;
+  for (int i = 0; i < n; ++i) { a.add(i); b.add(i); }
+  return a.sum() + int(b.sum()) + plain(n) + helper(n);
+}
+"""
+
+
+@pytest.mark.parametrize("transport", ["pipe", "grpc"])
+def test_defers_when_asks_only_what_the_deployed_model_decides(tmp_path, transport):
+    """With ``defers_when``, calls of linkonce_odr functions get LLVM's
+    decision from the plugin and the agent is asked about the others only:
+    LLVM's decisions still reproduce -Oz, and declining everything it is
+    asked declines fewer call sites than without it."""
+    _plugin_or_skip()
+    source = tmp_path / "acc.cpp"
+    source.write_text(CXX_SOURCE)
+    module = tmp_path / "acc.bc"
+    subprocess.run(
+        ["clang++-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", str(source)]
+        + ["-o", str(module)],
+        check=True,
+    )
+    with pytest.raises(ValueError, match="defers_when must be one of"):
+        InliningEnv([module], defers_when="is_callee_internal")
+    everywhere = InliningEnv([module], transport=transport)
+    deferring = InliningEnv([module], transport=transport, defers_when="is_callee_linkonce_odr")
+    try:
+        assert deferring.feature_names == everywhere.feature_names
+        runs = {}
+        for name, env in (("everywhere", everywhere), ("deferring", deferring)):
+            for policy_name, policy in (("llvm", _default_action), ("never", lambda obs: 0)):
+                _, total, terminated, _, info = _run_episode(env, policy)
+                assert terminated, info
+                runs[name, policy_name] = (total, info)
+        for name in ("everywhere", "deferring"):
+            total, info = runs[name, "llvm"]
+            assert total == 0.0 and info["text_size"] == info["oz_text_size"]
+        asked = {name: runs[name, "llvm"][1]["decisions"] for name in ("everywhere", "deferring")}
+        assert 0 < asked["deferring"] < asked["everywhere"], asked
+        # Declining the calls of the C++ inline functions too costs more.
+        assert runs["deferring", "never"][0] > runs["everywhere", "never"][0]
+    finally:
+        everywhere.close()
+        deferring.close()
+
+
 def test_stable_baselines3_ppo_learns_a_few_steps(bundled):
     pytest.importorskip("torch")
     sb3 = pytest.importorskip("stable_baselines3")

@@ -141,3 +141,30 @@ def test_the_policy_deploys_in_clang(tmp_path):
     assert report["linked_vs_oz"]["onnx"] == report["text_vs_oz"]["onnx"]
     assert row["onnx"]["fallbacks"] == 0 and row["aot"]["fallbacks"] == 0
     assert report["aot_equals_onnx"]
+
+
+@needs_clang
+@pytest.mark.parametrize("ask_everywhere", [False, True])
+def test_training_defers_where_the_deployed_model_does(tmp_path, monkeypatch, ask_everywhere):
+    """The inlining environment of a run gives LLVM's decision where the
+    deployed model does (Problem.defers_when), unless --ask-everywhere."""
+    from mlbridge.train import ppo
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def capture(env_id, workers, kwargs, **_):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(ppo, "make_pool", capture)
+    config = _config(tmp_path / "run", 64)
+    config.ask_everywhere = ask_everywhere
+    with pytest.raises(Stop):
+        train(config)
+    if ask_everywhere:
+        assert "defers_when" not in seen
+    else:
+        assert seen["defers_when"] == "is_callee_linkonce_odr"

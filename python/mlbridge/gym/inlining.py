@@ -46,6 +46,7 @@ from mlbridge.gym.served_compilation import (
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
+from mlbridge.llvm.plugin_channel import DEFERS_WHEN
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, major_of_command, tools
 from mlbridge.policy import Session
@@ -236,6 +237,13 @@ class InliningEnv(ServedCompilerEnv):
       ``clang`` and ``size_tool`` default to that major's (``clang-16``...);
       ``plugin``: mlbridge's plugin for it (default: ``mlbridge config
       --plugin --llvm N``), used by the gRPC transport and on LLVM 16.
+    - ``defers_when``: call sites the compiler decides as LLVM would without
+      asking the agent (one of :data:`mlbridge.llvm.plugin_channel.DEFERS_WHEN`;
+      None: it asks at every call site), as the plugin does for a deployed
+      model that says it answers LLVM's decision there
+      (``Problem.defers_when``): episodes then hold the decisions such a
+      model makes, and the reward the code it gives. Served by mlbridge's
+      plugin on any LLVM major.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -260,6 +268,7 @@ class InliningEnv(ServedCompilerEnv):
         transport: str = "pipe",
         plugin: Optional[Union[str, os.PathLike]] = None,
         llvm: Optional[int] = None,
+        defers_when: Optional[str] = None,
         render_mode: Optional[str] = None,
     ) -> None:
         if render_mode is not None:
@@ -268,13 +277,18 @@ class InliningEnv(ServedCompilerEnv):
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        if defers_when is not None and defers_when not in DEFERS_WHEN:
+            raise ValueError(
+                f"defers_when must be one of {', '.join(DEFERS_WHEN)} or None, got {defers_when!r}"
+            )
         self.transport = transport
+        self.defers_when = defers_when
         if llvm is None and clang is not None:
             llvm = major_of_command(clang)
         #: The LLVM major's tools, and the plugin given for it (or None).
         self.llvm = tools(llvm, Path(plugin) if plugin is not None else None)
         self.plugin: Optional[str] = None
-        if transport == "grpc":
+        if transport == "grpc" or defers_when is not None:
             if plugin is None:
                 from mlbridge.native import plugin_path
 
@@ -282,6 +296,7 @@ class InliningEnv(ServedCompilerEnv):
             self.plugin = str(plugin)
             if not os.path.isfile(self.plugin):
                 raise EnvError(f"the plugin {self.plugin} does not exist")
+            self.llvm = tools(self.llvm.major, Path(self.plugin))
         self.render_mode = render_mode
         self.include_default = include_default
         self.step_timeout = seconds("step_timeout", step_timeout)
@@ -357,7 +372,7 @@ class InliningEnv(ServedCompilerEnv):
             else self.size_increase_threshold
         )
         include_default, workdir = self.include_default, self._workdir()
-        timeout, llvm = self.episode_timeout, self.llvm
+        timeout, llvm, defers_when = self.episode_timeout, self.llvm, self.defers_when
         if self.transport == "pipe":
 
             def serve(decide: Any) -> RunResult:
@@ -372,6 +387,7 @@ class InliningEnv(ServedCompilerEnv):
                     on_start=episode.started,
                     llvm=llvm.major,
                     plugin=llvm.plugin,
+                    defers_when=defers_when,
                 )
 
             return serve
@@ -391,6 +407,8 @@ class InliningEnv(ServedCompilerEnv):
             ),
         )
         environ["MLBRIDGE_INLINE_STATS"] = str(episode.stats)
+        if defers_when is not None:
+            environ["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
         served = self._grpc_policy
 
         def serve_grpc(decide: Any) -> RunResult:
@@ -430,7 +448,9 @@ class InliningEnv(ServedCompilerEnv):
         self._episodes += 1
         output = Path(self._workdir()) / f"episode-{self._episodes}.o"
         episode = _Episode(module, output)
-        serve = self._serve_fn(episode, self._command(module, output, self.plugin))
+        # Over pipes, run_compiler loads the plugin itself where it serves.
+        loads = self.plugin if self.transport == "grpc" else None
+        serve = self._serve_fn(episode, self._command(module, output, loads))
         event = self._open(episode, serve)
         if episode.header is not None:
             sent = tuple(s.name for s in episode.header.features)

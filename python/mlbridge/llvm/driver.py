@@ -40,7 +40,7 @@ from mlbridge.errors import CodecError
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
-from mlbridge.llvm.plugin_channel import PluginChannel
+from mlbridge.llvm.plugin_channel import DEFERS_WHEN, PluginChannel
 from mlbridge.llvm.versions import LlvmTools, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
@@ -219,6 +219,7 @@ def run_compiler(
     on_start: Optional[Callable[[CompilerProcess], None]] = None,
     llvm: Optional[int] = None,
     plugin: Optional[Path] = None,
+    defers_when: Optional[str] = None,
 ) -> RunResult:
     """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
 
@@ -246,15 +247,28 @@ def run_compiler(
       advisors). Below 17 the inliner is served through ``plugin`` (default:
       ``mlbridge config --plugin --llvm N``), and the register allocator's
       advisors are refused (:class:`mlbridge.llvm.versions.LlvmVersionError`).
+    - ``defers_when``: call sites where the compiler gives LLVM's own
+      decision without asking the inline policy (the plugin's
+      ``-mlbridge-defers-when``, :data:`DEFERS_WHEN`), as it does for a
+      deployed model that says so; the inliner is then served through
+      ``plugin`` whatever the major.
     """
     if not policies:
         raise ValueError("no advisor to serve")
+    if defers_when is not None and defers_when not in DEFERS_WHEN:
+        raise ValueError(
+            f"defers_when must be one of {', '.join(DEFERS_WHEN)}, got {defers_when!r}"
+        )
     major = llvm if llvm is not None else major_of_command(command[0])
-    through_plugin = major is not None and not LlvmTools(major).interactive
+    through_plugin = defers_when is not None or (
+        major is not None and not LlvmTools(major).interactive
+    )
     if through_plugin:
-        assert major is not None
         for name in policies:
             if name != "inline":
+                if defers_when is not None:
+                    raise ValueError(f"only the inliner defers; not the {name} advisor")
+                assert major is not None
                 LlvmTools(major).require_interactive(f"the {name} advisor")
         if plugin is None:
             from mlbridge.native import plugin_path
@@ -274,6 +288,7 @@ def run_compiler(
             channel_dir=channel_dir,
             env=env,
             on_start=on_start,
+            defers_when=defers_when,
         )
     logs = logs or {}
     channels: Dict[str, Channel] = {}
@@ -346,9 +361,11 @@ def _run_through_plugin(
     channel_dir: Optional[str],
     env: Optional[Mapping[str, str]],
     on_start: Optional[Callable[[CompilerProcess], None]],
+    defers_when: Optional[str],
 ) -> RunResult:
-    """:func:`run_compiler` for the inliner of an LLVM without interactive
-    mode: mlbridge's plugin and its pipe runner on a private channel."""
+    """:func:`run_compiler` for the inliner served by mlbridge's plugin and
+    its pipe runner on a private channel (an LLVM without interactive mode,
+    or call sites the plugin decides without the policy)."""
     channel = create_channel(channel_dir, "inline")
     try:
         # The plugin's runner waits as long as this side may: the whole
@@ -358,7 +375,10 @@ def _run_through_plugin(
         threshold = size_cap.effective_threshold(
             size_increase_threshold, bool(getattr(policy, "echoes_default", False))
         )
-        full_env = {**(os.environ if env is None else env), **served.environment(threshold)}
+        full_env = {
+            **(os.environ if env is None else env),
+            **served.environment(threshold, defers_when),
+        }
         result = _run(
             served.command(command),
             {"inline": policy},

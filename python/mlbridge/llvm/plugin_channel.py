@@ -28,6 +28,10 @@ from mlbridge.runner_config import RunnerConfig
 
 #: The plugin's statistics are at most this large (one short line per module).
 MAX_STATS_BYTES = 1 << 20
+#: Call sites where the plugin can give LLVM's own decision without asking
+#: its runner (``-mlbridge-defers-when``): calls of ``linkonce_odr``
+#: functions (C++ inline functions and template instances).
+DEFERS_WHEN = ("is_callee_linkonce_odr",)
 
 
 @dataclass(frozen=True)
@@ -49,11 +53,15 @@ class PluginChannel:
         flag = "-fpass-plugin" if compiler_kind(command[0]) == "clang" else "-load-pass-plugin"
         return [command[0], f"{flag}={self.plugin}", *command[1:]]
 
-    def environment(self, threshold: Optional[float]) -> Dict[str, str]:
+    def environment(
+        self, threshold: Optional[float], defers_when: Optional[str] = None
+    ) -> Dict[str, str]:
         """The plugin's settings (its MLBRIDGE_INLINE_* variables): the pipe
-        runner on the channel, the statistics file and the size cap
+        runner on the channel, the statistics file, the size cap
         (``threshold`` as :func:`mlbridge.llvm.size_cap.effective_threshold`
-        gives it: None keeps LLVM's)."""
+        gives it: None keeps LLVM's) and the call sites where the plugin
+        gives LLVM's decision without asking (``defers_when``, one of
+        :data:`DEFERS_WHEN`; None: none)."""
         runner = RunnerConfig(
             kind="pipe",
             argument=self.base,
@@ -65,6 +73,8 @@ class PluginChannel:
             env["MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD"] = (
                 "none" if threshold >= size_cap.NO_CAP else f"{threshold:g}"
             )
+        if defers_when is not None:
+            env["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
         return env
 
     def stats(self) -> InlineStats:

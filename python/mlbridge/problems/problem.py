@@ -53,6 +53,9 @@ class Problem:
     #: A 0/1 input of the deployed model only (the policy never sees it):
     #: where it is 1, the model answers the compiler's own action (the
     #: ``warm_start_feature``) whatever the policy says. None: no such input.
+    #: The environment takes it as its keyword ``defers_when``: the compiler
+    #: then gives its own action there without asking, and training sees
+    #: the decisions the deployed model makes (``TrainConfig.ask_everywhere``).
     defers_when: Optional[str] = None
     #: Or a heuristic the actor imitates before PPO, where the compiler's
     #: own decision is not observable (entry point): the names of the

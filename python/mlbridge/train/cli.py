@@ -75,6 +75,13 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         help="steps per worker the actor imitates the compiler's own decision "
         "(or the problem's heuristic) before PPO (0: no warm start)",
     )
+    train.add_argument(
+        "--ask-everywhere",
+        action="store_true",
+        help="ask the policy at every decision in training, where the deployed model "
+        "gives the compiler's own (inlining: calls of C++ inline functions) too; "
+        "by default the compiler decides those as deployed, without asking",
+    )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
         "--learning-rate",
@@ -376,6 +383,7 @@ def run(args: argparse.Namespace) -> int:
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
             init=_init_model(args.init),
+            ask_everywhere=args.ask_everywhere,
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         measure = _ppo_validation(args, out, config.env_kwargs)

@@ -85,6 +85,11 @@ class TrainConfig:
     deference: Optional[Tuple[float, ...]] = None
     resume: bool = False
     progress: bool = True
+    #: The environment asks the policy at every decision, the task's
+    #: ``defers_when`` ones included (where the deployed model answers the
+    #: compiler's own action). False: the compiler decides those without
+    #: asking, so that episodes hold the decisions the deployed model makes.
+    ask_everywhere: bool = False
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -160,6 +165,8 @@ def train(
     config.out.mkdir(parents=True, exist_ok=True)
     checkpoints = config.out / "checkpoints"
     kwargs = env_kwargs(config.corpus, "train", config.env_kwargs)
+    if task.defers_when is not None and not config.ask_everywhere:
+        kwargs["defers_when"] = task.defers_when
     started = time.monotonic()
     pool = make_pool(
         task.env_id,
