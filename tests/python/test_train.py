@@ -144,10 +144,11 @@ def test_the_policy_deploys_in_clang(tmp_path):
 
 
 @needs_clang
-@pytest.mark.parametrize("ask_everywhere", [False, True])
-def test_training_defers_where_the_deployed_model_does(tmp_path, monkeypatch, ask_everywhere):
-    """The inlining environment of a run gives LLVM's decision where the
-    deployed model does (Problem.defers_when), unless --ask-everywhere."""
+@pytest.mark.parametrize("defer", [False, True])
+def test_training_can_defer_where_the_deployed_model_does(tmp_path, monkeypatch, defer):
+    """With --defer-in-training the inlining environment of a run gives
+    LLVM's decision where the deployed model does (Problem.defers_when);
+    by default the policy is asked everywhere."""
     from mlbridge.train import ppo
 
     seen = {}
@@ -161,10 +162,10 @@ def test_training_defers_where_the_deployed_model_does(tmp_path, monkeypatch, as
 
     monkeypatch.setattr(ppo, "make_pool", capture)
     config = _config(tmp_path / "run", 64)
-    config.ask_everywhere = ask_everywhere
+    config.defer_in_training = defer
     with pytest.raises(Stop):
         train(config)
-    if ask_everywhere:
-        assert "defers_when" not in seen
-    else:
+    if defer:
         assert seen["defers_when"] == "is_callee_linkonce_odr"
+    else:
+        assert "defers_when" not in seen

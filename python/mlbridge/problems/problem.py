@@ -55,7 +55,7 @@ class Problem:
     #: ``warm_start_feature``) whatever the policy says. None: no such input.
     #: The environment takes it as its keyword ``defers_when``: the compiler
     #: then gives its own action there without asking, and training sees
-    #: the decisions the deployed model makes (``TrainConfig.ask_everywhere``).
+    #: the decisions the deployed model makes (``TrainConfig.defer_in_training``).
     defers_when: Optional[str] = None
     #: Or a heuristic the actor imitates before PPO, where the compiler's
     #: own decision is not observable (entry point): the names of the

@@ -76,11 +76,11 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "(or the problem's heuristic) before PPO (0: no warm start)",
     )
     train.add_argument(
-        "--ask-everywhere",
+        "--defer-in-training",
         action="store_true",
-        help="ask the policy at every decision in training, where the deployed model "
-        "gives the compiler's own (inlining: calls of C++ inline functions) too; "
-        "by default the compiler decides those as deployed, without asking",
+        help="where the deployed model gives the compiler's own decision (inlining: "
+        "calls of C++ inline functions), the compiler gives it in training too, "
+        "without asking the policy (default: the policy is asked everywhere)",
     )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
@@ -383,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
             init=_init_model(args.init),
-            ask_everywhere=args.ask_everywhere,
+            defer_in_training=args.defer_in_training,
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         measure = _ppo_validation(args, out, config.env_kwargs)

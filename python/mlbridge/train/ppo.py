@@ -85,11 +85,11 @@ class TrainConfig:
     deference: Optional[Tuple[float, ...]] = None
     resume: bool = False
     progress: bool = True
-    #: The environment asks the policy at every decision, the task's
-    #: ``defers_when`` ones included (where the deployed model answers the
-    #: compiler's own action). False: the compiler decides those without
-    #: asking, so that episodes hold the decisions the deployed model makes.
-    ask_everywhere: bool = False
+    #: Where the deployed model answers the compiler's own action (the
+    #: task's ``defers_when``), the compiler gives it without asking the
+    #: policy, so that episodes hold the decisions the deployed model makes.
+    #: False: the policy is asked at every decision.
+    defer_in_training: bool = False
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -165,7 +165,7 @@ def train(
     config.out.mkdir(parents=True, exist_ok=True)
     checkpoints = config.out / "checkpoints"
     kwargs = env_kwargs(config.corpus, "train", config.env_kwargs)
-    if task.defers_when is not None and not config.ask_everywhere:
+    if task.defers_when is not None and config.defer_in_training:
         kwargs["defers_when"] = task.defers_when
     started = time.monotonic()
     pool = make_pool(
