@@ -46,7 +46,7 @@ from mlbridge.gym.served_compilation import (
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
-from mlbridge.llvm.plugin_channel import DEFERS_WHEN
+from mlbridge.llvm.plugin_channel import check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, major_of_command, tools
 from mlbridge.policy import Session
@@ -277,10 +277,7 @@ class InliningEnv(ServedCompilerEnv):
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-        if defers_when is not None and defers_when not in DEFERS_WHEN:
-            raise ValueError(
-                f"defers_when must be one of {', '.join(DEFERS_WHEN)} or None, got {defers_when!r}"
-            )
+        check_defers_when(defers_when)
         self.transport = transport
         self.defers_when = defers_when
         if llvm is None and clang is not None:

@@ -40,7 +40,7 @@ from mlbridge.errors import CodecError
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
-from mlbridge.llvm.plugin_channel import DEFERS_WHEN, PluginChannel
+from mlbridge.llvm.plugin_channel import PluginChannel, check_defers_when
 from mlbridge.llvm.versions import LlvmTools, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
@@ -249,16 +249,14 @@ def run_compiler(
       advisors are refused (:class:`mlbridge.llvm.versions.LlvmVersionError`).
     - ``defers_when``: call sites where the compiler gives LLVM's own
       decision without asking the inline policy (the plugin's
-      ``-mlbridge-defers-when``, :data:`DEFERS_WHEN`), as it does for a
+      ``-mlbridge-defers-when``, one of
+      :data:`mlbridge.llvm.plugin_channel.DEFERS_WHEN`), as it does for a
       deployed model that says so; the inliner is then served through
       ``plugin`` whatever the major.
     """
     if not policies:
         raise ValueError("no advisor to serve")
-    if defers_when is not None and defers_when not in DEFERS_WHEN:
-        raise ValueError(
-            f"defers_when must be one of {', '.join(DEFERS_WHEN)}, got {defers_when!r}"
-        )
+    check_defers_when(defers_when)
     major = llvm if llvm is not None else major_of_command(command[0])
     through_plugin = defers_when is not None or (
         major is not None and not LlvmTools(major).interactive

@@ -34,6 +34,14 @@ MAX_STATS_BYTES = 1 << 20
 DEFERS_WHEN = ("is_callee_linkonce_odr",)
 
 
+def check_defers_when(defers_when: Optional[str]) -> None:
+    """ValueError unless ``defers_when`` is None or one of :data:`DEFERS_WHEN`."""
+    if defers_when is not None and defers_when not in DEFERS_WHEN:
+        raise ValueError(
+            f"defers_when must be one of {', '.join(DEFERS_WHEN)} or None, got {defers_when!r}"
+        )
+
+
 @dataclass(frozen=True)
 class PluginChannel:
     """How one compilation reaches the plugin's pipe runner at ``base``."""
