@@ -155,8 +155,7 @@ class TrainingUnits:
         self.oz = {p.name: linked_code(self.units.oz[p.name]) for p in self.sample}
 
     def sizes(self, model: Path) -> Dict[str, int]:
-        deployed = onnx_plugin(plugin_path(), model)
-        code = self.units._code(self.sample, deployed)
+        code = self.units.code(model, plugin_path())
         return {p.name: linked_code(c) for p, c in zip(self.sample, code)}
 
     def summary(self, name: str, sizes: Dict[str, int]) -> Dict[str, Any]:

@@ -204,12 +204,16 @@ class ValidationSet:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return list(pool.map(one, programs))
 
+    def code(self, model: Path, plugin: Path) -> List[List[CodeBytes]]:
+        """Each program's objects' code with ``model`` deployed through
+        ``plugin``, in the order of ``programs``."""
+        return self._code(self.programs, onnx_plugin(plugin, model, self.plugin_env))
+
     def measure(self, model: Path, plugin: Path) -> Tuple[float, Dict[str, float]]:
         """(total ratio, ratio per project) of ``model`` to ``-Oz``."""
         oz: Dict[str, List[CodeBytes]] = defaultdict(list)
         served: Dict[str, List[CodeBytes]] = defaultdict(list)
-        deployed = onnx_plugin(plugin, model, self.plugin_env)
-        for program, code in zip(self.programs, self._code(self.programs, deployed)):
+        for program, code in zip(self.programs, self.code(model, plugin)):
             oz[program.project] += self.oz[program.name]
             served[program.project] += code
         sizes = {k: (linked_code(oz[k]), linked_code(served[k])) for k in sorted(oz)}
