@@ -517,6 +517,30 @@ def test_defers_when_asks_only_what_the_deployed_model_decides(tmp_path, transpo
         deferring.close()
 
 
+def test_through_the_plugin_the_callee_size_is_observed(bundled):
+    """LLVM 19's interactive mode overwrites callee_basic_block_count with
+    LLVM's decision (reported as -1); through the plugin the agent observes
+    it as LLVM computes it (every callee has a block), and LLVM's decisions
+    still reproduce -Oz."""
+    _plugin_or_skip()
+    interactive = InliningEnv(bundled[:1])
+    plugin = InliningEnv(bundled[:1], through_plugin=True)
+    try:
+        assert plugin.feature_names == interactive.feature_names
+        where = plugin.feature_names.index("callee_basic_block_count")
+        sizes = {}
+        for name, env in (("interactive", interactive), ("plugin", plugin)):
+            observations, total, terminated, _, info = _run_episode(env, _default_action)
+            assert terminated and total == 0.0, info
+            sizes[name] = {int(obs[where]) for obs in observations}
+        if interactive.llvm.major >= 17:
+            assert sizes["interactive"] == {-1}
+        assert min(sizes["plugin"]) >= 1 and len(sizes["plugin"]) > 1, sizes
+    finally:
+        interactive.close()
+        plugin.close()
+
+
 def test_stable_baselines3_ppo_learns_a_few_steps(bundled):
     pytest.importorskip("torch")
     sb3 = pytest.importorskip("stable_baselines3")

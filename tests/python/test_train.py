@@ -144,6 +144,40 @@ def test_the_policy_deploys_in_clang(tmp_path):
 
 
 @needs_clang
+def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
+    """With --plugin-features the compiler asks through the plugin and the
+    policy sees callee_basic_block_count, which the exported model then
+    declares as an input; the plugin feeds it in deployment."""
+    onnx = pytest.importorskip("onnx")
+    from mlbridge.gym.modules import Module
+    from mlbridge.native import NativeError, plugin_path
+    from mlbridge.train.deploy_inlining import evaluate_inlining
+
+    try:
+        plugin = plugin_path()
+    except NativeError as err:
+        pytest.skip(f"no plugin: {err}")
+    inputs = {}
+    for shown in (False, True):
+        config = _config(tmp_path / f"run-{shown}", 64)
+        config.plugin_features = shown
+        train(config)
+        graph = onnx.load(str(config.out / "policy.onnx")).graph
+        inputs[shown] = {i.name for i in graph.input}
+    assert inputs[True] - inputs[False] == {"callee_basic_block_count"}
+    bitcode = Path(_bundled_modules()[0])
+    report = evaluate_inlining(
+        tmp_path / "run-True" / "policy.onnx",
+        [Module("one", bitcode, "one", "held-out")],
+        plugin,
+        tmp_path / "d",
+    )
+    (row,) = report["modules"]
+    assert row["onnx"]["fallbacks"] == 0 and row["aot"]["fallbacks"] == 0
+    assert report["aot_equals_onnx"]
+
+
+@needs_clang
 @pytest.mark.parametrize("defer", [False, True])
 def test_training_can_defer_where_the_deployed_model_does(tmp_path, monkeypatch, defer):
     """With --defer-in-training the inlining environment of a run gives

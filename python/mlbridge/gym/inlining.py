@@ -153,18 +153,22 @@ def _run_plugin(
     )
 
 
-_PROBED: Dict[Tuple[str, bool, int, Optional[Path]], Tuple[str, ...]] = {}
+_PROBED: Dict[Tuple[str, bool, int, Optional[Path], bool], Tuple[str, ...]] = {}
 _PROBE_LOCK = threading.Lock()
 
 
 def probe_features(
-    clang: str, include_default: bool = True, llvm: Optional[LlvmTools] = None
+    clang: str,
+    include_default: bool = True,
+    llvm: Optional[LlvmTools] = None,
+    through_plugin: bool = False,
 ) -> Tuple[str, ...]:
-    """The inliner features ``clang`` (of ``llvm``: its major and, below 17,
-    the plugin serving it) sends, in its order: read from the header of one
-    compilation of a two-function program (once per process)."""
+    """The inliner features ``clang`` (of ``llvm``: its major and, below 17
+    or ``through_plugin``, the plugin serving it) sends, in its order: read
+    from the header of one compilation of a two-function program (once per
+    process)."""
     llvm = llvm or tools()
-    key = (clang, include_default, llvm.major, llvm.plugin)
+    key = (clang, include_default, llvm.major, llvm.plugin, through_plugin)
     with _PROBE_LOCK:
         if key in _PROBED:
             return _PROBED[key]
@@ -192,6 +196,7 @@ def probe_features(
                 channel_dir=tmp,
                 llvm=llvm.major,
                 plugin=llvm.plugin,
+                through_plugin=through_plugin,
             )
         if not result.ok or not header:
             raise EnvError(
@@ -244,6 +249,12 @@ class InliningEnv(ServedCompilerEnv):
       (``Problem.defers_when``): episodes then hold the decisions such a
       model makes, and the reward the code it gives. Served by mlbridge's
       plugin on any LLVM major.
+    - ``through_plugin``: the pipe transport reaches the agent through
+      mlbridge's plugin on any LLVM major, as a deployed model is asked
+      (implied by ``defers_when``): the observation then holds
+      ``callee_basic_block_count`` as LLVM computes it, which LLVM 19's
+      interactive mode overwrites with ``inlining_default`` (and
+      :func:`mlbridge.llvm.advisors.restore_inlining_default` reports as -1).
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -269,6 +280,7 @@ class InliningEnv(ServedCompilerEnv):
         plugin: Optional[Union[str, os.PathLike]] = None,
         llvm: Optional[int] = None,
         defers_when: Optional[str] = None,
+        through_plugin: bool = False,
         render_mode: Optional[str] = None,
     ) -> None:
         if render_mode is not None:
@@ -280,12 +292,14 @@ class InliningEnv(ServedCompilerEnv):
         check_defers_when(defers_when)
         self.transport = transport
         self.defers_when = defers_when
+        #: Whether the compiler asks through mlbridge's plugin.
+        self.through_plugin = transport == "grpc" or defers_when is not None or through_plugin
         if llvm is None and clang is not None:
             llvm = major_of_command(clang)
         #: The LLVM major's tools, and the plugin given for it (or None).
         self.llvm = tools(llvm, Path(plugin) if plugin is not None else None)
         self.plugin: Optional[str] = None
-        if transport == "grpc" or defers_when is not None:
+        if self.through_plugin:
             if plugin is None:
                 from mlbridge.native import plugin_path
 
@@ -323,7 +337,7 @@ class InliningEnv(ServedCompilerEnv):
         try:
             #: The observation's features, in LLVM's order (read from the compiler).
             self.feature_names: Tuple[str, ...] = probe_features(
-                self.clang, include_default, self.llvm
+                self.clang, include_default, self.llvm, self.through_plugin
             )
         except BaseException:
             self.close()
@@ -370,6 +384,7 @@ class InliningEnv(ServedCompilerEnv):
         )
         include_default, workdir = self.include_default, self._workdir()
         timeout, llvm, defers_when = self.episode_timeout, self.llvm, self.defers_when
+        through_plugin = self.through_plugin
         if self.transport == "pipe":
 
             def serve(decide: Any) -> RunResult:
@@ -385,6 +400,7 @@ class InliningEnv(ServedCompilerEnv):
                     llvm=llvm.major,
                     plugin=llvm.plugin,
                     defers_when=defers_when,
+                    through_plugin=through_plugin,
                 )
 
             return serve

@@ -220,6 +220,7 @@ def run_compiler(
     llvm: Optional[int] = None,
     plugin: Optional[Path] = None,
     defers_when: Optional[str] = None,
+    through_plugin: bool = False,
 ) -> RunResult:
     """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
 
@@ -253,13 +254,18 @@ def run_compiler(
       :data:`mlbridge.llvm.plugin_channel.DEFERS_WHEN`), as it does for a
       deployed model that says so; the inliner is then served through
       ``plugin`` whatever the major.
+    - ``through_plugin``: the inliner is served through ``plugin`` whatever
+      the major, as a deployed model is: with every feature as LLVM computes
+      it (LLVM 19's interactive mode loses ``callee_basic_block_count``).
     """
     if not policies:
         raise ValueError("no advisor to serve")
     check_defers_when(defers_when)
     major = llvm if llvm is not None else major_of_command(command[0])
-    through_plugin = defers_when is not None or (
-        major is not None and not LlvmTools(major).interactive
+    through_plugin = (
+        through_plugin
+        or defers_when is not None
+        or (major is not None and not LlvmTools(major).interactive)
     )
     if through_plugin:
         for name in policies:

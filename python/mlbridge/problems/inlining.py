@@ -13,11 +13,14 @@ from mlbridge.tensor_spec import TensorSpec
 DEFAULT_FEATURE = "inlining_default"
 #: The deployed model's output: 1 inline, 0 not.
 DECISION = "inlining_decision"
-#: Inliner features a policy does not see: LLVM 19 overwrites
-#: callee_basic_block_count with its own decision in training (pitfall #1,
-#: so it would differ in deployment), and the module-wide node/edge counts
-#: say more about the module than about the call site.
+#: Inliner features a policy does not see: LLVM 19's interactive mode
+#: overwrites callee_basic_block_count with its own decision (pitfall #1, so
+#: it would differ in deployment), and the module-wide node/edge counts say
+#: more about the module than about the call site.
 HIDDEN = ("callee_basic_block_count", "node_count", "edge_count")
+#: The hidden feature that mlbridge's plugin sends intact: a policy trained
+#: through the plugin may read it (``mlbridge train --plugin-features``).
+PLUGIN_FEATURES = ("callee_basic_block_count",)
 #: Whether the callee is linkonce_odr (a C++ inline function or template
 #: instance), which the plugin offers to in-process models: there the
 #: deployed model keeps LLVM's decision (docs/inlining-size.md, "C++ inline
@@ -42,6 +45,7 @@ PROBLEM = Problem(
     description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
     warm_start_feature=DEFAULT_FEATURE,
     defers_when=ODR_CALLEE,
+    plugin_features=PLUGIN_FEATURES,
     evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
     validate="mlbridge.train.inlining_size:validation_measure",
     methods=("ppo", "search"),

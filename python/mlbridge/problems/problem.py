@@ -57,6 +57,12 @@ class Problem:
     #: then gives its own action there without asking, and training sees
     #: the decisions the deployed model makes (``TrainConfig.defer_in_training``).
     defers_when: Optional[str] = None
+    #: Hidden features that the environment observes as the deployed model
+    #: reads them only with its keyword ``through_plugin`` (the compiler asks
+    #: through mlbridge's plugin): a run with
+    #: ``TrainConfig.plugin_features`` trains that way and shows them to the
+    #: policy.
+    plugin_features: Tuple[str, ...] = ()
     #: Or a heuristic the actor imitates before PPO, where the compiler's
     #: own decision is not observable (entry point): the names of the
     #: features a policy sees -> a picklable ``observation -> action``
@@ -106,6 +112,8 @@ class Problem:
             raise ValueError(f"session must be one of {SESSIONS}, got {self.session!r}")
         if not self.methods or not set(self.methods) <= {"ppo", "search"}:
             raise ValueError(f"methods are ppo and search, got {self.methods!r}")
+        if not set(self.plugin_features) <= set(self.hidden):
+            raise ValueError("plugin_features are among the hidden features")
         if self.answers is not None and not self.answers:
             raise ValueError("answers, when given, name at least one answer")
         actions = None if self.answers is None else len(self.answers)

@@ -82,6 +82,13 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "calls of C++ inline functions), the compiler gives it in training too, "
         "without asking the policy (default: the policy is asked everywhere)",
     )
+    train.add_argument(
+        "--plugin-features",
+        action="store_true",
+        help="the compiler asks the policy through mlbridge's plugin, as it asks the "
+        "deployed model, and the policy sees the features only the plugin sends intact "
+        "(inlining: callee_basic_block_count; default: hidden)",
+    )
     train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
     train.add_argument(
         "--learning-rate",
@@ -384,6 +391,7 @@ def run(args: argparse.Namespace) -> int:
             warm_start_steps=max(1, args.warm_start_steps),
             init=_init_model(args.init),
             defer_in_training=args.defer_in_training,
+            plugin_features=args.plugin_features,
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},
         )
         measure = _ppo_validation(args, out, config.env_kwargs)

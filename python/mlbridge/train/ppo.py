@@ -43,6 +43,7 @@ from mlbridge.train.tasks import (
     env_kwargs,
     export,
     get_task,
+    seen_through_plugin,
     wrapper,
 )
 from mlbridge.train.warm_start import Constant, FollowFeature, warm_start
@@ -90,6 +91,11 @@ class TrainConfig:
     #: policy, so that episodes hold the decisions the deployed model makes.
     #: False: the policy is asked at every decision.
     defer_in_training: bool = False
+    #: The compiler asks through mlbridge's plugin, as it asks a deployed
+    #: model, and the policy sees the hidden features only the plugin sends
+    #: intact (the task's ``plugin_features``; inlining:
+    #: ``callee_basic_block_count``). False: they stay hidden.
+    plugin_features: bool = False
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -161,12 +167,14 @@ def train(
             f"training needs stable-baselines3 and torch ({err}); "
             "pip install 'mlbridge-compiler[train]' (docs/training.md)"
         ) from None
-    task: Task = get_task(config.task)
+    task: Task = seen_through_plugin(get_task(config.task), config.plugin_features)
     config.out.mkdir(parents=True, exist_ok=True)
     checkpoints = config.out / "checkpoints"
     kwargs = env_kwargs(config.corpus, "train", config.env_kwargs)
     if task.defers_when is not None and config.defer_in_training:
         kwargs["defers_when"] = task.defers_when
+    if config.plugin_features:
+        kwargs["through_plugin"] = True
     started = time.monotonic()
     pool = make_pool(
         task.env_id,

@@ -4,6 +4,7 @@ of a trained policy for the compiler, and its deployment."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -25,6 +26,7 @@ __all__ = [
     "evaluate",
     "export",
     "get_task",
+    "seen_through_plugin",
     "wrapper",
 ]
 
@@ -33,6 +35,19 @@ TASKS: Dict[str, Problem] = PROBLEMS
 #: A task is a problem.
 Task = Problem
 get_task = get_problem
+
+
+def seen_through_plugin(problem: Problem, plugin_features: bool) -> Problem:
+    """``problem`` as a run trains it: with ``plugin_features`` (the compiler
+    asks through mlbridge's plugin), its ``plugin_features`` are no longer
+    hidden; else ``problem`` itself. MlbridgeError when it has none."""
+    if not plugin_features:
+        return problem
+    if not problem.plugin_features:
+        raise MlbridgeError(f"{problem.name} has no feature that only its plugin sends")
+    shown = set(problem.plugin_features)
+    hidden = tuple(h for h in problem.hidden if h not in shown)
+    return replace(problem, hidden=hidden, plugin_features=())
 
 
 def wrapper(problem: Problem) -> SignedLogFeatures:
