@@ -65,6 +65,43 @@ def test_the_loaded_actor_decides_as_the_exported_model(exported, tmp_path):
     assert _decisions(again, raw) == _decisions(exported, raw)
 
 
+def test_a_model_of_fewer_inputs_starts_a_wider_policy_deciding_alike(tmp_path):
+    """A model reading 3 of the 4 inputs (in their order) loads into a
+    policy reading 4: the fourth starts with zero weights, so the policy
+    decides as the model, whatever the fourth says; out of order, refused."""
+    from mlbridge.train.tasks import export as export_task
+    from mlbridge.train.tasks import get_task
+
+    task = get_task("init-counts")
+    narrow = _fresh(seed=3)
+    narrow_policy = narrow.policy
+    # A policy of 3 inputs: the first layer of the 4-input one, one column fewer.
+    import torch
+
+    first = narrow_policy.mlp_extractor.policy_net[0]
+    first.weight.data = first.weight.data[:, [0, 1, 3]].clone()
+    first.in_features = 3
+    three = [NAMES[0], NAMES[1], NAMES[3]]
+    model_file = tmp_path / "three.onnx"
+    export_task(task, narrow_policy, model_file, three)
+    wide = _fresh(seed=4)
+    load_actor(wide.policy, model_file, NAMES)
+    assert not torch.any(wide.policy.mlp_extractor.policy_net[0].weight[:, 2])
+    again = tmp_path / "wide.onnx"
+    export_task(task, wide.policy, again, NAMES)
+    raw = np.random.default_rng(1).integers(-50, 5000, (200, 4))
+    session = ort.InferenceSession(str(model_file))
+    expected = [
+        int(
+            session.run(None, {n: np.asarray([row[NAMES.index(n)]], np.int64) for n in three})[0][0]
+        )
+        for row in raw
+    ]
+    assert _decisions(again, raw) == expected and len(set(expected)) > 1
+    with pytest.raises(MlbridgeError, match="or some of them in their order"):
+        load_actor(wide.policy, model_file, [NAMES[3], NAMES[0], NAMES[1], NAMES[2]])
+
+
 def test_a_model_of_other_inputs_or_network_is_refused(exported, tmp_path):
     model = _fresh(seed=1)
     with pytest.raises(MlbridgeError, match="reads 4 inputs"):

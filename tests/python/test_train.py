@@ -147,7 +147,8 @@ def test_the_policy_deploys_in_clang(tmp_path):
 def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
     """With --plugin-features the compiler asks through the plugin and the
     policy sees callee_basic_block_count, which the exported model then
-    declares as an input; the plugin feeds it in deployment."""
+    declares as an input; the plugin feeds it in deployment. The shipped
+    model, which does not read it, can start such a run."""
     onnx = pytest.importorskip("onnx")
     from mlbridge.gym.modules import Module
     from mlbridge.native import NativeError, plugin_path
@@ -165,6 +166,15 @@ def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
         graph = onnx.load(str(config.out / "policy.onnx")).graph
         inputs[shown] = {i.name for i in graph.input}
     assert inputs[True] - inputs[False] == {"callee_basic_block_count"}
+    # The shipped model, which does not read it, starts such a run.
+    from mlbridge.models import model_path
+
+    config = _config(tmp_path / "tuned", 64)
+    config.plugin_features, config.init = True, model_path("inlining-size")
+    summary = train(config)
+    assert summary["warm_start"]["init"] == str(config.init)
+    graph = onnx.load(str(config.out / "policy.onnx")).graph
+    assert "callee_basic_block_count" in {i.name for i in graph.input}
     bitcode = Path(_bundled_modules()[0])
     report = evaluate_inlining(
         tmp_path / "run-True" / "policy.onnx",

@@ -9,7 +9,10 @@ and compute the actor of SB3's network of the same shape: one ``Gemm``
 order, with a ``Tanh`` between them. The weights are found through the
 ``Gemm`` nodes, not by name: the exporter shares equal constants (an
 untrained network's zero biases) through ``Identity`` nodes. The critic
-starts afresh. A model exported with a deference
+starts afresh. A model may read fewer of the inputs, in the same order (a
+policy trained without ``mlbridge train --plugin-features``, fine-tuned
+with it): the inputs it does not read start with zero weights, so the
+policy first decides exactly as the model does. A model exported with a deference
 (:class:`mlbridge.train.export.Deference`) gives its bonus back, so that
 fine-tuning starts from the model as it deploys.
 """
@@ -39,9 +42,10 @@ def load_actor(
     policy: Any, path: Path, inputs: Sequence[str], flag: Optional[str] = None
 ) -> Dict[str, Any]:
     """Copies the actor of the exported policy at ``path`` into ``policy``
-    (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``,
-    and may read ``flag`` after them (``Problem.defers_when``, which only
-    its deference reads); returns what the run records of it (path,
+    (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``
+    (the model may read some of them, in their order), and may read
+    ``flag`` after them (``Problem.defers_when``, which only its deference
+    reads); returns what the run records of it (path,
     SHA-256, and its deference bonus: 0.0 when it has none)."""
     from onnx.helper import get_attribute_value
 
@@ -50,10 +54,14 @@ def load_actor(
     names, weights, model = read_weights(path, lambda _name: True)
     graph = model.graph
     bonus = _deference_bonus(path, model)
-    if names != list(inputs) and (flag is None or names != [*inputs, flag]):
+    if flag is not None and names[-1:] == [flag]:
+        names = names[:-1]
+    columns = _columns(names, inputs)
+    if columns is None:
         raise MlbridgeError(
             f"{path}: the model reads {len(names)} inputs ({', '.join(names[:4])}, ...), "
-            f"not the {len(inputs)} this task's policy reads ({', '.join(list(inputs)[:4])}, ...)"
+            f"not the {len(inputs)} this task's policy reads ({', '.join(list(inputs)[:4])}, ...) "
+            "or some of them in their order"
         )
     linears = _linears(policy)
     shapes = ", ".join(str(tuple(m.weight.shape)) for m in linears)
@@ -79,6 +87,11 @@ def load_actor(
         attributes = {a.name: get_attribute_value(a) for a in node.attribute}
         w = constant(node.input[1]) if len(node.input) == 3 else None
         b = constant(node.input[2]) if len(node.input) == 3 else None
+        if w is not None and not loaded and w.ndim == 2 and w.shape[1] == len(columns):
+            # The inputs the model does not read start with zero weights.
+            wide = np.zeros((w.shape[0], len(inputs)), w.dtype)
+            wide[:, columns] = w
+            w = wide
         if (
             attributes.get("transA", 0) != 0
             or attributes.get("transB", 0) != 1
@@ -101,6 +114,16 @@ def load_actor(
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "deference": bonus,
     }
+
+
+def _columns(names: Sequence[str], inputs: Sequence[str]) -> Optional[List[int]]:
+    """Where the model's inputs ``names`` are among ``inputs`` when they are
+    some of them in the same order, else None."""
+    where = {name: i for i, name in enumerate(inputs)}
+    columns = [where.get(name, -1) for name in names]
+    if len(set(names)) != len(names) or any(b <= a for a, b in zip([-1, *columns], columns)):
+        return None
+    return columns
 
 
 def _deference_bonus(path: Path, model: Any) -> float:
