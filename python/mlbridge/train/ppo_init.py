@@ -82,7 +82,7 @@ def load_actor(
     tanhs = sum(n.op_type == "Tanh" for n in graph.node)
     if len(gemms) != len(linears) or tanhs != len(linears) - 1:
         raise wrong
-    loaded = []
+    loaded: List[Any] = []
     for node, linear in zip(gemms, linears):
         attributes = {a.name: get_attribute_value(a) for a in node.attribute}
         w = constant(node.input[1]) if len(node.input) == 3 else None
