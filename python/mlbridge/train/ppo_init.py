@@ -87,9 +87,10 @@ def load_actor(
         attributes = {a.name: get_attribute_value(a) for a in node.attribute}
         w = constant(node.input[1]) if len(node.input) == 3 else None
         b = constant(node.input[2]) if len(node.input) == 3 else None
-        if w is not None and not loaded and w.ndim == 2 and w.shape[1] == len(columns):
+        narrow = (linear.weight.shape[0], len(columns))
+        if w is not None and not loaded and w.shape == narrow and len(columns) < len(inputs):
             # The inputs the model does not read start with zero weights.
-            wide = np.zeros((w.shape[0], len(inputs)), w.dtype)
+            wide = np.zeros((narrow[0], len(inputs)), w.dtype)
             wide[:, columns] = w
             w = wide
         if (
