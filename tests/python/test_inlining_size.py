@@ -283,6 +283,31 @@ def test_the_margin_is_checked_and_only_for_search(tmp_path, capsys):
     assert "--margin: margin must be non-negative" in capsys.readouterr().err
 
 
+def test_search_refuses_the_options_only_ppo_reads(tmp_path, capsys):
+    """An option PPO alone reads is refused under ``--method search``, not
+    ignored; the parser's default of each is what the check compares to."""
+    from mlbridge import cli
+    from mlbridge.cli_errors import USAGE
+    from mlbridge.train.cli import PPO_ONLY
+
+    common = ["train", "inlining", "--corpus", str(tmp_path), "--out", str(tmp_path / "run")]
+    search = [*common, "--method", "search", "--tool", str(tmp_path / "plugin.so")]
+    for given in (
+        ["--plugin-features"],
+        ["--defer-in-training"],
+        ["--timesteps", "100"],
+        ["--learning-rate", "1e-4"],
+        ["--plugin-features", "--n-steps", "64"],
+    ):
+        assert cli.main([*search, *given]) == USAGE
+        err = capsys.readouterr().err
+        assert "not read by --method search" in err
+        assert all(flag in err for flag in given if flag.startswith("--"))
+    parser = cli._parser()
+    args = parser.parse_args(["train", "inlining"])
+    assert {k: getattr(args, k) for k in PPO_ONLY} == PPO_ONLY
+
+
 def test_ppo_is_validated_on_the_corpus_validation_projects_or_on_files_set_aside(
     monkeypatch, tmp_path, capsys
 ):

@@ -69,6 +69,7 @@ def test_a_model_of_fewer_inputs_starts_a_wider_policy_deciding_alike(tmp_path):
     """A model reading 3 of the 4 inputs (in their order) loads into a
     policy reading 4: the fourth starts with zero weights, so the policy
     decides as the model, whatever the fourth says; out of order, refused."""
+    import torch
     from mlbridge.train.tasks import export as export_task
     from mlbridge.train.tasks import get_task
 
@@ -76,8 +77,6 @@ def test_a_model_of_fewer_inputs_starts_a_wider_policy_deciding_alike(tmp_path):
     narrow = _fresh(seed=3)
     narrow_policy = narrow.policy
     # A policy of 3 inputs: the first layer of the 4-input one, one column fewer.
-    import torch
-
     first = narrow_policy.mlp_extractor.policy_net[0]
     first.weight.data = first.weight.data[:, [0, 1, 3]].clone()
     first.in_features = 3

@@ -16,6 +16,20 @@ from mlbridge.llvm.versions import add_llvm_argument
 #: imports nothing of the optional dependencies (a test checks they agree).
 BACKENDS = ("ray", "process", "serial")
 
+#: The options only PPO reads, by destination, with their defaults: the
+#: parser's defaults, and ``--method search`` refuses any other value.
+PPO_ONLY: Dict[str, Any] = {
+    "timesteps": 20_000,
+    "backend": "ray",
+    "address": None,
+    "warm_start_steps": 2000,
+    "defer_in_training": False,
+    "plugin_features": False,
+    "n_steps": 256,
+    "learning_rate": 3e-4,
+    "checkpoint_every": 5_000,
+}
+
 
 def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     """Adds ``train`` to the ``mlbridge`` subcommands."""
@@ -29,7 +43,10 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     train.add_argument("task", choices=sorted(TASKS), help="what to learn")
     train.add_argument("--out", default="train-out", help="run directory (default: train-out)")
     train.add_argument(
-        "--timesteps", type=natural, default=20_000, help="environment steps in total"
+        "--timesteps",
+        type=natural,
+        default=PPO_ONLY["timesteps"],
+        help="environment steps in total",
     )
     train.add_argument(
         "--workers",
@@ -40,7 +57,7 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     train.add_argument(
         "--backend",
         choices=BACKENDS,
-        default="ray",
+        default=PPO_ONLY["backend"],
         help="where the workers run (default: ray, on this machine unless --address)",
     )
     train.add_argument("--address", help="a Ray cluster to join (e.g. auto, HOST:PORT)")
@@ -71,7 +88,7 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     train.add_argument(
         "--warm-start-steps",
         type=int,
-        default=2000,
+        default=PPO_ONLY["warm_start_steps"],
         help="steps per worker the actor imitates the compiler's own decision "
         "(or the problem's heuristic) before PPO (0: no warm start)",
     )
@@ -89,15 +106,20 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "deployed model, and the policy sees the features only the plugin sends intact "
         "(inlining: callee_basic_block_count; default: hidden)",
     )
-    train.add_argument("--n-steps", type=natural, default=256, help="steps per worker per update")
+    train.add_argument(
+        "--n-steps", type=natural, default=PPO_ONLY["n_steps"], help="steps per worker per update"
+    )
     train.add_argument(
         "--learning-rate",
         type=float,
-        default=3e-4,
+        default=PPO_ONLY["learning_rate"],
         help="PPO's learning rate (default 3e-4; lower to fine-tune gently)",
     )
     train.add_argument(
-        "--checkpoint-every", type=natural, default=5_000, help="steps between checkpoints"
+        "--checkpoint-every",
+        type=natural,
+        default=PPO_ONLY["checkpoint_every"],
+        help="steps between checkpoints",
     )
     train.add_argument(
         "--resume", action="store_true", help="continue from the newest checkpoint in --out"
@@ -355,6 +377,10 @@ def run(args: argparse.Namespace) -> int:
         fail("--learning-rate must be positive", USAGE)
     if args.init and args.resume:
         fail("--init starts a run: --resume goes on with one", USAGE)
+    ppo_only = [k for k, v in PPO_ONLY.items() if getattr(args, k) != v]
+    if ppo_only and args.method == "search":
+        given = ", ".join("--" + k.replace("_", "-") for k in ppo_only)
+        fail(f"{given}: for --method ppo, not read by --method search", USAGE)
     if args.margin is not None and args.method != "search":
         fail("--margin is for --method search", USAGE)
     if args.deference is not None and args.method != "ppo":

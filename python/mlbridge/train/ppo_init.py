@@ -41,12 +41,13 @@ def _linears(policy: Any) -> List[Any]:
 def load_actor(
     policy: Any, path: Path, inputs: Sequence[str], flag: Optional[str] = None
 ) -> Dict[str, Any]:
-    """Copies the actor of the exported policy at ``path`` into ``policy``
-    (an SB3 ``ActorCriticPolicy``) whose deployed model reads ``inputs``
-    (the model may read some of them, in their order), and may read
-    ``flag`` after them (``Problem.defers_when``, which only its deference
-    reads); returns what the run records of it (path,
-    SHA-256, and its deference bonus: 0.0 when it has none)."""
+    """Copies the actor of the exported policy at ``path`` into ``policy``,
+    an SB3 ``ActorCriticPolicy`` whose deployed model reads ``inputs``.
+
+    The model may read some of ``inputs`` in their order (the others start
+    at zero weight), and ``flag`` after them (``Problem.defers_when``,
+    which only its deference reads). Returns what the run records of it:
+    path, SHA-256, and its deference bonus (0.0 when it has none)."""
     from onnx.helper import get_attribute_value
 
     import torch
