@@ -116,6 +116,19 @@ def test_a_run_checkpoints_logs_exports_and_resumes(tmp_path):
     assert json.loads((out / "run.json").read_text())["timesteps"] == 192
 
 
+def test_each_round_of_the_deployment_compiles_every_way_once_in_a_rotated_order():
+    """Compile CPU is the fastest of the rounds; in each round every
+    configuration compiles once, and which goes first moves round by round."""
+    from mlbridge.train.deploy_inlining import CONFIGS, rounds
+
+    order = rounds(CONFIGS, 4)
+    assert len(order) == 4
+    assert all(sorted(r) == sorted(CONFIGS) for r in order)
+    assert [r[0] for r in order] == [*CONFIGS, CONFIGS[0]]
+    assert order[1][-1] == order[0][0]
+    assert rounds(CONFIGS, 0) == []
+
+
 @needs_clang
 def test_the_policy_deploys_in_clang(tmp_path):
     """policy.onnx in the plugin under ONNX Runtime and AOT-compiled: same code."""

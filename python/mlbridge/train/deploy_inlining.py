@@ -5,8 +5,9 @@ without a model (LLVM's own inliner), with the plugin running the ONNX
 policy under ONNX Runtime, and with the plugin running the same policy
 AOT-compiled to C++ (:func:`mlbridge.train.imitation.build_aot_module`).
 The report gives ``.text`` per module and in total, compile CPU time (the
-fastest of ``repeats`` rounds), and per project the code of its modules
-counted as linked together (each COMDAT group once,
+fastest of ``repeats`` rounds, each round compiling the module every way
+once, in an order rotated from round to round), and per project the code
+of its modules counted as linked together (each COMDAT group once,
 :func:`mlbridge.llvm.outcomes.linked_code`): what the linked program keeps
 of C++ inline functions and templates that every object holds a copy of.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
@@ -23,7 +24,7 @@ from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
-from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.train.toolchain import Plugin, ProgramResult, compile_program, onnx_plugin
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")
@@ -43,6 +44,17 @@ def deployment_plugins(
     }
 
 
+def rounds(configs: Sequence[str], repeats: int) -> List[Tuple[str, ...]]:
+    """The order of the configurations in each of ``repeats`` rounds: every
+    one once a round, the first of a round last in the next, so that a slow
+    spell of the machine falls on all of them alike and none always goes
+    first (a cold cache) or last."""
+    return [
+        tuple(configs[r % len(configs) :]) + tuple(configs[: r % len(configs)])
+        for r in range(repeats)
+    ]
+
+
 def evaluate_inlining(
     policy: Path,
     modules: Sequence[Module],
@@ -55,6 +67,8 @@ def evaluate_inlining(
     each configuration (with the clang of ``llvm``, which ``plugin`` was
     built for), and the policy's size ratio to ``-Oz``; per project, the
     same for its modules linked together."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, not {repeats}")
     llvm = llvm or tools()
     plugins = deployment_plugins(plugin, policy, work)
     rows: List[Dict[str, Any]] = []
@@ -64,14 +78,15 @@ def evaluate_inlining(
             module.name, (module.bitcode,), tuple(module.codegen_flags()), module.split
         )
         row: Dict[str, Any] = {"module": module.name}
-        for name, config in plugins.items():
-            best = None
-            for r in range(repeats):
+        fastest: Dict[str, ProgramResult] = {}
+        for r, order in enumerate(rounds(CONFIGS, repeats)):
+            for name in order:
                 out = work / "objects" / name / f"{program.dirname}-{r}"
-                result = compile_program(program, out, config, jobs=1, llvm=llvm)
-                if best is None or result.cpu_seconds < best.cpu_seconds:
-                    best = result
-            assert best is not None
+                result = compile_program(program, out, plugins[name], jobs=1, llvm=llvm)
+                if name not in fastest or result.cpu_seconds < fastest[name].cpu_seconds:
+                    fastest[name] = result
+        for name in CONFIGS:
+            best = fastest[name]
             linked[program.project][name] += best.code
             row[name] = {"text": best.text_bytes, "cpu_seconds": round(best.cpu_seconds, 4)}
             if name != "-Oz":
