@@ -17,25 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
-from mlbridge import child_process
-from mlbridge.corpus import load_corpus
-from mlbridge.corpus.program import Program
+from thinlto_program import LinkedProgram, run
+
 from mlbridge.llvm.outcomes import text_size
 from mlbridge.llvm.versions import tools
 from mlbridge.train.inlining_search import compile_with_flips, search_module
-
-
-def _run(command: Sequence[str]) -> None:
-    done = child_process.run(list(command), capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-3000:]}")
 
 
 def main() -> int:
@@ -49,34 +41,14 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("thinlto-search"))
     args = parser.parse_args()
     llvm = tools()
-    clang, objects, libs = llvm.clang, args.objects.split(), shlex.split(args.libs)
-    units: Dict[str, Program] = {
-        f"{p.sources[0].stem}.o": p
-        for p in load_corpus(args.corpus)
-        if p.project == args.project and len(p.sources) == 1
-    }
-    missing = [o for o in objects if o not in units]
-    if missing:
-        print(f"no unit of {args.project} makes {missing}", file=sys.stderr)
-        return 1
+    program = LinkedProgram.of(
+        args.corpus, args.project, args.program, args.objects, args.libs, llvm
+    )
+    clang, objects = llvm.clang, program.objects
     dirs = {d: args.work / d for d in ("oz", "bitcode", "thin", "best")}
     for where in dirs.values():
         where.mkdir(parents=True, exist_ok=True)
-
-    def build(where: Path, *extra: str) -> None:
-        def one(obj: str) -> None:
-            unit = units[obj]
-            _run([clang, "-Oz", *extra, "-c", "-w", *unit.flags, str(unit.sources[0]), "-o",
-                  str(where / obj)])  # fmt: skip
-
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(one, objects))
-
-    def link(where: Path, *extra: str) -> Path:
-        out = where / args.program
-        _run([clang, "-fuse-ld=lld", *extra, "-o", str(out), *(str(where / o) for o in objects),
-              *libs])  # fmt: skip
-        return out
+    build, link = program.build, program.link
 
     def index(obj: str) -> List[str]:
         return ["-x", "ir", f"-fthinlto-index={dirs['bitcode'] / obj}.thinlto.bc"]
@@ -88,7 +60,7 @@ def main() -> int:
     def backend(obj: str) -> None:
         """ThinLTO -Oz: LLVM's decisions in the module's backend."""
         bitcode, native = dirs["bitcode"] / obj, dirs["thin"] / obj
-        _run([clang, "-Oz", "-c", "-w", *index(obj), str(bitcode), "-o", str(native)])
+        run([clang, "-Oz", "-c", "-w", *index(obj), str(bitcode), "-o", str(native)])
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(backend, objects))

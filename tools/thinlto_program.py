@@ -1,0 +1,108 @@
+"""One program of a corpus project, as its build links it, built file by file
+and with ThinLTO: what ``thinlto_search.py`` and ``thinlto_deploy.py`` share.
+
+A program is named by its objects (``main.o screen.o ...``, each the stem of
+one single-source unit of the project plus ``.o``) and the libraries it links.
+"""
+
+from __future__ import annotations
+
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from mlbridge import child_process
+from mlbridge.corpus import load_corpus
+from mlbridge.corpus.program import Program
+from mlbridge.llvm.versions import LlvmTools
+
+
+def run(command: Sequence[str], env: Optional[Mapping[str, str]] = None) -> None:
+    """Runs ``command`` (with ``env`` added to this environment); a failure
+    ends the tool with its stderr."""
+    done = child_process.run(
+        list(command), capture_output=True, text=True, timeout=1800, env=_environ(env)
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-3000:]}")
+
+
+def _environ(env: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
+    import os
+
+    return None if env is None else {**os.environ, **env}
+
+
+@dataclass
+class LinkedProgram:
+    """The program ``name`` of ``project``: its ``objects``, in link order,
+    each made from one unit, and the ``libs`` it links (``-lm`` ...);
+    ``shared`` links a shared library instead of an executable."""
+
+    llvm: LlvmTools
+    name: str
+    units: Dict[str, Program]
+    objects: List[str]
+    libs: List[str] = field(default_factory=list)
+    shared: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        corpus: Path,
+        project: str,
+        name: str,
+        objects: str,
+        libs: str,
+        llvm: LlvmTools,
+        shared: bool = False,
+        under: Sequence[str] = (),
+    ) -> "LinkedProgram":
+        """The program of ``objects`` (space-separated) of ``project`` in
+        ``corpus``, and of every unit whose source is in a directory ending
+        with one of ``under`` (``lib``, ``src/lib``); ends the tool when an
+        object has no unit or two."""
+        found: Dict[str, List[Program]] = {}
+        wanted = objects.split()
+        suffixes = tuple("/" + d.strip("/") for d in under)
+        for p in load_corpus(corpus):
+            if p.project == project and len(p.sources) == 1:
+                obj = f"{p.sources[0].stem}.o"
+                found.setdefault(obj, []).append(p)
+                if suffixes and p.sources[0].parent.as_posix().endswith(suffixes):
+                    wanted.append(obj)
+        missing = [o for o in wanted if len(found.get(o, [])) != 1]
+        if missing or not wanted:
+            raise SystemExit(f"not exactly one unit of {project} makes {missing or 'a program'}")
+        units = {o: found[o][0] for o in wanted}
+        return cls(llvm, name, units, wanted, shlex.split(libs), shared)
+
+    def build(self, where: Path, *extra: str, env: Optional[Mapping[str, str]] = None) -> None:
+        """Compiles every object into ``where`` with ``clang -Oz`` and
+        ``extra`` flags, two at a time."""
+        where.mkdir(parents=True, exist_ok=True)
+
+        def one(obj: str) -> None:
+            unit = self.units[obj]
+            run([self.llvm.clang, "-Oz", *extra, "-c", "-w", *unit.flags, str(unit.sources[0]),
+                 "-o", str(where / obj)], env)  # fmt: skip
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(one, self.objects))
+
+    def link(
+        self,
+        where: Path,
+        *extra: str,
+        env: Optional[Mapping[str, str]] = None,
+        out: Optional[Path] = None,
+    ) -> Path:
+        """Links the objects in ``where`` with lld and ``extra`` flags into
+        ``out`` (default: the program's name in ``where``)."""
+        out = out or where / self.name
+        shared = ["-shared"] if self.shared else []
+        run([self.llvm.clang, "-fuse-ld=lld", *shared, *extra, "-o", str(out),
+             *(str(where / o) for o in self.objects), *self.libs], env)  # fmt: skip
+        return out
