@@ -60,23 +60,29 @@ class LinkedProgram:
         shared: bool = False,
         under: Sequence[str] = (),
     ) -> "LinkedProgram":
-        """The program of ``objects`` (space-separated) of ``project`` in
-        ``corpus``, and of every unit whose source is in a directory ending
-        with one of ``under`` (``lib``, ``src/lib``); ends the tool when an
-        object has no unit or two."""
+        """The program of every unit of ``project`` in ``corpus`` whose
+        source is in a directory ending with one of ``under`` (``lib``,
+        ``src/lib``), then of ``objects`` (space-separated names, each made
+        by one unit of the project); ends the tool when an object has no
+        unit or two."""
         found: Dict[str, List[Program]] = {}
-        wanted = objects.split()
+        chosen: Dict[str, List[Program]] = {}
         suffixes = tuple("/" + d.strip("/") for d in under)
         for p in load_corpus(corpus):
             if p.project == project and len(p.sources) == 1:
                 obj = f"{p.sources[0].stem}.o"
                 found.setdefault(obj, []).append(p)
                 if suffixes and p.sources[0].parent.as_posix().endswith(suffixes):
-                    wanted.append(obj)
-        missing = [o for o in wanted if len(found.get(o, [])) != 1]
-        if missing or not wanted:
+                    chosen.setdefault(obj, []).append(p)
+        for obj in objects.split():
+            if obj not in chosen:
+                # Named alone: the project's one unit of that name.
+                chosen[obj] = list(found.get(obj, []))
+        missing = [o for o, units in chosen.items() if len(units) != 1]
+        if missing or not chosen:
             raise SystemExit(f"not exactly one unit of {project} makes {missing or 'a program'}")
-        units = {o: found[o][0] for o in wanted}
+        wanted = list(chosen)
+        units = {o: chosen[o][0] for o in wanted}
         return cls(llvm, name, units, wanted, shlex.split(libs), shared)
 
     def build(self, where: Path, *extra: str, env: Optional[Mapping[str, str]] = None) -> None:
