@@ -7,6 +7,7 @@ one single-source unit of the project plus ``.o``) and the libraries it links.
 
 from __future__ import annotations
 
+import os
 import shlex
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,8 +31,6 @@ def run(command: Sequence[str], env: Optional[Mapping[str, str]] = None) -> None
 
 
 def _environ(env: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
-    import os
-
     return None if env is None else {**os.environ, **env}
 
 
