@@ -68,8 +68,7 @@ def main() -> int:
         path.unlink(missing_ok=True)
     thin = ["-Oz", "-flto=thin", "-Wl,--thinlto-jobs=2"]
     served = {
-        "model": {**plugin.env, "MLBRIDGE_INLINE_STATS": str(stats["model"])},
-        "thin-model": {**plugin.env, "MLBRIDGE_INLINE_STATS": str(stats["thin-model"])},
+        name: {**plugin.env, "MLBRIDGE_INLINE_STATS": str(path)} for name, path in stats.items()
     }
     program.build(work / "oz")
     program.build(work / "model", *plugin.flags(), env=served["model"])
