@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
+from pathlib import Path
 from typing import BinaryIO
 
 
@@ -36,4 +38,24 @@ def open_output_file(path: "os.PathLike[str] | str", append: bool = False) -> Bi
         raise
 
 
-__all__ = ["open_output_file"]
+def replace_file(path: "os.PathLike[str] | str", data: bytes, mode: int = 0o644) -> None:
+    """Writes ``data`` to ``path`` atomically: a new file beside it, created
+    exclusively (whatever was planted at any name there is never followed nor
+    written), then renamed over ``path`` (a symbolic link at ``path`` is
+    replaced, not followed)."""
+    target = Path(path)
+    fd, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
+            stream.write(data)
+        os.replace(staging, target)
+    except BaseException:
+        try:
+            os.unlink(staging)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["open_output_file", "replace_file"]

@@ -21,7 +21,9 @@ import dataclasses
 import fcntl
 import json
 import logging
+import os
 import shutil
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -31,11 +33,14 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from mlbridge.corpus.apt_sources import enable_deb_src
 from mlbridge.corpus.build_systems import CC, build_project
+from mlbridge.corpus.files import MAX_JSON_BYTES, read_capped
 from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
+from mlbridge.corpus.sandbox import BuildLimits
 from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
 from mlbridge.corpus.steps import run_step
 from mlbridge.corpus.unit_check import keep_compiling_units
 from mlbridge.errors import CorpusError
+from mlbridge.output_files import replace_file
 
 _LOG = logging.getLogger("mlbridge.corpus")
 MANIFEST = "mlbridge_corpus.json"
@@ -83,8 +88,8 @@ def _reusable(out: Path, project: ProjectRecipe, jobs: int) -> Optional[BuiltPro
     ``excluded`` in ``done.json``) has them checked now."""
     directory = _project_dir(out, project)
     try:
-        record = json.loads((directory / "done.json").read_text("utf-8"))
-    except (OSError, ValueError):
+        record = json.loads(read_capped(directory / "done.json", MAX_JSON_BYTES))
+    except (CorpusError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("recipe") != _fingerprint(project):
         return None
@@ -107,26 +112,46 @@ def _reusable(out: Path, project: ProjectRecipe, jobs: int) -> Optional[BuiltPro
 
 
 def _write_json(path: Path, value: Any) -> None:
-    staging = path.with_name(path.name + ".tmp")
-    staging.write_text(json.dumps(value, indent=1, sort_keys=True) + "\n", "utf-8")
-    staging.replace(path)
+    data = json.dumps(value, indent=1, sort_keys=True) + "\n"
+    replace_file(path, data.encode("utf-8"))
 
 
-def build_one(out: Path, project: ProjectRecipe, jobs: int) -> BuiltProject:
+def _directory(out: Path, *names: str, fresh: bool = False) -> Path:
+    """``out/names...``, each a real directory (made when missing); a
+    symbolic link or another file at any of those names is refused, so
+    nothing planted in ``out`` redirects what the build writes. ``fresh``:
+    the last one is emptied first."""
+    path = out
+    for i, name in enumerate(names):
+        path = path / name
+        try:
+            mode: Optional[int] = os.lstat(path).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISDIR(mode):
+            raise CorpusError(f"{path}: not a directory (a symbolic link or a file is refused)")
+        if mode is not None and fresh and i == len(names) - 1:
+            shutil.rmtree(path)
+            mode = None
+        if mode is None:
+            path.mkdir(mode=0o755)
+    return path
+
+
+def build_one(out: Path, project: ProjectRecipe, jobs: int, limits: BuildLimits) -> BuiltProject:
     """Fetches, unpacks and builds ``project`` from scratch into
-    ``out/projects/<name>`` (downloads reused when they check out)."""
+    ``out/projects/<name>`` (downloads reused when they check out), its
+    build steps sandboxed under ``limits``."""
     start = time.monotonic()
-    directory = _project_dir(out, project)
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
+    directory = _directory(out, "projects", project.name, fresh=True)
     log = directory / "build.log"
     sources = directory / "src"
     if isinstance(project.source, DebianSource):
-        downloads = out / "downloads" / project.source.package
+        downloads = _directory(out, "downloads", project.source.package)
         unpack_debian(fetch_debian(project.source, downloads, log), sources, log)
     elif isinstance(project.source, ArchiveSource):
         unpack_archive(project.source, sources)
-    compdb = build_project(project.build, sources, directory / "build", jobs, log)
+    compdb = build_project(project.build, sources, directory / "build", jobs, log, limits)
     check = keep_compiling_units(compdb, directory / "compile_commands.json", CC, jobs)
     seconds = time.monotonic() - start
     _write_json(
@@ -213,21 +238,33 @@ def build_corpus(
     only: Optional[Sequence[str]] = None,
     progress: bool = True,
     on_project: Optional[Callable[[ProjectRecipe, str], None]] = None,
+    limits: BuildLimits = BuildLimits(),
 ) -> BuildReport:
     """Builds the projects of ``recipe`` (or those named in ``only``) into
     ``out``, reusing finished ones; the manifest is rewritten after each.
-    ``on_project(project, outcome)`` hears "built", "reused" or the error."""
+    ``on_project(project, outcome)`` hears "built", "reused" or the error.
+    Each project's build steps run sandboxed under ``limits``
+    (:mod:`mlbridge.corpus.sandbox`)."""
     chosen = [recipe.project(name) for name in only] if only else list(recipe.projects)
     out = out.resolve()  # steps run in other directories
     out.mkdir(parents=True, exist_ok=True)
     with _exclusive(out):
-        return _build_all(recipe, out, jobs, chosen, progress, on_project)
+        return _build_all(recipe, out, jobs, chosen, progress, on_project, limits)
 
 
 @contextmanager
 def _exclusive(out: Path) -> Iterator[None]:
-    """Holds ``OUT/.lock``: a second build of the same corpus fails at once."""
-    with open(out / ".lock", "a+b") as lock:
+    """Holds ``OUT/.lock``: a second build of the same corpus fails at once.
+    The lock is opened without following a symbolic link (nor waiting on a
+    FIFO) and must be a regular file."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(out / ".lock", flags, 0o600)
+    except OSError as err:
+        raise CorpusError(f"{out / '.lock'}: cannot open the lock: {err.strerror or err}") from None
+    with os.fdopen(fd, "r+b") as lock:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CorpusError(f"{out / '.lock'}: not a regular file")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -242,6 +279,7 @@ def _build_all(
     chosen: Sequence[ProjectRecipe],
     progress: bool,
     on_project: Optional[Callable[[ProjectRecipe, str], None]],
+    limits: BuildLimits,
 ) -> BuildReport:
     report = BuildReport()
     for project in recipe.projects:  # keep the others of an earlier build listed
@@ -254,7 +292,7 @@ def _build_all(
             outcome = "reused"
         else:
             try:
-                report.built.append(build_one(out, project, jobs))
+                report.built.append(build_one(out, project, jobs, limits))
                 outcome = "built"
             except CorpusError as err:
                 report.failed[project.name] = str(err)

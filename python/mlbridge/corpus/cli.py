@@ -3,7 +3,8 @@
 ::
 
     mlbridge corpus build --recipe NAME|FILE --out DIR [--jobs N] [--only A,B]
-                          [--install-build-deps] [--no-progress]
+                          [--install-build-deps] [--no-progress] [--build-user NAME]
+                          [--step-timeout S] [--memory-limit MIB]
     mlbridge corpus packages --recipe NAME|FILE     (Debian source packages)
     mlbridge corpus info DIR|FILE                   (programs per project and split)
 """
@@ -18,6 +19,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mlbridge.cli_errors import CommandError
+from mlbridge.corpus.sandbox import (
+    DEFAULT_BUILD_USER,
+    DEFAULT_MEMORY_BYTES,
+    DEFAULT_STEP_TIMEOUT_S,
+    BuildLimits,
+)
 
 
 def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
@@ -39,6 +46,25 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         "entries made from APT's deb ones if it has none (root)",
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.add_argument(
+        "--build-user",
+        default=DEFAULT_BUILD_USER,
+        help="run as root, the projects' build steps run as this unprivileged user "
+        f"(default: {DEFAULT_BUILD_USER})",
+    )
+    build.add_argument(
+        "--step-timeout",
+        type=natural,
+        default=int(DEFAULT_STEP_TIMEOUT_S),
+        help=f"seconds one configure or build step may take (default: {DEFAULT_STEP_TIMEOUT_S:g})",
+    )
+    build.add_argument(
+        "--memory-limit",
+        type=natural,
+        default=DEFAULT_MEMORY_BYTES >> 20,
+        help="MiB of address space one process of a build step may use "
+        f"(default: {DEFAULT_MEMORY_BYTES >> 20})",
+    )
     packages = actions.add_parser("packages", help="print the Debian source packages of a recipe")
     packages.add_argument("--recipe", required=True, help="a recipe file or shipped name")
     info = actions.add_parser("info", help="programs per project and split of a corpus")
@@ -56,7 +82,8 @@ def _build(args: argparse.Namespace) -> int:
     if args.install_build_deps:
         out.mkdir(parents=True, exist_ok=True)
         install_build_dependencies(recipe, out / "build-deps.log")
-    report = build_corpus(recipe, out, args.jobs, only, progress=not args.no_progress)
+    limits = BuildLimits(float(args.step_timeout), args.memory_limit << 20, args.build_user)
+    report = build_corpus(recipe, out, args.jobs, only, not args.no_progress, limits=limits)
     units = sum(p.translation_units for p in report.projects)
     print(
         f"{len(report.projects)} projects ({len(report.built)} built now), "

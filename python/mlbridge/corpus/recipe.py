@@ -228,14 +228,24 @@ def shipped_recipes() -> Mapping[str, Path]:
 
 
 def read_recipe(name_or_path: str) -> Recipe:
-    """The recipe at a path, or the shipped recipe of that name."""
-    path = Path(name_or_path)
-    if not path.exists() and name_or_path in shipped_recipes():
-        path = shipped_recipes()[name_or_path]
-    if not path.is_file():
-        known = ", ".join(shipped_recipes()) or "none"
+    """The shipped recipe of that name, or the recipe file at a path.
+
+    A shipped name always means the shipped recipe, whatever lies in the
+    current directory (building a recipe runs code, sometimes as root); a
+    recipe of one's own is named by a path: one that holds a ``/`` or ends in
+    ``.json`` (``./mine``, ``mine.json``)."""
+    shipped = shipped_recipes()
+    if name_or_path in shipped:
+        path = shipped[name_or_path]
+    elif "/" in name_or_path or name_or_path.endswith(".json"):
+        path = Path(name_or_path)
+    else:
+        known = ", ".join(shipped) or "none"
         raise CorpusError(
-            f"recipe {name_or_path!r}: no such file, nor a shipped recipe (shipped: {known})"
+            f"recipe {name_or_path!r}: not a shipped recipe (shipped: {known}); "
+            f"name a recipe file by its path, e.g. ./{name_or_path}"
         )
+    if not path.is_file():
+        raise CorpusError(f"recipe {name_or_path!r}: no such file")
     data = read_capped(path, MAX_JSON_BYTES)
     return parse_recipe(load_json_value(data, str(path), CorpusError), path.resolve())

@@ -1,7 +1,7 @@
 """One step of building a corpus (a download, an unpack, a configure, a
 build): a child of :mod:`mlbridge.child_process` (it dies with this
-process), its output appended to a log file, under a deadline; a step that
-fails is a CorpusError naming its log."""
+process), its output appended to a log file (never through a symbolic link),
+under a deadline; a step that fails is a CorpusError naming its log."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Mapping, Optional, Sequence
 
 from mlbridge import child_process
 from mlbridge.errors import CorpusError
+from mlbridge.output_files import open_output_file
 
 
 def run_step(
@@ -24,7 +25,11 @@ def run_step(
     """Runs ``args`` in ``cwd``, output appended to ``log``; CorpusError
     saying ``what`` failed when it cannot start, exits non-zero or runs
     longer than ``timeout`` seconds (its process group is then killed)."""
-    with open(log, "ab") as out:
+    try:
+        stream = open_output_file(log, append=True)
+    except OSError as err:
+        raise CorpusError(f"{what}: cannot write its log {log}: {err.strerror or err}") from None
+    with stream as out:
         out.write(f"$ (cd {cwd} && {' '.join(args)})\n".encode())
         out.flush()
         try:

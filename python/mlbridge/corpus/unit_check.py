@@ -18,6 +18,7 @@ from mlbridge import child_process
 from mlbridge.corpus.compdb import entries_and_files, read_compdb
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
+from mlbridge.output_files import replace_file
 
 #: Longest one unit's check may take.
 CHECK_TIMEOUT_S = 300.0
@@ -67,8 +68,6 @@ def keep_compiling_units(compdb: Path, out: Path, compiler: str, jobs: int) -> U
         first = next(iter(failing.items()))
         raise CorpusError(f"{compdb}: no unit compiles ({first[0]}: {first[1]})")
     kept = [entry for entry, file in entries_and_files(compdb) if file not in failing]
-    staging = out.with_name(out.name + ".tmp")  # out may be compdb itself
-    staging.write_text(json.dumps(kept, indent=1) + "\n", "utf-8")
-    staging.replace(out)
+    replace_file(out, (json.dumps(kept, indent=1) + "\n").encode("utf-8"))  # out may be compdb
     excluded = {str(file): error for file, error in sorted(failing.items())}
     return UnitCheck(len(programs) - len(failing), excluded)
