@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List
 
+from mlbridge import child_process
 from mlbridge.corpus.defaults import default_corpus
 from mlbridge.gym.corpus_modules import corpus_modules
 from mlbridge.llvm import run_compiler
@@ -51,12 +50,11 @@ def main() -> int:
         for module in modules:
             flags = ["-Oz", "-c", "-w", *module.codegen_flags(), str(module.bitcode)]
             plain, inprocess, served = work / "plain.o", work / "inprocess.o", work / "served.o"
-            subprocess.run([tools.clang, *flags, "-o", str(plain)], check=True)
-            env = dict(os.environ, MLBRIDGE_INLINE_RUNNER="default")
-            subprocess.run(
+            child_process.run([tools.clang, *flags, "-o", str(plain)], check=True)
+            child_process.run(
                 [tools.clang, f"-fpass-plugin={plugin}", *flags, "-o", str(inprocess)],
                 check=True,
-                env=env,
+                env=child_process.child_environment({"MLBRIDGE_INLINE_RUNNER": "default"}),
             )
             result = run_compiler(
                 [tools.clang, *flags, "-o", str(served)],

@@ -7,7 +7,6 @@ one single-source unit of the project plus ``.o``) and the libraries it links.
 
 from __future__ import annotations
 
-import os
 import shlex
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,17 +20,17 @@ from mlbridge.llvm.versions import LlvmTools
 
 
 def run(command: Sequence[str], env: Optional[Mapping[str, str]] = None) -> None:
-    """Runs ``command`` (with ``env`` added to this environment); a failure
-    ends the tool with its stderr."""
+    """Runs ``command`` (with ``env`` added to this environment without the
+    plugins' variables); a failure ends the tool with its stderr."""
     done = child_process.run(
-        list(command), capture_output=True, text=True, timeout=1800, env=_environ(env)
+        list(command),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=child_process.child_environment(env),
     )
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-3000:]}")
-
-
-def _environ(env: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
-    return None if env is None else {**os.environ, **env}
 
 
 @dataclass

@@ -19,6 +19,13 @@ Every compiler, service, host or tool the package runs is started by
   its pid, not yet free, can name no other group; leaving ``with child:``
   kills the group first. So every exit path (normal end, exception,
   timeout) stops the whole group, then reaps.
+- starts from **this process's environment without the plugins' variables**
+  (:func:`child_environment`; the default of ``env``): a variable the user
+  set for mlbridge's plugins in their own builds (``MLBRIDGE_INLINE_LOG``,
+  ``MLBRIDGE_DEFERS_WHEN``, ``MLBRIDGE_GCC_RUNNER``...) never reaches a
+  compiler mlbridge runs, which gets exactly the settings its caller adds.
+  ``env=os.environ`` passes the environment unchanged (``mlbridge llvm``
+  does, to the user's own command, when it loads no plugin itself).
 
 Elsewhere than Linux the child only gets its own process group (no parent
 death signal), and what a child left in its group after a normal exit is
@@ -44,9 +51,17 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple, TypeVar
 
-__all__ = ["Child", "die_with_parent", "from_lasting_thread", "popen", "run"]
+__all__ = [
+    "Child",
+    "child_environment",
+    "die_with_parent",
+    "from_lasting_thread",
+    "is_plugin_variable",
+    "popen",
+    "run",
+]
 
 T = TypeVar("T")
 
@@ -89,6 +104,52 @@ def die_with_parent(parent: int) -> None:
     _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+# -- the environment ---------------------------------------------------------------
+
+#: The prefixes of the variables mlbridge's plugins read, one per plugin
+#: (``MLBRIDGE_<PLUGIN>_<OPTION>``: src/llvm/PluginOptions.cpp,
+#: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp).
+PLUGIN_PREFIXES: Tuple[str, ...] = ("MLBRIDGE_INLINE_", "MLBRIDGE_GCC_", "MLBRIDGE_MLIR_")
+#: The LLVM plugin's older names of its variables, still read when the
+#: ``MLBRIDGE_INLINE_`` name is not set (src/llvm/PluginOptions.cpp, ``env``).
+INLINE_ALIASES: FrozenSet[str] = frozenset(
+    "MLBRIDGE_" + option
+    for option in (
+        "RUNNER",
+        "MODEL",
+        "CHANNEL",
+        "GRPC_TARGET",
+        "TIMEOUT_MS",
+        "CONSTANT",
+        "LOG",
+        "STATS",
+        "COMPARE_DEFAULT",
+        "SIZE_INCREASE_THRESHOLD",
+        "DEFERS_WHEN",
+    )
+)
+
+
+def is_plugin_variable(name: str) -> bool:
+    """Whether one of mlbridge's plugins reads the environment variable
+    ``name`` (the package's own, ``MLBRIDGE_PREFIX``, ``MLBRIDGE_CACHE``...,
+    are not the plugins')."""
+    return name.startswith(PLUGIN_PREFIXES) or name in INLINE_ALIASES
+
+
+def child_environment(
+    settings: Optional[Mapping[str, str]] = None, base: Optional[Mapping[str, str]] = None
+) -> Dict[str, str]:
+    """The environment of a child: ``base`` (default: this process's)
+    without the variables mlbridge's plugins read (:func:`is_plugin_variable`),
+    then ``settings``, what the call means (the plugin's runner, its
+    statistics file...)."""
+    environ = os.environ if base is None else base
+    kept = {name: value for name, value in environ.items() if not is_plugin_variable(name)}
+    kept.update(settings or {})
+    return kept
 
 
 # -- the spawner thread -----------------------------------------------------------
@@ -263,10 +324,13 @@ def popen(args: Any, **kwargs: Any) -> Child:
     """``subprocess.Popen(args, **kwargs)`` as a :class:`Child`: in a session
     of its own, killed when this process dies (Linux), forked from a thread
     that lives as long as the process. ``preexec_fn``, ``start_new_session``
-    and ``process_group`` are popen's to set."""
+    and ``process_group`` are popen's to set; ``env`` defaults to
+    :func:`child_environment` (``os.environ``: unchanged)."""
     taken = [key for key in _OWN_KEYWORDS if key in kwargs]
     if taken:
         raise TypeError(f"popen sets {', '.join(taken)} itself")
+    if kwargs.get("env") is None:
+        kwargs["env"] = child_environment()
     kwargs["start_new_session"] = True
     if _PRCTL is not None:
         kwargs["preexec_fn"] = functools.partial(die_with_parent, os.getpid())

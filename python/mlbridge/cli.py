@@ -505,6 +505,9 @@ def _cmd_llvm(args: argparse.Namespace) -> int:
                 include_default=args.include_default,
                 size_increase_threshold=args.size_increase_threshold,
                 echo_stderr=sys.stderr,
+                # The user's command, in the user's environment; a plugin
+                # mlbridge loads itself gets only its own variables.
+                env=os.environ,
                 llvm=args.llvm,
             )
     except LlvmVersionError as err:

@@ -412,16 +412,16 @@ class InliningEnv(ServedCompilerEnv):
             connect_timeout_ms=deadline_ms,
             timeout_ms=deadline_ms,
         )
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
-        environ.update(
-            MLBRIDGE_INLINE_RUNNER=str(runner),
-            MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD=(
+        settings = {
+            "MLBRIDGE_INLINE_RUNNER": str(runner),
+            "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": (
                 "none" if self.size_increase_threshold is None else f"{threshold:g}"
             ),
-        )
-        environ["MLBRIDGE_INLINE_STATS"] = str(episode.stats)
+            "MLBRIDGE_INLINE_STATS": str(episode.stats),
+        }
         if defers_when is not None:
-            environ["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
+            settings["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
+        environ = child_process.child_environment(settings)
         served = self._grpc_policy
 
         def serve_grpc(decide: Any) -> RunResult:

@@ -26,7 +26,6 @@ advisors together). It handles the other LLVM 19 pitfalls:
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import threading
 import time
@@ -41,7 +40,7 @@ from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
 from mlbridge.llvm.plugin_channel import PluginChannel, check_defers_when
-from mlbridge.llvm.versions import LlvmTools, major_of_command
+from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
 
@@ -240,6 +239,11 @@ def run_compiler(
       (:mod:`mlbridge.llvm.size_cap`) in the inline advisor's run.
     - ``stdout``: the compiler's stdout (inherited by default); its stderr is
       captured in the result and also copied to ``echo_stderr`` if given.
+    - ``env``: the compiler's environment (default: this process's without
+      the variables of mlbridge's plugins,
+      :func:`mlbridge.child_process.child_environment`). When the inliner is
+      served through ``plugin``, the plugins' variables are dropped from
+      ``env`` too before the plugin's settings are added.
     - ``on_start``: called with the :class:`CompilerProcess` as soon as it
       runs, before anything is served (its ``pid``; its ``kill()`` stops it
       from any thread, e.g. a compiler that stopped answering).
@@ -248,6 +252,9 @@ def run_compiler(
       advisors). Below 17 the inliner is served through ``plugin`` (default:
       ``mlbridge config --plugin --llvm N``), and the register allocator's
       advisors are refused (:class:`mlbridge.llvm.versions.LlvmVersionError`).
+      Before the plugin is loaded the compiler is asked its major, and one
+      other than the plugin's is refused (``LlvmVersionError``) rather than
+      crash.
     - ``defers_when``: call sites where the compiler gives LLVM's own
       decision without asking the inline policy (the plugin's
       ``-mlbridge-defers-when``, one of
@@ -274,10 +281,14 @@ def run_compiler(
                     raise ValueError(f"only the inliner defers; not the {name} advisor")
                 assert major is not None
                 LlvmTools(major).require_interactive(f"the {name} advisor")
+        built_for = major
         if plugin is None:
-            from mlbridge.native import plugin_path
+            from mlbridge.native import find_native
 
-            plugin = plugin_path(llvm=major)
+            native = find_native(llvm=major)
+            plugin, built_for = native.require("plugin"), native.llvm_major
+        if built_for is not None:
+            check_plugin_major(command[0], plugin, built_for)
         return _run_through_plugin(
             command,
             policies["inline"],
@@ -379,10 +390,10 @@ def _run_through_plugin(
         threshold = size_cap.effective_threshold(
             size_increase_threshold, bool(getattr(policy, "echoes_default", False))
         )
-        full_env = {
-            **(os.environ if env is None else env),
-            **served.environment(threshold, defers_when),
-        }
+        # The plugin's variables are this call's alone, whatever ``env`` holds.
+        full_env = child_process.child_environment(
+            served.environment(threshold, defers_when), base=env
+        )
         result = _run(
             served.command(command),
             {"inline": policy},

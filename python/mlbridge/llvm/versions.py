@@ -13,18 +13,24 @@ of ``--llvm N``, else of the newest major whose parts are installed
   the clang of the major that compiles them.
 - The inliner's feature list differs (LLVM 19 has more): it is read from the
   compiler, never assumed.
+- A plugin loads only into a compiler of the major it was built for (LLVM 19
+  crashes registering LLVM 16's): before mlbridge loads its plugin, the
+  compiler is asked its major (:func:`check_plugin_major`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
+from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 
 #: The majors mlbridge supports (cmake/MlbridgeLlvmMajor.cmake).
@@ -34,8 +40,13 @@ DEFAULT = 19
 #: The first major with LLVM's interactive ML advisors (InteractiveModelRunner).
 INTERACTIVE_SINCE = 17
 
+#: Seconds a compiler has to print its version.
+VERSION_TIMEOUT = 30.0
+
 _MAJOR_IN_NAME = re.compile(r"-(\d{1,3})$")
 _MAJOR_IN_DIR = re.compile(r"(?:^|/)llvm-(\d{1,3})/bin/[^/]+$")
+#: ``clang version 19.1.7``, ``Debian LLVM version 16.0.6`` (opt, llc).
+_VERSION_LINE = re.compile(r"\b(?:clang|LLVM) version (\d{1,3})\.")
 
 
 class LlvmVersionError(MlbridgeError):
@@ -114,6 +125,52 @@ def major_of_command(argv0: str) -> Optional[int]:
         if match:
             return int(match.group(1))
     return None
+
+
+def compiler_major(argv0: str, timeout: float = VERSION_TIMEOUT) -> Optional[int]:
+    """The LLVM major the compiler ``argv0`` says it is (``argv0 --version``:
+    clang, opt, llc), or None when it cannot say (not found, failed, silent
+    for ``timeout`` seconds, no LLVM version line: a wrapper such as ccache).
+    Asked once per executable file and process."""
+    resolved = shutil.which(argv0)
+    if resolved is None:
+        return None
+    try:
+        info = os.stat(resolved)
+    except OSError:
+        return None
+    return _asked_major(os.path.realpath(resolved), info.st_mtime_ns, timeout)
+
+
+@functools.lru_cache(maxsize=64)
+def _asked_major(executable: str, mtime_ns: int, timeout: float) -> Optional[int]:
+    try:
+        done = child_process.run(
+            [executable, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = _VERSION_LINE.search(done.stdout) if done.returncode == 0 else None
+    return int(match.group(1)) if match else None
+
+
+def check_plugin_major(argv0: str, plugin: Path, plugin_major: int) -> None:
+    """LlvmVersionError when the compiler ``argv0`` says it is of another LLVM
+    major than ``plugin_major``, the one mlbridge's plugin ``plugin`` is built
+    for: a compiler crashes registering a plugin of another major. Nothing
+    when the compiler cannot say (:func:`compiler_major`)."""
+    actual = compiler_major(argv0)
+    if actual is not None and actual != plugin_major:
+        raise LlvmVersionError(
+            f"{argv0} is LLVM {actual}, but the plugin {plugin} is built for LLVM "
+            f"{plugin_major}, and a plugin loads only into a compiler of its own major: "
+            f"run LLVM {plugin_major}'s compiler, or ask for LLVM {actual} (--llvm {actual})"
+        )
 
 
 def default_major(environ: Optional[Mapping[str, str]] = None) -> int:

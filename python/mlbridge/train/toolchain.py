@@ -8,7 +8,6 @@ by its suffix."""
 
 from __future__ import annotations
 
-import os
 import resource
 import tempfile
 import time
@@ -98,16 +97,18 @@ def compile_program(
 ) -> ProgramResult:
     """Compiles every source of ``program`` to an object in ``out_dir`` with
     the clang of ``llvm`` (default: :func:`mlbridge.llvm.versions.tools`) and
-    measures it. Raises MlbridgeError when a compilation fails."""
+    measures it. clang's environment is this process's without the plugins'
+    variables, then ``extra_env`` and the plugin's settings. Raises
+    MlbridgeError when a compilation fails."""
     llvm = llvm or tools()
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env.update(extra_env or {})
+    settings = dict(extra_env or {})
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.jsonl"
         if plugin is not None:
-            env.update(plugin.env)
-            env["MLBRIDGE_INLINE_STATS"] = str(stats)
+            settings.update(plugin.env)
+            settings["MLBRIDGE_INLINE_STATS"] = str(stats)
+        env = child_process.child_environment(settings)
 
         def one(source: Path) -> Path:
             obj = object_path(out_dir, source)
