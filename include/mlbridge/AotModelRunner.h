@@ -22,10 +22,14 @@
 /// inputs and outputs are bound to the runner's TensorSpecs by name at
 /// creation (a missing input, another element type, another element count is
 /// an error naming the tensor); runner inputs the model does not read still
-/// get buffers. The model reads and writes the runner's own buffers, so
-/// evaluate() copies and allocates nothing. A data-dependent failure of the
-/// model (an index out of range) fails that evaluate() with ModelFailure.
-/// Core library; loading a module uses dlopen.
+/// get buffers. The tensors a model declares are checked before the model
+/// object or any buffer is made: a valid shape (InvalidArgument), and its
+/// inputs, and its outputs, each and together within the size budget of one
+/// message (DefaultMaxMessageBytes, 64 MiB: TooLarge naming the tensor). The
+/// model reads and writes the runner's own buffers, so evaluate() copies and
+/// allocates nothing. A data-dependent failure of the model (an index out of
+/// range) fails that evaluate() with ModelFailure. Core library; loading a
+/// module uses dlopen.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -64,7 +68,8 @@ public:
   static Expected<std::unique_ptr<AotInterfaceRunner>>
   load(const std::string &Path);
 
-  /// The TensorSpecs of \p Model's inputs (\p Outputs false) or outputs.
+  /// The TensorSpecs of \p Model's inputs (\p Outputs false) or outputs,
+  /// checked as create() checks them (shapes, the size budget).
   static Expected<std::vector<TensorSpec>>
   modelSpecs(const mlbridge_aot_model_v1 *Model, bool Outputs);
 
@@ -79,8 +84,18 @@ public:
   struct Module;
 
 private:
+  /// Where the model's inputs and outputs are bound (see match()).
+  struct Binding;
   AotInterfaceRunner(const mlbridge_aot_model_v1 *Model, void *Object);
-  Error bind();
+  /// Binds the model's inputs \p Args and outputs \p Results to the
+  /// runner's \p Inputs and \p Outputs by name, or an error naming the
+  /// tensor; allocates no buffer.
+  static Expected<Binding> match(const std::vector<TensorSpec> &Args,
+                                 const std::vector<TensorSpec> &Results,
+                                 const std::vector<TensorSpec> &Inputs,
+                                 const std::vector<TensorSpec> &Outputs);
+  /// Points the model object at the runner's buffers, as \p B says.
+  void bind(const Binding &B);
   /// Keeps the loaded module \p Library open, and says its metadata.
   void adopt(std::unique_ptr<Module> Library);
   Error evaluateImpl() override;

@@ -6,9 +6,12 @@
 
 #include "mlbridge/AotModelRunner.h"
 
+#include "mlbridge/Codec.h"
+
 #include <cstring>
 #include <dlfcn.h>
 #include <string_view>
+#include <unordered_map>
 
 namespace mlbridge {
 
@@ -25,27 +28,98 @@ struct AotInterfaceRunner::Module {
 
 namespace {
 
-/// Checks that the model tensor \p T matches \p Spec.
-Error checkTensor(const mlbridge_aot_tensor_v1 &T, const TensorSpec &Spec,
-                  const char *Role) {
+/// Most tensors a model may declare as inputs, and as outputs: as many as
+/// one message of the size budget carries (MAX_TENSORS of
+/// python/mlbridge/limits.py, docs/security.md).
+constexpr int MaxAotTensors = 1 << 16;
+
+/// The spec of the tensor \p T a model declares as its input or output
+/// (\p Role) number \p Index, checked before anything is made from it: a
+/// name, a known element type, at most MaxTensorRank dimensions, a valid
+/// shape (TensorSpec::create).
+Expected<TensorSpec> declaredSpec(const mlbridge_aot_tensor_v1 &T,
+                                  const char *Role, int Index) {
+  if (!T.name)
+    return makeError(ErrorCode::InvalidArgument, "model ", Role, " ",
+                     std::to_string(Index), " has no name");
+  if (!T.dtype)
+    return makeError(ErrorCode::InvalidArgument, "model ", Role, " '", T.name,
+                     "' has no element type");
   auto Type = parseDType(T.dtype);
   if (!Type)
-    return Type.takeError();
-  if (*Type != Spec.type())
-    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", T.name,
-                     "' is ", T.dtype, ", the spec says ",
-                     dtypeName(Spec.type()));
-  size_t Count = 1;
-  for (int D = 0; D < T.rank; ++D)
-    Count *= size_t(T.shape[D]);
-  if (Count != Spec.elementCount())
-    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '", T.name,
-                     "' has ", std::to_string(Count),
-                     " elements, the spec has ",
-                     std::to_string(Spec.elementCount()));
+    return Type.error().withContext(std::string("model ") + Role + " '" +
+                                    T.name + "'");
+  if (T.rank < 0 || size_t(T.rank) > MaxTensorRank)
+    return makeError(ErrorCode::InvalidArgument, "model ", Role, " '", T.name,
+                     "' has ", std::to_string(T.rank), " dimensions; at most ",
+                     std::to_string(MaxTensorRank), " are supported");
+  if (T.rank > 0 && !T.shape)
+    return makeError(ErrorCode::InvalidArgument, "model ", Role, " '", T.name,
+                     "' has no shape");
+  return TensorSpec::create(T.name, *Type,
+                            std::vector<int64_t>(T.shape, T.shape + T.rank));
+}
+
+/// The specs of \p Model's inputs (\p Outputs false) or outputs, checked
+/// before anything is allocated for them: each, and all of them together,
+/// within the size budget of one message (DefaultMaxMessageBytes,
+/// docs/security.md), else TooLarge naming the tensor.
+Expected<std::vector<TensorSpec>>
+declaredSpecs(const mlbridge_aot_model_v1 &Model, bool Outputs) {
+  const char *Role = Outputs ? "output" : "input";
+  int Count = Outputs ? Model.num_results : Model.num_args;
+  const mlbridge_aot_tensor_v1 *Tensors = Outputs ? Model.results : Model.args;
+  if (Count < 0 || Count > MaxAotTensors)
+    return makeError(ErrorCode::InvalidArgument, "AOT model '", Model.name,
+                     "' declares ", std::to_string(Count), " ", Role,
+                     "s; from 0 to ", std::to_string(MaxAotTensors),
+                     " are supported");
+  if (Count > 0 && !Tensors)
+    return makeError(ErrorCode::InvalidArgument, "AOT model '", Model.name,
+                     "' declares ", std::to_string(Count), " ", Role,
+                     "s and no array of them");
+  std::vector<TensorSpec> Specs;
+  Specs.reserve(size_t(Count));
+  size_t Total = 0;
+  for (int I = 0; I < Count; ++I) {
+    auto Spec = declaredSpec(Tensors[I], Role, I);
+    if (!Spec)
+      return Spec.error().withContext(std::string("AOT model '") + Model.name +
+                                      "'");
+    if (Spec->byteSize() > DefaultMaxMessageBytes)
+      return makeError(
+          ErrorCode::TooLarge, "AOT model '", Model.name, "' ", Role, " '",
+          Spec->name(), "' declares ", std::to_string(Spec->byteSize()),
+          " bytes, more than the budget of ",
+          std::to_string(DefaultMaxMessageBytes), " bytes of one message");
+    Total += Spec->byteSize();
+    if (Total > DefaultMaxMessageBytes)
+      return makeError(ErrorCode::TooLarge, "AOT model '", Model.name,
+                       "': its ", Role, "s declare more than the budget of ",
+                       std::to_string(DefaultMaxMessageBytes),
+                       " bytes of one message together");
+    Specs.push_back(std::move(*Spec));
+  }
+  return Specs;
+}
+
+/// Checks that the model's tensor \p Model matches the runner's \p Spec.
+Error checkTensor(const TensorSpec &Model, const TensorSpec &Spec,
+                  const char *Role) {
+  if (Model.type() != Spec.type())
+    return makeError(ErrorCode::TypeMismatch, "model ", Role, " '",
+                     Model.name(), "' is ", dtypeName(Model.type()),
+                     ", the spec says ", dtypeName(Spec.type()));
+  if (Model.elementCount() != Spec.elementCount())
+    return makeError(
+        ErrorCode::TypeMismatch, "model ", Role, " '", Model.name(), "' has ",
+        std::to_string(Model.elementCount()), " elements, the spec has ",
+        std::to_string(Spec.elementCount()));
   return Error::success();
 }
 
+/// Checks \p Model's interface: its version, the functions and name the
+/// runner uses.
 Error checkInterface(const mlbridge_aot_model_v1 *Model) {
   if (!Model)
     return makeError(ErrorCode::InvalidArgument, "no AOT model interface");
@@ -54,10 +128,25 @@ Error checkInterface(const mlbridge_aot_model_v1 *Model) {
                      Model->name ? Model->name : "?", "' has ABI version ",
                      std::to_string(Model->abi_version),
                      ", this build reads 1");
+  if (!Model->name || !Model->create || !Model->destroy ||
+      !Model->set_arg_data || !Model->set_result_data || !Model->run)
+    return makeError(ErrorCode::InvalidArgument, "AOT model '",
+                     Model->name ? Model->name : "?",
+                     "' lacks its name or one of the functions create, "
+                     "destroy, set_arg_data, set_result_data, run");
   return Error::success();
 }
 
 } // namespace
+
+/// Where each of the model's inputs and outputs is bound: the runner's input
+/// of each model input, the model output of each runner output.
+struct AotInterfaceRunner::Binding {
+  /// The runner's input read by each model input, in the model's order.
+  std::vector<size_t> InputOfArg;
+  /// The model output of each runner output, in the runner's order.
+  std::vector<int> ResultOfOutput;
+};
 
 AotInterfaceRunner::AotInterfaceRunner(const mlbridge_aot_model_v1 *Model,
                                        void *Object)
@@ -73,31 +162,60 @@ AotInterfaceRunner::modelSpecs(const mlbridge_aot_model_v1 *Model,
                                bool Outputs) {
   if (Error E = checkInterface(Model))
     return E;
-  std::vector<TensorSpec> Specs;
-  int Count = Outputs ? Model->num_results : Model->num_args;
-  const mlbridge_aot_tensor_v1 *Tensors =
-      Outputs ? Model->results : Model->args;
-  for (int I = 0; I < Count; ++I) {
-    auto Type = parseDType(Tensors[I].dtype);
-    if (!Type)
-      return Type.takeError();
-    auto Spec = TensorSpec::create(
-        Tensors[I].name, *Type,
-        std::vector<int64_t>(Tensors[I].shape,
-                             Tensors[I].shape + Tensors[I].rank));
-    if (!Spec)
-      return Spec.takeError();
-    Specs.push_back(std::move(*Spec));
+  return declaredSpecs(*Model, Outputs);
+}
+
+Expected<AotInterfaceRunner::Binding>
+AotInterfaceRunner::match(const std::vector<TensorSpec> &Args,
+                          const std::vector<TensorSpec> &Results,
+                          const std::vector<TensorSpec> &Inputs,
+                          const std::vector<TensorSpec> &Outputs) {
+  std::unordered_map<std::string_view, size_t> InputIndex, ResultIndex;
+  for (size_t J = Inputs.size(); J-- > 0;)
+    InputIndex[Inputs[J].name()] = J; // the first of a name
+  for (size_t I = Results.size(); I-- > 0;)
+    ResultIndex[Results[I].name()] = I;
+  Binding B;
+  for (const TensorSpec &Arg : Args) {
+    auto J = InputIndex.find(Arg.name());
+    if (J == InputIndex.end())
+      return makeError(ErrorCode::InvalidArgument, "the model reads input '",
+                       Arg.name(), "', which the runner's input specs lack");
+    if (Error E = checkTensor(Arg, Inputs[J->second], "input"))
+      return E;
+    B.InputOfArg.push_back(J->second);
   }
-  return Specs;
+  for (const TensorSpec &Out : Outputs) {
+    auto I = ResultIndex.find(Out.name());
+    if (I == ResultIndex.end())
+      return makeError(ErrorCode::InvalidArgument, "the model has no output '",
+                       Out.name(), "'");
+    if (Error E = checkTensor(Results[I->second], Out, "output"))
+      return E;
+    B.ResultOfOutput.push_back(int(I->second));
+  }
+  return B;
 }
 
 Expected<std::unique_ptr<AotInterfaceRunner>>
 AotInterfaceRunner::create(const mlbridge_aot_model_v1 *Model,
                            std::vector<TensorSpec> Inputs,
                            std::vector<TensorSpec> Outputs) {
-  if (Error E = checkInterface(Model))
+  // The model's interface, its budget and the binding are checked before
+  // the model object or any buffer is allocated.
+  auto Args = modelSpecs(Model, false);
+  if (!Args)
+    return Args.takeError();
+  auto Results = modelSpecs(Model, true);
+  if (!Results)
+    return Results.takeError();
+  if (Error E = checkSpecs(Inputs, "inputs"))
     return E;
+  if (Error E = checkSpecs(Outputs, "outputs"))
+    return E;
+  auto B = match(*Args, *Results, Inputs, Outputs);
+  if (!B)
+    return B.takeError();
   void *Object = Model->create();
   if (!Object)
     return makeError(ErrorCode::IO, "out of memory creating AOT model '",
@@ -105,8 +223,7 @@ AotInterfaceRunner::create(const mlbridge_aot_model_v1 *Model,
   std::unique_ptr<AotInterfaceRunner> R(new AotInterfaceRunner(Model, Object));
   if (Error E = R->initBuffers(std::move(Inputs), std::move(Outputs)))
     return E;
-  if (Error E = R->bind())
-    return E;
+  R->bind(*B);
   return R;
 }
 
@@ -216,30 +333,11 @@ void AotInterfaceRunner::adopt(std::unique_ptr<Module> Library) {
   this->Library = std::move(Library);
 }
 
-Error AotInterfaceRunner::bind() {
-  for (int I = 0; I < Model->num_args; ++I) {
-    const mlbridge_aot_tensor_v1 &T = Model->args[I];
-    long J = Inputs.indexOf(T.name);
-    if (J < 0)
-      return makeError(ErrorCode::InvalidArgument, "the model reads input '",
-                       T.name, "', which the runner's input specs lack");
-    if (Error E = checkTensor(T, Inputs.spec(size_t(J)), "input"))
-      return E;
-    Model->set_arg_data(Object, I, Inputs.data(size_t(J)));
-  }
-  for (size_t J = 0; J < Outputs.size(); ++J) {
-    const TensorSpec &S = Outputs.spec(J);
-    int I = 0;
-    while (I < Model->num_results && S.name() != Model->results[I].name)
-      ++I;
-    if (I == Model->num_results)
-      return makeError(ErrorCode::InvalidArgument, "the model has no output '",
-                       S.name(), "'");
-    if (Error E = checkTensor(Model->results[I], S, "output"))
-      return E;
-    Model->set_result_data(Object, I, Outputs.data(J));
-  }
-  return Error::success();
+void AotInterfaceRunner::bind(const Binding &B) {
+  for (size_t I = 0; I < B.InputOfArg.size(); ++I)
+    Model->set_arg_data(Object, int(I), Inputs.data(B.InputOfArg[I]));
+  for (size_t J = 0; J < B.ResultOfOutput.size(); ++J)
+    Model->set_result_data(Object, B.ResultOfOutput[J], Outputs.data(J));
 }
 
 bool AotInterfaceRunner::readsInput(size_t I) const {

@@ -62,10 +62,15 @@ Expected<Header> parseHeader(std::string_view Line) {
   for (const TensorSpec &S : Features) {
     Bytes += S.byteSize();
     if (Bytes > MaxObservationBytes)
-      return makeError(ErrorCode::TooLarge, "LLVM's features take more than ",
-                       std::to_string(MaxObservationBytes),
-                       " bytes per question");
+      return makeError(
+          ErrorCode::TooLarge, "LLVM's features take more than the budget of ",
+          std::to_string(MaxObservationBytes), " bytes per question");
   }
+  if (Advice->byteSize() > MaxAdviceBytes)
+    return makeError(ErrorCode::TooLarge, "LLVM's advice '", Advice->name(),
+                     "' takes ", std::to_string(Advice->byteSize()),
+                     " bytes, more than the budget of ",
+                     std::to_string(MaxAdviceBytes), " bytes per answer");
   return Header{std::move(Features), std::move(*Advice)};
 }
 

@@ -16,6 +16,7 @@
 #ifndef MLBRIDGE_PIPE_INTERACTIVEPROTOCOL_H
 #define MLBRIDGE_PIPE_INTERACTIVEPROTOCOL_H
 
+#include "mlbridge/Codec.h"
 #include "mlbridge/Error.h"
 #include "mlbridge/TensorSpec.h"
 
@@ -29,8 +30,11 @@ namespace interactive {
 
 /// Most features a header may declare.
 inline constexpr size_t MaxFeatures = 4096;
-/// Most bytes of features per question.
-inline constexpr size_t MaxObservationBytes = size_t(64) << 20;
+/// Most bytes of features per question: one message of the size budget
+/// (DefaultMaxMessageBytes, docs/security.md).
+inline constexpr size_t MaxObservationBytes = DefaultMaxMessageBytes;
+/// Most bytes of the advice (the answer to one question): the same budget.
+inline constexpr size_t MaxAdviceBytes = DefaultMaxMessageBytes;
 
 /// LLVM's header: the features it sends and the advice it reads.
 struct Header {
@@ -40,7 +44,9 @@ struct Header {
 
 /// Parses a header line (without its newline). A header with a score (a
 /// development build's training log) is Unsupported; more than MaxFeatures
-/// features or MaxObservationBytes per question is TooLarge.
+/// features, MaxObservationBytes per question or an advice of more than
+/// MaxAdviceBytes is TooLarge, naming the budget: the host allocates nothing
+/// from a header this refuses.
 Expected<Header> parseHeader(std::string_view Line);
 
 /// One line before a question's tensors: a new context, or an observation.

@@ -251,3 +251,138 @@ TEST(AotModel, LoadErrorsNameTheModule) {
             std::string::npos);
   EXPECT_FALSE(AotInterfaceRunner::create(nullptr));
 }
+
+namespace {
+/// A model interface written by hand, as a hostile module may export one.
+/// fakeCreate() counts the model objects made: a runner that checks the
+/// interface first makes none for a model it refuses, and allocates nothing.
+int FakeCreated = 0;
+void *fakeCreate() {
+  ++FakeCreated;
+  static char Object;
+  return &Object;
+}
+void fakeDestroy(void *) {}
+void *fakeData(void *, int) { return nullptr; }
+void fakeSetData(void *, int, void *) {}
+const char *fakeRun(void *) { return nullptr; }
+
+/// A model of the inputs \p Args and the outputs \p Results.
+mlbridge_aot_model_v1 fakeModel(const mlbridge_aot_tensor_v1 *Args, int NumArgs,
+                                const mlbridge_aot_tensor_v1 *Results,
+                                int NumResults) {
+  return {1,           "Fake",      NumArgs,     NumResults, Args,
+          Results,     fakeCreate,  fakeDestroy, fakeData,   fakeData,
+          fakeSetData, fakeSetData, fakeRun};
+}
+
+const int64_t Four[] = {4};
+const int64_t One[] = {1};
+const int64_t Huge[] = {int64_t(1) << 29};              // 4 GiB of int64
+const int64_t JustOver[] = {2, (int64_t(1) << 22) + 1}; // 64 MiB + 16 of int64
+const int64_t Half[] = {(int64_t(1) << 23) + 1};        // 32 MiB + 4 of float
+} // namespace
+
+TEST(AotModel, ModuleTensorsBeyondTheBudgetAreRefusedBeforeAnyAllocation) {
+  const mlbridge_aot_tensor_v1 X{"x", "float", 1, Four};
+  for (const int64_t *Shape : {Huge, JustOver}) {
+    int Rank = Shape == Huge ? 1 : 2;
+    const mlbridge_aot_tensor_v1 Y{"y", "int64_t", Rank, Shape};
+    mlbridge_aot_model_v1 M = fakeModel(&X, 1, &Y, 1);
+    FakeCreated = 0;
+    auto Own = AotInterfaceRunner::create(&M);
+    ASSERT_FALSE(Own);
+    EXPECT_EQ(Own.error().code(), ErrorCode::TooLarge);
+    EXPECT_NE(Own.error().message().find("output 'y'"), std::string::npos)
+        << Own.error().message();
+    EXPECT_NE(Own.error().message().find("budget of 67108864 bytes"),
+              std::string::npos)
+        << Own.error().message();
+    EXPECT_FALSE(AotInterfaceRunner::modelSpecs(&M, true));
+    // Given the same specs, the model is still checked first.
+    auto YSpec = TensorSpec::create("y", DType::Int64,
+                                    std::vector<int64_t>(Shape, Shape + Rank));
+    ASSERT_TRUE(YSpec);
+    auto Given = AotInterfaceRunner::create(
+        &M, {TensorSpec::of<float>("x", {4})}, {*YSpec});
+    ASSERT_FALSE(Given);
+    EXPECT_EQ(Given.error().code(), ErrorCode::TooLarge);
+    EXPECT_EQ(FakeCreated, 0);
+  }
+  // Inputs each within the budget, beyond it together.
+  const mlbridge_aot_tensor_v1 Inputs[] = {{"a", "float", 1, Half},
+                                           {"b", "float", 1, Half}};
+  const mlbridge_aot_tensor_v1 Y{"y", "int64_t", 1, One};
+  mlbridge_aot_model_v1 M = fakeModel(Inputs, 2, &Y, 1);
+  FakeCreated = 0;
+  auto Together = AotInterfaceRunner::create(&M);
+  ASSERT_FALSE(Together);
+  EXPECT_EQ(Together.error().code(), ErrorCode::TooLarge);
+  EXPECT_NE(Together.error().message().find("inputs"), std::string::npos)
+      << Together.error().message();
+  EXPECT_EQ(FakeCreated, 0);
+}
+
+TEST(AotModel, GivenSpecsAreCheckedAgainstTheModelBeforeAnyAllocation) {
+  const mlbridge_aot_tensor_v1 X{"x", "float", 1, Four};
+  const mlbridge_aot_tensor_v1 Y{"y", "int64_t", 1, One};
+  mlbridge_aot_model_v1 M = fakeModel(&X, 1, &Y, 1);
+  // 2 GiB of input, 4 GiB of output the model does not have: refused
+  // without a buffer.
+  FakeCreated = 0;
+  auto BigIn = AotInterfaceRunner::create(
+      &M, {TensorSpec::of<float>("x", {int64_t(1) << 29})},
+      {TensorSpec::of<int64_t>("y", {1})});
+  ASSERT_FALSE(BigIn);
+  EXPECT_EQ(BigIn.error().code(), ErrorCode::TypeMismatch);
+  EXPECT_NE(BigIn.error().message().find("'x'"), std::string::npos);
+  auto BigOut = AotInterfaceRunner::create(
+      &M, {TensorSpec::of<float>("x", {4})},
+      {TensorSpec::of<int64_t>("y", {int64_t(1) << 29})});
+  ASSERT_FALSE(BigOut);
+  EXPECT_EQ(BigOut.error().code(), ErrorCode::TypeMismatch);
+  EXPECT_EQ(FakeCreated, 0);
+  // The specs the model declares bind.
+  auto Fits = AotInterfaceRunner::create(&M, {TensorSpec::of<float>("x", {4})},
+                                         {TensorSpec::of<int64_t>("y", {1})});
+  ASSERT_TRUE(Fits) << Fits.error().message();
+  EXPECT_EQ(FakeCreated, 1);
+  EXPECT_FALSE((*Fits)->evaluate());
+}
+
+TEST(AotModel, MalformedModuleInterfacesAreRefused) {
+  const int64_t Negative[] = {4, -1};
+  int64_t Deep[MaxTensorRank + 1];
+  for (int64_t &D : Deep)
+    D = 1;
+  const mlbridge_aot_tensor_v1 X{"x", "float", 1, Four};
+  const mlbridge_aot_tensor_v1 Bad[] = {
+      {"x", "float", -1, Four},    {"x", "float", int(MaxTensorRank) + 1, Deep},
+      {"x", "float", 2, Negative}, {"x", "float", 1, nullptr},
+      {nullptr, "float", 1, Four}, {"x", nullptr, 1, Four},
+      {"x", "bool", 1, Four},
+  };
+  for (const mlbridge_aot_tensor_v1 &T : Bad) {
+    for (bool AsOutput : {false, true}) {
+      mlbridge_aot_model_v1 M =
+          AsOutput ? fakeModel(&X, 1, &T, 1) : fakeModel(&T, 1, &X, 1);
+      FakeCreated = 0;
+      auto R = AotInterfaceRunner::create(&M);
+      ASSERT_FALSE(R);
+      EXPECT_EQ(R.error().code(), ErrorCode::InvalidArgument)
+          << R.error().message();
+      EXPECT_EQ(FakeCreated, 0);
+    }
+  }
+  mlbridge_aot_model_v1 Negatives = fakeModel(&X, 1, &X, -1);
+  EXPECT_FALSE(AotInterfaceRunner::create(&Negatives));
+  mlbridge_aot_model_v1 NoArgs = fakeModel(nullptr, 1, &X, 1);
+  EXPECT_FALSE(AotInterfaceRunner::create(&NoArgs));
+  mlbridge_aot_model_v1 NoRun = fakeModel(&X, 1, &X, 1);
+  NoRun.run = nullptr;
+  EXPECT_FALSE(AotInterfaceRunner::create(&NoRun));
+  mlbridge_aot_model_v1 NoName = fakeModel(&X, 1, &X, 1);
+  NoName.name = nullptr;
+  EXPECT_FALSE(AotInterfaceRunner::create(&NoName));
+  EXPECT_EQ(FakeCreated, 0);
+}

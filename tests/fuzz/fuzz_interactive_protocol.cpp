@@ -36,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     if (Bytes > interactive::MaxObservationBytes)
       fuzz::die("a header's features exceed the budget",
                 makeError(ErrorCode::Protocol, std::string(First)));
+    if (H->Advice.byteSize() > interactive::MaxAdviceBytes)
+      fuzz::die("a header's advice exceeds the budget",
+                makeError(ErrorCode::Protocol, std::string(First)));
   }
   while (End != std::string_view::npos) {
     size_t Next = Input.find('\n', End + 1);

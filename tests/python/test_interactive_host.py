@@ -1,19 +1,23 @@
 """mlbridge-interactive-host (tools/interactive_host): stock llc-19's
 eviction advisor answered by an mlbridge runner in C++. Its allocation is
 the Python host's for the same model, AOT and ONNX Runtime agree; a
-compiler that asks nothing is fine; a bad runner, an illegal answer and a
-hung compiler stop the compiler and say why; usage errors exit 2."""
+compiler that asks nothing is fine; a bad runner, an illegal answer, a
+header beyond the budget and a hung compiler stop the compiler and say why;
+usage errors exit 2."""
 
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from process_checks import children
+from process_checks import children, gone, wait_for
 
 pytest.importorskip("onnx")
 if shutil.which("llc-19") is None or shutil.which("clang-19") is None:
@@ -138,6 +142,120 @@ def test_a_runner_that_cannot_be_made_stops_the_compiler(host, bitcode, tmp_path
     done = _run(host, f"onnx:{tmp_path / 'missing.onnx'}", _llc(bitcode, tmp_path / "x.mir"))
     assert done.returncode == 1 and "creating the runner" in done.stderr
     assert not (tmp_path / "x.mir").exists()
+
+
+#: A compiler speaking LLVM's interactive protocol that sends one header
+#: (argv[1], JSON) and then waits to be stopped; it writes its pid to argv[2].
+HOSTILE_COMPILER = """
+import os, sys, time
+header, pid_file = sys.argv[1], sys.argv[2]
+base = next(a.split("=", 1)[1] for a in sys.argv if "-interactive-channel-base=" in a)
+with open(pid_file, "w") as f:
+    f.write(str(os.getpid()))
+out = open(base + ".out", "wb", buffering=0)  # LLVM opens its outbound FIFO first
+inbound = open(base + ".in", "rb", buffering=0)
+out.write(header.encode() + b"\\n")
+time.sleep(60)
+"""
+
+#: An `aot:` module of the ABI (mlbridge/AotAbi.h) answering 0 to 33 mask
+#: features: the AOT runner allocates the buffers of the specs it is given.
+TINY_MODULE = """
+#include "mlbridge/AotAbi.h"
+static const int64_t mask_shape[] = {33}, advice_shape[] = {1};
+static const mlbridge_aot_tensor_v1 args[] = {{"mask", "int64_t", 1, mask_shape}};
+static const mlbridge_aot_tensor_v1 results[] = {
+    {"index_to_evict", "int64_t", 1, advice_shape}};
+static int64_t *advice;
+static void *create(void) { static char object; return &object; }
+static void destroy(void *m) { (void)m; }
+static void *no_data(void *m, int i) { (void)m, (void)i; return 0; }
+static void set_arg(void *m, int i, void *d) { (void)m, (void)i, (void)d; }
+static void set_result(void *m, int i, void *d) { (void)m, (void)i; advice = d; }
+static const char *run(void *m) { (void)m; *advice = 0; return 0; }
+static const mlbridge_aot_model_v1 model = {
+    1, "Tiny", 1, 1, args, results, create, destroy,
+    no_data, no_data, set_arg, set_result, run};
+const mlbridge_aot_model_v1 *mlbridge_aot_model_v1_entry(void) { return &model; }
+"""
+
+#: The host's address space in the next test: far below the 4 GiB the
+#: hostile header asks for (ASan's shadow memory needs more: not limited).
+ADDRESS_SPACE = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def tiny_module(tmp_path_factory):
+    out = tmp_path_factory.mktemp("module")
+    (out / "tiny.c").write_text(TINY_MODULE)
+    include = Path(__file__).resolve().parents[2] / "include"
+    subprocess.run(
+        ["clang-19", "-shared", "-fPIC", "-I", str(include), str(out / "tiny.c")]
+        + ["-o", str(out / "tiny.so")],
+        check=True,
+    )
+    return out / "tiny.so"
+
+
+@pytest.mark.parametrize("advice", [[1 << 29], [(1 << 23) + 1]])  # int64: 4 GiB, 64 MiB + 8
+def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
+    host, tiny_module, tmp_path, advice
+):
+    header = {
+        "features": [{"name": "mask", "type": "int64_t", "port": 0, "shape": [33]}],
+        "advice": {"name": "index_to_evict", "type": "int64_t", "port": 0, "shape": advice},
+    }
+    script, pid_file, stats = tmp_path / "llc.py", tmp_path / "pid", tmp_path / "s.jsonl"
+    script.write_text(HOSTILE_COMPILER)
+    command = [sys.executable, str(script), json.dumps(header), str(pid_file)]
+    sanitized = b"__asan_init" in Path(host).read_bytes()
+
+    def limit():
+        if not sanitized:
+            resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    args = [str(host), "--runner", f"aot:{tiny_module}", "--advisor", "evict"]
+    args += ["--stats", str(stats), "--timeout-ms", "30000", "--", *command]
+    start = time.monotonic()
+    with open(tmp_path / "stderr", "w") as err:
+        proc = subprocess.Popen(args, stderr=err, preexec_fn=limit)
+    while True:  # os.wait4 for the host's own peak memory
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid or time.monotonic() - start > 90:
+            break
+        time.sleep(0.05)
+    if not pid:
+        proc.kill()
+        proc.wait()
+    proc.returncode = os.waitstatus_to_exitcode(status) if pid else None
+    stderr = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 1, stderr
+    # refused at once, naming the tensor and the budget (no question awaited)
+    assert "LLVM's advice 'index_to_evict'" in stderr, stderr
+    assert "budget of 67108864 bytes" in stderr, stderr
+    assert "the compiler was stopped" in stderr
+    assert time.monotonic() - start < 20
+    report = json.loads(stats.read_text())
+    assert report["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
+    assert report["decisions"] == 0 and "budget" in report["error"]
+    assert wait_for(lambda: gone(int(pid_file.read_text())), 10)
+    # nothing of the declared size was allocated (peak RSS in KiB)
+    assert usage.ru_maxrss < 256 * 1024, usage.ru_maxrss
+    assert children() == []
+
+
+def test_the_tiny_module_answers_a_header_within_the_budget(host, tiny_module, tmp_path):
+    header = {
+        "features": [{"name": "mask", "type": "int64_t", "port": 0, "shape": [33]}],
+        "advice": {"name": "index_to_evict", "type": "int64_t", "port": 0, "shape": [1]},
+    }
+    script, pid_file = tmp_path / "llc.py", tmp_path / "pid"
+    script.write_text(HOSTILE_COMPILER)
+    command = [sys.executable, str(script), json.dumps(header), str(pid_file)]
+    # the runner is made, then the compiler asks nothing within the timeout
+    done = _run(host, f"aot:{tiny_module}", command, None, "--timeout-ms", "1000")
+    assert done.returncode == 1 and "waiting for the compiler's next question" in done.stderr
+    assert "budget" not in done.stderr
 
 
 def test_a_compiler_that_never_opens_its_channel_times_out(host, tmp_path):
