@@ -34,6 +34,10 @@ MAX_TENSORS = 1 << 16
 #: Longest header line (a JSON list of every spec) a host or log reader reads.
 MAX_HEADER_LINE = 8 << 20
 
+#: Largest ONNX model file read (protobuf's limit on one message, as the C++
+#: runners': larger weights live in external data files, which are not read).
+MAX_ONNX_MODEL_BYTES = (1 << 31) - 1
+
 
 class BudgetError(CodecError):
     """A declared size exceeds a budget: nothing was allocated for it."""
@@ -109,6 +113,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_SESSION_MEMORY",
     "MAX_HEADER_LINE",
+    "MAX_ONNX_MODEL_BYTES",
     "MAX_TENSORS",
     "MemoryBudget",
     "check_schema",

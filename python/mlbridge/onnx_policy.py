@@ -1,5 +1,10 @@
 """Serve an ONNX model as a policy (``--policy model.onnx``) with onnxruntime.
 
+The model file is read once, as a regular file of at most
+:data:`~mlbridge.limits.MAX_ONNX_MODEL_BYTES` (a FIFO or a device is refused,
+never waited on), and handed to onnxruntime as bytes: external data files
+are not read.
+
 The model's inputs are fed from the features of the same names (reshaped to
 the model's static shape); its outputs are the advice: the only output as is,
 or a dict name -> array (restricted to the outputs the compiler declared, once
@@ -13,6 +18,8 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.input_files import read_regular_file
+from mlbridge.limits import MAX_ONNX_MODEL_BYTES
 
 
 class OnnxPolicyError(MlbridgeError):
@@ -30,11 +37,14 @@ class OnnxPolicy:
                 "serving .onnx policies needs the onnxruntime package "
                 "(pip install 'mlbridge-compiler[onnx]')"
             ) from None
+        # Read once (a regular file, within protobuf's limit), as the C++
+        # runners do; from bytes, onnxruntime reads no external data file.
+        model = read_regular_file(path, MAX_ONNX_MODEL_BYTES, OnnxPolicyError)
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1
         try:
-            self._session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own exception types
             raise OnnxPolicyError(f"cannot load ONNX model '{path}': {err}") from None
         self._inputs = [

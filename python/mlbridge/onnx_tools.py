@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any, List, Sequence
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.input_files import read_regular_file
+from mlbridge.limits import MAX_ONNX_MODEL_BYTES
 from mlbridge.tensor_spec import DTYPES, TensorSpec
 
 #: ONNX TensorProto element type -> LLVM type name.
@@ -62,7 +64,12 @@ def check_model(
     fine (the compiler may send more features than a model knows)."""
     import onnx
 
-    proto = onnx.load(model) if isinstance(model, str) else model
+    if isinstance(model, str):  # a regular file, read once (ModelCheckError if not)
+        proto = onnx.load_from_string(
+            read_regular_file(model, MAX_ONNX_MODEL_BYTES, ModelCheckError)
+        )
+    else:
+        proto = model
     try:
         onnx.checker.check_model(proto)
     except Exception as err:  # onnx.checker.ValidationError and kin

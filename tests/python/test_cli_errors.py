@@ -218,7 +218,8 @@ CASES = {
     "onnx-model-missing": Case(
         ["serve", "--pipe", "{tmp}/c", "--create", "--policy", "missing.onnx"],
         USAGE,
-        "mlbridge serve: error: --policy missing.onnx: cannot load ONNX model 'missing.onnx': ...",
+        "mlbridge serve: error: --policy missing.onnx: missing.onnx: cannot read: No such file or "
+        "directory",
     ),
     "onnx-model-not-onnx": Case(
         ["serve", "--pipe", "{tmp}/c", "--create", "--policy", "g.onnx"],
@@ -363,8 +364,7 @@ CASES = {
     "aot-model-missing": Case(
         ["mlbridge-aot", "missing.onnx", "-o", "{tmp}/gen"],
         FAILURE,
-        "mlbridge-aot: error: cannot read model 'missing.onnx': [Errno 2] No such file or "
-        "directory: 'missing.onnx'",
+        "mlbridge-aot: error: missing.onnx: cannot read: No such file or directory",
     ),
     "aot-not-onnx": Case(
         ["mlbridge-aot", "g.onnx", "-o", "{tmp}/gen"],

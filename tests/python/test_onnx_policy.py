@@ -38,7 +38,7 @@ def test_served_over_grpc_with_two_outputs(onnx_models, tmp_path):
 
 
 def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
-    with pytest.raises(PolicyError, match="cannot load ONNX model"):
+    with pytest.raises(PolicyError, match="missing.onnx: cannot read: No such file"):
         load_policy(str(tmp_path / "missing.onnx"))
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x7f" * 100)
@@ -50,3 +50,24 @@ def test_missing_feature_names_the_input(onnx_models):
     policy = load_policy(str(onnx_models / "mlp.onnx"))
     with pytest.raises(Exception, match="needs input 'x'"):
         policy({"features": np.zeros((1, 64), np.float32)})
+
+
+def test_serve_refuses_a_fifo_as_the_model_at_once(tmp_path):
+    """``--policy fifo.onnx`` is refused as not a regular file (the C++
+    runners refuse it too); it once blocked the command forever."""
+    import os
+    import subprocess
+    import sys
+
+    from mlbridge.cli_errors import USAGE
+
+    os.mkfifo(tmp_path / "fifo.onnx", 0o600)
+    command = ["serve", "--pipe", str(tmp_path / "c"), "--create", "--policy"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mlbridge", *command, str(tmp_path / "fifo.onnx")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == USAGE
+    assert "fifo.onnx: cannot read: not a regular file" in done.stderr

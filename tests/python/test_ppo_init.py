@@ -137,3 +137,62 @@ def test_the_command_takes_a_shipped_name_or_a_file(tmp_path, capsys):
     assert "--init starts a run" in capsys.readouterr().err
     assert cli.main([*common, "--learning-rate", "0"]) == USAGE
     assert "--learning-rate must be positive" in capsys.readouterr().err
+
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while n >= 0x80:
+        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
+    return out + bytes([n])
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+_SIZE = 16 << 20
+
+
+def _initializer(data_field: int, count: int, data_type: int) -> bytes:
+    """GraphProto's initializer (field 5) ``w`` of ``count`` elements of
+    ``data_type``, its data 16 MiB of zeros in TensorProto field ``data_field``."""
+    dims, kind = b"\x08" + _varint(count), b"\x10" + bytes([data_type])
+    return _field(5, _field(8, b"w") + _field(data_field, bytes(_SIZE)) + dims + kind)
+
+
+#: The bulk of a --init model of 16 MiB, four ways: (a maker of the graph's
+#: bytes, whether the model can be read).
+_BULK = {
+    # Floats in raw_data (field 9): the usual encoding.
+    "raw floats": (lambda: _initializer(9, _SIZE // 4, 1), True),
+    # Floats in float_data (field 4): numpy_helper made a list of them.
+    "typed floats": (lambda: _initializer(4, _SIZE // 4, 1), True),
+    # int64_data (field 7) of one-byte varints: 8 bytes each once parsed.
+    "typed int64": (lambda: _initializer(7, _SIZE, 7), False),
+    # Empty nodes (GraphProto field 1): some 150 bytes each once parsed.
+    "empty nodes": (lambda: _field(1, b"") * (_SIZE // 2), False),
+}
+
+
+@pytest.mark.parametrize("bulk", _BULK)
+def test_an_init_model_takes_memory_in_proportion_to_its_size(tmp_path, bulk):
+    """Reading a --init model (mlbridge.train.onnx_weights) takes at most a
+    few bytes of memory per byte of the file: one whose parse or conversion
+    would take more is refused before (a 60 MB model once took 1.98 GB)."""
+    from bounded import run_bounded
+
+    graph, readable = _BULK[bulk]
+    path = tmp_path / "init.onnx"
+    path.write_bytes(b"\x08\x08" + _field(7, graph()))  # ir_version 8, the graph
+    got = run_bounded(
+        f"PATH = {str(path)!r}\n"
+        "from pathlib import Path\nfrom mlbridge.train.onnx_weights import read_weights",
+        "read_weights(Path(PATH), lambda name: True)",
+        memory=1 << 30,
+    )
+    if readable:
+        assert got.raised is None, got
+    else:
+        assert got.raised == "MlbridgeError" and "bytes of memory" in got.message, got
+    assert got.grew <= 5 * path.stat().st_size + (32 << 20), got

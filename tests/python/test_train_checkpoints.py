@@ -204,3 +204,56 @@ def test_resuming_restores_the_weights_and_continues(run):
     more = train(_config(run, 192, resume=True))
     assert more["timesteps"] == 192
     assert latest_checkpoint(run / "checkpoints") == run / "checkpoints" / "ppo_192_steps.zip"
+
+
+def _checkpoint_of(policy: object, compress: int = zipfile.ZIP_STORED) -> bytes:
+    """A checkpoint whose ``policy.pth`` is ``torch.save(policy)`` (stored
+    in the zip with ``compress``), with an empty optimizer."""
+    pth, optimizer, out = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    torch.save(policy, pth)
+    torch.save({}, optimizer)
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("policy.pth", pth.getvalue(), compress_type=compress)
+        archive.writestr("policy.optimizer.pth", optimizer.getvalue())
+    return out.getvalue()
+
+
+_AMPLIFIED = {
+    # One float seen as 2^28 (stride 0): 1.4 KB that was cloned into 1 GiB.
+    "stride 0": (
+        lambda: _checkpoint_of({"w": torch.zeros(1).expand(1 << 28)}),
+        "more than the 4 bytes of storage the file holds",
+    ),
+    # 1024 views of one 256 KiB storage, each cloned: 256 MiB.
+    "views of one storage": (
+        lambda: _checkpoint_of(
+            {f"v{i}": t[:] for t in [torch.zeros(1 << 16)] for i in range(1024)}
+        ),
+        "more than the 262144 bytes of storage the file holds",
+    ),
+    # 64 MiB of weights deflated into some 64 KiB.
+    "compressed member": (
+        lambda: _checkpoint_of({"w": torch.zeros(16 << 20)}, zipfile.ZIP_DEFLATED),
+        "policy.pth is compressed",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", _AMPLIFIED)
+def test_a_small_checkpoint_cannot_make_resuming_allocate_much(tmp_path, kind):
+    """What reading a checkpoint allocates is bounded by its size: tensors
+    hold at most the bytes of the storages in the file, zip members must be
+    stored as they are and fit their archive."""
+    from bounded import run_bounded
+
+    make, refusal = _AMPLIFIED[kind]
+    path = tmp_path / GENUINE
+    path.write_bytes(make())
+    assert path.stat().st_size < 1 << 20
+    got = run_bounded(
+        f"PATH = {str(path)!r}\nfrom mlbridge.train.checkpoints import read_weights",
+        "read_weights(open(PATH, 'rb').read(), 'planted')",
+        memory=1 << 30,
+    )
+    assert got.raised == "CheckpointError" and refusal in got.message, got
+    assert got.grew < 32 << 20, got

@@ -22,6 +22,8 @@ from mlbridge.aot.errors import AotError
 # The data types live in mlbridge.aot.ir; importable from here as before.
 from mlbridge.aot.ir import CXX_TYPES, RUNTIME_DTYPES, SPEC_TYPES, Graph, Node, Value
 from mlbridge.aot.ops import OPERATORS, supported_ops
+from mlbridge.input_files import read_regular_file
+from mlbridge.limits import MAX_ONNX_MODEL_BYTES
 
 #: Whether the optional 'onnx' package is installed; ``onnx`` and ``helper``
 #: are bound only if it is (load_graph checks first, see _require_onnx).
@@ -107,11 +109,12 @@ def _load_model(model: Any) -> tuple:
             raise AotError(f"{what} are not an ONNX model: {e}") from e
     else:
         what = f"'{model}'"
+        # Read once, a regular file (a FIFO would block the compiler), within
+        # protobuf's limit; external data is refused
+        # (budget.refuse_external_data), never read.
+        data = read_regular_file(model, MAX_ONNX_MODEL_BYTES, AotError)
         try:
-            # External data is refused (budget.refuse_external_data), never read.
-            proto = onnx.load(str(model), load_external_data=False)
-        except OSError as e:
-            raise AotError(f"cannot read model {what}: {e}") from e
+            proto = onnx.load_from_string(data)
         except Exception as e:
             raise AotError(f"{what} is not an ONNX model: {e}") from e
     if proto.ir_version == 0 and not proto.graph.node and not proto.graph.input:

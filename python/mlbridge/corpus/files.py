@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlbridge.errors import CorpusError
+from mlbridge.input_files import read_regular_file
 from mlbridge.jsontext import load_json_value
 
 #: Largest compile_commands.json or corpus_description.json read (LLVM's own
@@ -18,15 +19,10 @@ MAX_CMD_BYTES = 1 << 20
 
 
 def read_capped(path: Path, limit: int) -> bytes:
-    """The bytes of ``path``, or CorpusError when it is missing or larger than ``limit``."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as err:
-        raise CorpusError(f"{path}: cannot read: {err.strerror or err}") from None
-    if len(data) > limit:
-        raise CorpusError(f"{path}: larger than {limit} bytes")
-    return data
+    """The bytes of the regular file ``path``, or CorpusError when it is
+    missing, not a regular file or larger than ``limit``
+    (:func:`mlbridge.input_files.read_regular_file`)."""
+    return read_regular_file(path, limit, CorpusError)
 
 
 def read_json(path: Path) -> Any:

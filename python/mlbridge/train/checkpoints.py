@@ -15,7 +15,13 @@ its bytes before parsing them, and builds a new PPO from the recorded
 hyperparameters (JSON) into which it loads the weights only: ``policy.pth``
 and ``policy.optimizer.pth`` go through an unpickler that builds tensors and
 plain containers and nothing else, and SB3's ``data`` entry (cloudpickled
-objects) is never read. A checkpoint is data, never code.
+objects) is never read. A checkpoint is data, never code, and what reading
+it allocates is budgeted by its size: only a regular file of at most
+:data:`MAX_CHECKPOINT_BYTES` is read, its zip members must be stored
+uncompressed (as SB3 and ``torch.save`` write them) and together fit in
+their archive, and the tensors built from a ``.pth`` hold no more bytes
+than the storages in it (a view of stride 0 or many views of one storage
+are refused, not copied into gigabytes).
 
 The checkpoints stay in SB3's format: ``PPO.load`` reads them (and runs
 whatever they hold: use it on files you trust).
@@ -42,6 +48,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.input_files import read_regular_file
+from mlbridge.jsontext import load_json_value
 
 #: The run's state file, in the checkpoint directory.
 STATE_FILE = "state.json"
@@ -51,6 +59,15 @@ STATE_FORMAT = "mlbridge-train-state/1"
 CHECKPOINT = re.compile(r"^ppo_(\d+)_steps\.zip$")
 #: The members of a checkpoint that resuming reads: state dicts of these attributes.
 WEIGHTS = ("policy", "policy.optimizer")
+#: Largest checkpoint read (weights and Adam's moments of millions of parameters fit).
+MAX_CHECKPOINT_BYTES = 256 << 20
+#: Largest state file read.
+MAX_STATE_BYTES = 16 << 20
+#: Most entries of one zip archive of a checkpoint (zipfile reads its whole directory).
+MAX_ZIP_ENTRIES = 4096
+#: Largest pickle of a ``.pth`` read (a state dict's is a few KiB; unpickled
+#: containers take tens of bytes per byte).
+MAX_PICKLE_BYTES = 1 << 20
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _LOG = logging.getLogger("mlbridge.train")
 
@@ -163,8 +180,9 @@ class RunState:
                     "only checkpoints the run recorded (docs/training.md); train into a new --out"
                 )
             return None
+        data = read_regular_file(path, MAX_STATE_BYTES, CheckpointError)
         try:
-            doc = json.loads(path.read_text())
+            doc = load_json_value(data, STATE_FILE)
             if doc["format"] != STATE_FORMAT:
                 raise ValueError(f"format {doc['format']!r}, not {STATE_FORMAT!r}")
             hyperparameters = Hyperparameters.from_json(doc["hyperparameters"])
@@ -208,12 +226,7 @@ class RunState:
         """The bytes of a recorded checkpoint, refused unless they are the
         ones the run wrote."""
         path = self.directory / entry.file
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise CheckpointError(
-                f"{path}: recorded in {self.path} but unreadable: {err}"
-            ) from None
+        data = read_regular_file(path, MAX_CHECKPOINT_BYTES, CheckpointError)
         if hashlib.sha256(data).hexdigest() != entry.sha256:
             raise CheckpointError(
                 f"{path}: its SHA-256 is not the one {self.path} recorded when the run wrote it "
@@ -292,20 +305,50 @@ class _StorageType:
     dtype: Any  #: a torch.dtype
 
 
+class _Archive:
+    """A zip archive of a checkpoint whose members are read within its own
+    size: stored (uncompressed) members only, all of those read together at
+    most the archive's bytes (overlapping entries cannot multiply them)."""
+
+    def __init__(self, data: bytes) -> None:
+        # zipfile reads the whole central directory: count its entries first.
+        if data.count(b"PK\x01\x02") > MAX_ZIP_ENTRIES:
+            raise zipfile.BadZipFile(f"more than {MAX_ZIP_ENTRIES} entries")
+        self.zip = zipfile.ZipFile(io.BytesIO(data))
+        self._left = len(data)
+
+    def read(self, name: str, limit: Optional[int] = None) -> bytes:
+        """The bytes of member ``name`` (of at most ``limit`` bytes)."""
+        info = self.zip.getinfo(name)
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise zipfile.BadZipFile(f"{name} is compressed (checkpoints store their members)")
+        if limit is not None and info.file_size > limit:
+            raise zipfile.BadZipFile(f"{name} is larger than {limit} bytes")
+        if info.file_size > self._left:
+            raise zipfile.BadZipFile(
+                f"{name} declares {info.file_size} bytes, more than its archive holds"
+            )
+        self._left -= info.file_size
+        return self.zip.read(info)
+
+
 class _TensorUnpickler(pickle.Unpickler):
     """Reads the ``data.pkl`` of a file ``torch.save`` wrote (its zip format)
     into tensors, dicts, lists, tuples and scalars, and nothing else: the
     only globals it knows are ``OrderedDict``, the tensor rebuild function
-    (replaced by :func:`_rebuild_tensor`) and the storage types; storages
-    are the archive's raw ``data/<key>`` records. ``torch.load`` is not
-    used: torch 1.13's ignores a ``pickle_module`` (it unpickles with
-    ``pickle`` unless ``weights_only``), and its ``weights_only`` cannot read
-    an optimizer's float settings."""
+    (replaced by :meth:`_rebuild_tensor`) and the storage types; storages
+    are the archive's raw ``data/<key>`` records. The tensors it builds hold
+    at most the bytes of the storages read. ``torch.load`` is not used:
+    torch 1.13's ignores a ``pickle_module`` (it unpickles with ``pickle``
+    unless ``weights_only``), and its ``weights_only`` cannot read an
+    optimizer's float settings."""
 
-    def __init__(self, archive: zipfile.ZipFile, prefix: str) -> None:
-        super().__init__(io.BytesIO(archive.read(f"{prefix}data.pkl")))
+    def __init__(self, archive: _Archive, prefix: str) -> None:
+        super().__init__(io.BytesIO(archive.read(f"{prefix}data.pkl", MAX_PICKLE_BYTES)))
         self._archive, self._prefix = archive, prefix
         self._storages: Dict[str, Any] = {}
+        self._stored = 0  # bytes of the storages read
+        self._built = 0  # bytes of the tensors built
 
     def find_class(self, module: str, name: str) -> Any:
         import torch
@@ -313,7 +356,7 @@ class _TensorUnpickler(pickle.Unpickler):
         if (module, name) == ("collections", "OrderedDict"):
             return collections.OrderedDict
         if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild_tensor
+            return self._rebuild_tensor
         if module == "torch" and name in _STORAGE_DTYPES:
             return _StorageType(getattr(torch, _STORAGE_DTYPES[name]))
         raise pickle.UnpicklingError(f"{module}.{name} is not a tensor or a plain container")
@@ -338,16 +381,26 @@ class _TensorUnpickler(pickle.Unpickler):
             if flat.numel() != numel:
                 raise pickle.UnpicklingError(f"storage {key}: {flat.numel()} elements, not {numel}")
             self._storages[key] = flat
+            self._stored += len(raw)
         return self._storages[key]
 
+    def _rebuild_tensor(self, storage: Any, offset: int, size: Any, stride: Any, *_: Any) -> Any:
+        """A tensor of ``size`` and ``stride`` over a storage (a flat tensor),
+        copied when the tensors built so far and it fit the storages read."""
+        import torch
 
-def _rebuild_tensor(storage: Any, offset: int, size: Any, stride: Any, *_: Any) -> Any:
-    """A tensor of ``size`` and ``stride`` over a storage (a flat tensor)."""
-    import torch
-
-    if not isinstance(storage, torch.Tensor):
-        raise pickle.UnpicklingError("a tensor whose storage is not one")
-    return torch.as_strided(storage, size, stride, offset).clone()
+        if not isinstance(storage, torch.Tensor):
+            raise pickle.UnpicklingError("a tensor whose storage is not one")
+        view = torch.as_strided(storage, size, stride, offset)  # inside the storage
+        nbytes = view.numel() * view.element_size()
+        if self._built + nbytes > self._stored:
+            raise pickle.UnpicklingError(
+                f"a tensor of shape {list(view.shape)} ({nbytes} bytes): the tensors built "
+                f"would hold more than the {self._stored} bytes of storage the file holds "
+                "(views repeating their storage)"
+            )
+        self._built += nbytes
+        return view.clone()
 
 
 def read_weights(data: bytes, where: str) -> Dict[str, Any]:
@@ -355,22 +408,24 @@ def read_weights(data: bytes, where: str) -> Dict[str, Any]:
     without running anything the file names (``where`` names it in errors)."""
     out = {}
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as checkpoint:
-            for name in WEIGHTS:
-                with zipfile.ZipFile(io.BytesIO(checkpoint.read(f"{name}.pth"))) as member:
-                    out[name] = _load_tensors(member)
+        checkpoint = _Archive(data)
+        for name in WEIGHTS:
+            out[name] = _load_tensors(_Archive(checkpoint.read(f"{name}.pth")))
     except Exception as err:  # whatever a malformed file makes zipfile, pickle or torch raise
         raise CheckpointError(f"{where}: not a checkpoint resuming can read: {err}") from None
     return out
 
 
-def _load_tensors(archive: zipfile.ZipFile) -> Any:
+def _load_tensors(archive: _Archive) -> Any:
     """What ``torch.save`` wrote into ``archive``, tensors and plain containers only."""
-    pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    names = archive.zip.namelist()
+    pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pickles) != 1:
         raise pickle.UnpicklingError("not a file of torch.save (one <name>/data.pkl)")
     prefix = pickles[0][: -len("data.pkl")]
     byteorder = f"{prefix}byteorder"
-    if byteorder in archive.namelist() and archive.read(byteorder).decode() != sys.byteorder:
-        raise pickle.UnpicklingError(f"tensors stored {archive.read(byteorder)!r}-endian")
+    if byteorder in names:
+        order = archive.read(byteorder, 16)
+        if order.decode() != sys.byteorder:
+            raise pickle.UnpicklingError(f"tensors stored {order!r}-endian")
     return _TensorUnpickler(archive, prefix).load()

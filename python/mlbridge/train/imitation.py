@@ -149,7 +149,7 @@ class Policy:
         another shape is refused with :class:`MlbridgeError`."""
         from mlbridge.train.onnx_weights import read_weights
 
-        names, weights, model = read_weights(
+        names, weights, model, _ = read_weights(
             path, lambda n: n in ("mean", "inv_scale") or n[:1] in ("w", "b"), max_bytes
         )
         graph = model.graph

@@ -19,7 +19,6 @@ fine-tuning starts from the model as it deploys.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -52,9 +51,9 @@ def load_actor(
 
     import torch
 
-    names, weights, model = read_weights(path, lambda _name: True)
-    graph = model.graph
-    bonus = _deference_bonus(path, model)
+    read = read_weights(path, lambda _name: True)
+    names, weights, graph = read.inputs, read.weights, read.model.graph
+    bonus = _deference_bonus(path, read.model)
     if flag is not None and names[-1:] == [flag]:
         names = names[:-1]
     columns = _columns(names, inputs)
@@ -113,7 +112,7 @@ def load_actor(
             linear.bias.copy_(torch.as_tensor(b.astype(np.float32)))
     return {
         "init": str(path),
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "sha256": read.sha256,
         "deference": bonus,
     }
 
