@@ -86,7 +86,7 @@ def main() -> int:
         env=served["thin-model"],
         out=work / f"{args.program}.thin-model",
     )
-    sizes = {name: text_size(str(path), llvm.llvm_size) for name, path in linked.items()}
+    sizes = {name: text_size(str(path)) for name, path in linked.items()}
     served_stats = {name: read_inline_stats(path) for name, path in stats.items()}
     report = {
         "program": args.program,

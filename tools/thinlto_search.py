@@ -83,9 +83,7 @@ def main() -> int:
     with ThreadPoolExecutor(2) as pool:
         for line in pool.map(search, objects):
             print(json.dumps(line), flush=True)
-    sizes = {
-        name: text_size(str(link(dirs[name])), llvm.llvm_size) for name in ("oz", "thin", "best")
-    }
+    sizes = {name: text_size(str(link(dirs[name]))) for name in ("oz", "thin", "best")}
     report = {
         "program": args.program,
         "modules": len(objects),

@@ -696,7 +696,7 @@ def _cmd_loop(args: argparse.Namespace) -> int:
     if args.corpus and not os.path.exists(args.corpus):
         fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
     compilers = tools(args.llvm)
-    for tool in (compilers.clang, compilers.llvm_size, "c++"):
+    for tool in (compilers.clang, "c++"):
         _require_executable(tool, "the tool", " (scripts/setup installs it)")
     try:
         plugin = Path(args.plugin) if args.plugin else plugin_path(llvm=compilers.major)

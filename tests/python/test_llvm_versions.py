@@ -137,8 +137,8 @@ def test_a_policy_changes_clang_16s_decisions(llvm16: LlvmTools, tmp_path: Path)
             timeout=300,
         )
         assert result.ok, result.error
-        sizes.append(text_size(str(out), llvm16.llvm_size))
-    plain = text_size(str(tmp_path / "plain.o"), llvm16.llvm_size)
+        sizes.append(text_size(str(out)))
+    plain = text_size(str(tmp_path / "plain.o"))
     assert sizes[0] != sizes[1] and plain != sizes[0]
 
 

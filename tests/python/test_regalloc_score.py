@@ -25,7 +25,6 @@ block-frequency-info: f
  - BB0[entry]: float = 1.0, int = 100
  - BB1[]: float = 1.0, int = 100
 
-some diagnostic line
 block-frequency-info: f
  - BB0[entry]: float = 1.0, int = 8
  - BB1[loop]: float = 10.0, int = 80
@@ -175,3 +174,191 @@ def test_real_allocated_code_scores_its_spills(tmp_path):
     assert score.stores >= 1 and score.loads > score.stores and score.copies > 0
     assert max(freqs["pressure"].values()) > 1.0  # the loop's blocks
     assert "spill-slot" in text
+
+
+# -- names and text of the module's choosing ------------------------------------
+
+
+def test_text_other_than_frequencies_is_refused():
+    # a diagnostic (here dontcall-warn's message) may carry lines of the
+    # module's choosing: the last ones printed for a function would win
+    forged = BFI + 'warning: call to w marked "dontcall-warn": x\n' + BFI
+    with pytest.raises(ScoreError, match="no block frequency: 'warning: call to w"):
+        block_frequencies(forged)
+
+
+@pytest.mark.parametrize("digits", [21, 400, 5000])
+def test_numbers_longer_than_llvm_prints_are_refused(digits):
+    # 400 digits: OverflowError dividing by the entry; 5000: ValueError in int()
+    text = f"block-frequency-info: f\n - BB0[]: float = 1.0, int = {'9' * digits}\n"
+    with pytest.raises(ScoreError, match="no block frequency"):
+        block_frequencies(text)
+    with pytest.raises(ScoreError, match="no block frequency"):
+        block_frequencies(f"block-frequency-info: f\n - BB{'1' * digits}[]: float = 1.0, int = 1\n")
+
+
+def test_profile_counts_and_irreducible_weights_are_read():
+    text = (
+        "block-frequency-info: f\n"
+        " - BB0[]: float = 1.0, int = 8, count = 100\n"
+        " - BB1[]: float = 2.0, int = 16, count = 200, irr_loop_header_weight = 3\n"
+    )
+    assert block_frequencies(text) == {"f": {0: 1.0, 1: 2.0}}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ['"f\\n - BB0[]: float = 1.0, int = 1"', '"f\\r"', '"f\\x01"', '"f\\u2028"', '"f\\L"'],
+)
+def test_a_function_name_that_could_break_a_line_is_refused(name):
+    # llc prints it raw after "block-frequency-info: "
+    mir = MIR.replace("name:            f\n", f"name:            {name}\n")
+    with pytest.raises(ScoreError, match="name is not printable"):
+        function_scores(mir, block_frequencies(BFI))
+
+
+def test_yaml_names_are_decoded_or_refused():
+    freqs = {"f'\"\\\u00e9": {0: 1.0, 1: 10.0, 2: 0.5}, "'q": {0: 1.0}}
+    for printed in ('"f\'\\"\\\\\\xe9"', '"f\'\\"\\\\\\u00e9"', "'f''\"\\\u00e9'"):
+        mir = MIR.replace("name:            f\n", f"name:            {printed}\n")
+        assert "f'\"\\\u00e9" in function_scores(mir, freqs)
+    with pytest.raises(ScoreError, match="unknown escape"):
+        function_scores(MIR.replace("name:            f\n", 'name: "f\\q"\n'), freqs)
+    with pytest.raises(ScoreError, match="unknown escape"):
+        function_scores(MIR.replace("name:            f\n", 'name: "f\\x4"\n'), freqs)
+
+
+def test_quoted_names_do_not_change_what_an_instruction_is():
+    freqs = block_frequencies(BFI)
+    before = function_scores(MIR, freqs)["f"]
+    forged = MIR.replace(
+        "    renamable $eax = nsw ADD32rr",
+        '    CALL64pcrel32 @"g = MOV32r0 :: (load store (s8)) into custom" , csr_64\n'
+        "    renamable $eax = nsw ADD32rr",
+    )
+    assert function_scores(forged, freqs)["f"] == before
+
+
+def test_a_block_number_longer_than_a_function_holds_is_refused():
+    mir = MIR.replace("  bb.2:\n", f"  bb.{'2' * 5000}:\n")
+    with pytest.raises(ScoreError, match="block number"):
+        function_scores(mir, block_frequencies(BFI))
+
+
+#: A loop calling g with a stack slot: ENTRY, LOOP, EXIT and SLOT are
+#: replaced by names, G by g's name.
+TEMPLATE = """target triple = "x86_64-pc-linux-gnu"
+
+declare i32 @G(i32)
+
+define i32 @F(i32 %n) {
+"ENTRY":
+  %"SLOT" = alloca i32
+  store i32 %n, ptr %"SLOT"
+  br label %"LOOP"
+"LOOP":
+  %i = phi i32 [ 0, %"ENTRY" ], [ %i1, %"LOOP" ]
+  %s = phi i32 [ 0, %"ENTRY" ], [ %s1, %"LOOP" ]
+  %v = load volatile i32, ptr %"SLOT"
+  %c = call i32 @G(i32 %v)
+  %s1 = add i32 %s, %c
+  %i1 = add i32 %i, 1
+  %d = icmp slt i32 %i1, %n
+  br i1 %d, label %"LOOP", label %"EXIT"
+"EXIT":
+  ret i32 %s1
+}
+"""
+#: A line of MIR: the allocated code would load once more per name.
+LOAD = "\\0A    $eax = MOV32rm $rip, 1, $noreg, 0, $noreg :: (load (s32))"
+
+
+def _module(tmp_path: Path, name: str, **names: str) -> Path:
+    """The template with ``names`` (F, G, ENTRY...; the others plain), as
+    bitcode (llvm-as-19) or, with the name ending in .ll, as text."""
+    text = TEMPLATE
+    for key in ("ENTRY", "LOOP", "EXIT", "SLOT"):
+        text = text.replace(f'"{key}"', f'"{names.get(key, key.lower())}"')
+    text = text.replace("@F", f"@{names.get('F', 'f')}").replace("@G", f"@{names.get('G', 'g')}")
+    source = tmp_path / f"{name}.ll"
+    source.write_text(text)
+    if name.endswith(".ll"):
+        return source
+    out = tmp_path / f"{name}.bc"
+    subprocess.run(["llvm-as-19", str(source), "-o", str(out)], check=True)
+    return out
+
+
+needs_llc = pytest.mark.skipif(
+    shutil.which("llc-19") is None or shutil.which("llvm-as-19") is None,
+    reason="needs llc-19 and llvm-as-19",
+)
+
+
+@needs_llc
+def test_names_inject_no_code_into_the_allocation(tmp_path):
+    from mlbridge.llvm.regalloc_score import default_allocation
+
+    plain = _module(tmp_path, "plain")
+    # the slot's name (printed raw in the MIR as %stack.0.NAME) held ten
+    # lines of loads (the score grew tenfold); g's quoted name looked like a
+    # load and store to the instruction reader
+    forged = _module(
+        tmp_path,
+        "forged",
+        SLOT="slot" + LOAD * 10 + "\\0A    ; x",
+        G='"g :: (load store (s32))"',
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    expected = default_allocation("llc-19", 2, plain, [], work, 120)
+    assert expected.score.loads > 0 and expected.score.stores > 0
+    got = default_allocation("llc-19", 2, forged, [], work, 120)
+    assert got.score == expected.score and got.frequencies == expected.frequencies
+
+
+@needs_llc
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_a_function_name_forging_frequencies_is_no_measurement(tmp_path, digits):
+    from mlbridge.llvm.regalloc_score import AllocationError, default_allocation
+
+    # llc prints the name raw: " - BB9" became a block of f with 400 digits
+    # (OverflowError) or 5000 (ValueError), out of the environment and evaluate
+    name = f'"f\\0A - BB0[]: float = 1.0, int = 1\\0A - BB9[]: float = 1.0, int = {"9" * digits}"'
+    module = _module(tmp_path, "forged", F=name)
+    with pytest.raises(AllocationError, match="cannot be scored"):
+        default_allocation("llc-19", 2, module, [], tmp_path, 120)
+
+
+@needs_llc
+def test_a_diagnostic_forging_frequencies_is_no_measurement(tmp_path):
+    from mlbridge.llvm.regalloc_score import AllocationError, default_allocation
+
+    # h's call of w makes llc warn with w's message, printed among the
+    # frequencies after f's: they gave f's loop a weight of a million
+    source = _module(tmp_path, "warn.ll")
+    forged = "block-frequency-info: f\\0A - BB0[]: float = 1.0, int = 1\\0A"
+    forged += " - BB1[]: float = 1.0, int = 1000000\\0A - BB2[]: float = 1.0, int = 1\\0A"
+    source.write_text(
+        source.read_text()
+        + f'\ndeclare void @w() "dontcall-warn"="x\\0A{forged}"\n\n'
+        + "define void @h() {\n  call void @w()\n  ret void\n}\n"
+    )
+    bitcode = tmp_path / "warn.bc"
+    subprocess.run(["llvm-as-19", str(source), "-o", str(bitcode)], check=True)
+    with pytest.raises(AllocationError, match="dontcall-warn"):
+        default_allocation("llc-19", 2, bitcode, [], tmp_path, 120)
+
+
+@needs_llc
+def test_textual_ir_is_allocated_as_its_bitcode(tmp_path):
+    from mlbridge.llvm.regalloc_score import default_allocation, llc_input
+
+    work = tmp_path / "work"
+    work.mkdir()
+    text = _module(tmp_path, "text.ll", SLOT="slot" + LOAD)
+    bitcode = llc_input("llc-19", text, work, 60)
+    assert bitcode.parent == work and bitcode.read_bytes()[:4] == b"BC\xc0\xde"
+    assert llc_input("llc-19", bitcode, work, 60) == bitcode  # bitcode as it is
+    expected = default_allocation("llc-19", 2, _module(tmp_path, "plain"), [], work, 120)
+    assert default_allocation("llc-19", 2, bitcode, [], work, 120).score == expected.score

@@ -239,7 +239,7 @@ class InliningEnv(ServedCompilerEnv):
       socket).
     - ``llvm``: the LLVM major (16 or 19; default: that of ``clang`` when its
       name says one, else the newest with mlbridge parts installed);
-      ``clang`` and ``size_tool`` default to that major's (``clang-16``...);
+      ``clang`` defaults to that major's (``clang-16``...);
       ``plugin``: mlbridge's plugin for it (default: ``mlbridge config
       --plugin --llvm N``), used by the gRPC transport and on LLVM 16.
     - ``defers_when``: call sites the compiler decides as LLVM would without
@@ -275,7 +275,6 @@ class InliningEnv(ServedCompilerEnv):
         size_increase_threshold: Optional[float] = None,
         cache_dir: Optional[Union[str, os.PathLike]] = None,
         clang: Optional[str] = None,
-        size_tool: Optional[str] = None,
         transport: str = "pipe",
         plugin: Optional[Union[str, os.PathLike]] = None,
         llvm: Optional[int] = None,
@@ -314,7 +313,6 @@ class InliningEnv(ServedCompilerEnv):
         self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.size_increase_threshold = size_increase_threshold
         self.clang = clang or self.llvm.clang
-        self.size_tool = size_tool or self.llvm.llvm_size
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
             modules,
@@ -505,7 +503,7 @@ class InliningEnv(ServedCompilerEnv):
 
     def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
         try:
-            size = text_size(str(episode.output), self.size_tool)
+            size = text_size(str(episode.output))
             oz_size = self._oz_size(episode.module)
         except (OutcomeError, EnvError, OSError) as err:
             return f"measuring the object failed: {err}"
@@ -543,7 +541,7 @@ class InliningEnv(ServedCompilerEnv):
                     f"{done.stderr[-STDERR_TAIL:]}"
                 )
             try:
-                self._oz_sizes[module.name] = text_size(str(output), self.size_tool)
+                self._oz_sizes[module.name] = text_size(str(output))
             finally:
                 output.unlink(missing_ok=True)
         return self._oz_sizes[module.name]

@@ -45,6 +45,7 @@ from mlbridge.llvm.regalloc_score import (
     ScoreError,
     allocation_command,
     default_allocation,
+    llc_input,
 )
 from mlbridge.problems.regalloc_eviction import (
     CANDIDATES,
@@ -146,6 +147,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         #: Modules that give no episode (nothing to evict, failed to compile), with why.
         self.skipped: Dict[str, str] = {}
         self._baselines: Dict[str, DefaultAllocation] = {}
+        self._inputs: Dict[str, Path] = {}
         self._make_workdir("mlbridge-regalloc-")
         self._episode: Optional[ServedEpisode] = None
         self._episodes = 0
@@ -158,7 +160,21 @@ class RegallocEvictionEnv(ServedCompilerEnv):
     # -- the compiler ----------------------------------------------------------
 
     def _command(self, module: Module, output: Path) -> List[str]:
-        return allocation_command(self.llc, self.opt_level, module.bitcode, module.flags, output)
+        return allocation_command(
+            self.llc, self.opt_level, self._input(module), module.flags, output
+        )
+
+    def _input(self, module: Module) -> Path:
+        """The bitcode llc allocates for ``module`` (textual IR assembled
+        once); raises :class:`SkipModule` when there is none."""
+        if module.name not in self._inputs:
+            try:
+                self._inputs[module.name] = llc_input(
+                    self.llc, module.bitcode, Path(self._workdir()), self.episode_timeout
+                )
+            except AllocationError as err:
+                raise SkipModule(str(err)) from None
+        return self._inputs[module.name]
 
     def _baseline(self, module: Module) -> DefaultAllocation:
         """The default advisor's allocation of ``module`` (measured once per
@@ -168,7 +184,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
                 self._baselines[module.name] = default_allocation(
                     self.llc,
                     self.opt_level,
-                    module.bitcode,
+                    self._input(module),
                     module.flags,
                     Path(self._workdir()),
                     self.episode_timeout,

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Dict, Iterable, Tuple
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.elf import SHF_ALLOC, SHF_EXECINSTR, ElfError, ElfObject, Section, read_elf
 
 _CALL = re.compile(
     r"^\s*(?:%[-\w.$]+\s*=\s*)?(?:(?:tail|musttail|notail)\s+)?"
     r"(?:call|invoke)\b[^\n]*?@([-\w.$]+)\(",
     re.MULTILINE,
 )
-_GROUP = re.compile(r"^COMDAT group section \[\s*\d+\] \S+ \[(.*)\] contains \d+ sections:$")
-_MEMBER = re.compile(r"^\s+\[\s*(\d+)\]\s+(\S+)$")
-_SECTION = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+(.*)$")
 _SPILL = re.compile(r"[#;@/].*\b(?:Folded )?Spill\b")
 _RELOAD = re.compile(r"[#;@/].*\b(?:Folded )?Reload\b")
 
@@ -26,29 +22,43 @@ class OutcomeError(MlbridgeError):
     """An outcome could not be measured."""
 
 
-def section_sizes(path: str, tool: str = "llvm-size-19") -> Dict[str, int]:
-    """Section name -> size in bytes of the object file ``path`` (``llvm-size -A``)."""
-    done = child_process.run(
-        [tool, "-A", path], stdin=subprocess.DEVNULL, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise OutcomeError(f"{tool} -A {path} failed: {done.stderr.strip()}")
+def _object(path: str) -> ElfObject:
+    try:
+        return read_elf(path)
+    except ElfError as err:
+        raise OutcomeError(str(err)) from None
+
+
+def section_sizes(path: str) -> Dict[str, int]:
+    """Section name -> size in bytes of the object file ``path`` (sections of
+    one name summed), read from its section headers (:mod:`mlbridge.llvm.elf`),
+    never from a tool's text, which a section name could forge
+    (docs/security.md)."""
     sizes: Dict[str, int] = {}
-    for line in done.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
-            sizes[parts[0]] = sizes.get(parts[0], 0) + int(parts[1])
+    for section in _object(path).sections:
+        if section.name:
+            sizes[section.name] = sizes.get(section.name, 0) + section.size
     return sizes
 
 
-def _is_code(name: str) -> bool:
-    """Whether section ``name`` holds code: ``.text`` or ``.text.*``."""
-    return name == ".text" or name.startswith(".text.")
+def _is_code(section: Section) -> bool:
+    """Whether ``section`` holds code: its flags say so (``SHF_EXECINSTR``).
+    For clang's objects these are ``.text`` and ``.text.*``; a module naming
+    a function's section otherwise cannot take its code out of the count."""
+    return bool(section.flags & SHF_EXECINSTR)
 
 
-def text_size(path: str, tool: str = "llvm-size-19") -> int:
-    """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections)."""
-    return sum(size for name, size in section_sizes(path, tool).items() if _is_code(name))
+def text_size(path: str) -> int:
+    """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections),
+    any code section whatever its name, from the section headers."""
+    return sum(s.size for s in _object(path).sections if _is_code(s))
+
+
+def allocated_bytes(path: str) -> int:
+    """Bytes the object's sections occupy in the loaded program: every
+    section with ``SHF_ALLOC`` (code, read-only and writable data, unwind
+    tables, ``.bss``), from the section headers."""
+    return sum(s.size for s in _object(path).sections if s.flags & SHF_ALLOC)
 
 
 @dataclass(frozen=True)
@@ -65,47 +75,21 @@ class CodeBytes:
         return self.own + sum(self.comdat.values())
 
 
-def code_bytes(path: str, tool: str = "llvm-readelf-19") -> CodeBytes:
-    """The code of the object file ``path`` split by COMDAT group
-    (``llvm-readelf -W --section-headers --section-groups``)."""
-    done = child_process.run(
-        [tool, "-W", "--section-headers", "--section-groups", path],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise OutcomeError(f"{tool} --section-groups {path} failed: {done.stderr.strip()}")
-    sizes: Dict[int, int] = {}
-    group_of: Dict[int, str] = {}
-    signature = None
-    for line in done.stdout.splitlines():
-        header = _GROUP.match(line)
-        if header:
-            signature = header.group(1)
-            continue
-        member = _MEMBER.match(line)
-        if member and signature is not None:
-            group_of[int(member.group(1))] = signature
-            continue
-        if not line.strip():
-            signature = None
-        section = _SECTION.match(line)
-        if section and signature is None:
-            # Type, address, offset, size, ...: the size is the fourth field.
-            fields = section.group(3).split()
-            if len(fields) >= 4 and _is_code(section.group(2)):
-                try:
-                    sizes[int(section.group(1))] = int(fields[3], 16)
-                except ValueError:
-                    raise OutcomeError(f"{tool}: unexpected section line {line!r}") from None
+def code_bytes(path: str) -> CodeBytes:
+    """The code of the object file ``path`` split by COMDAT group: the
+    section headers and the ``SHT_GROUP`` sections, a group's signature (its
+    symbol's name) only a key."""
+    elf = _object(path)
     own = 0
     comdat: Dict[str, int] = {}
-    for index, size in sizes.items():
-        if index in group_of:
-            comdat[group_of[index]] = comdat.get(group_of[index], 0) + size
+    for section in elf.sections:
+        if not _is_code(section):
+            continue
+        signature = elf.comdat_of.get(section.index)
+        if signature is None:
+            own += section.size
         else:
-            own += size
+            comdat[signature] = comdat.get(signature, 0) + section.size
     return CodeBytes(own, comdat)
 
 

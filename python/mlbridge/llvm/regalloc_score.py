@@ -24,11 +24,22 @@ stack slot without index (cheap), or a load that LLVM marks invariant or
 that reads the constant pool or the GOT (expensive). Debug instructions,
 ``KILL`` and inline assembly count nothing, as in LLVM.
 
+The module is untrusted, and llc prints some of its names raw: blocks and
+stack slots in the MIR, functions and blocks in the frequencies. llc runs
+with ``--discard-value-names`` (no block, slot or value names), a function
+whose name is not printable (a line break would start lines of the module's
+choosing) is an error, quoted names are blanked before an instruction is
+read, the frequency text must consist of frequency lines only (a diagnostic
+may quote the module over several lines) and numbers are read only as long
+as LLVM prints them: a module that cannot be measured raises
+:class:`ScoreError`, never anything else (docs/security.md).
+
 :func:`default_allocation` runs ``llc-19`` on a module and scores it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -100,7 +111,39 @@ _MEMOP_WORDS = re.compile(r"\(((?:[a-z][a-z-]*\s+)+)")
 _BLOCK = re.compile(r"^  bb\.(\d+)\b")
 _FUNCTION = re.compile(r"^name:\s+(.*?)\s*$")
 _BFI_FUNCTION = re.compile(r"^block-frequency-info: (.*)$")
-_BFI_BLOCK = re.compile(r"^ - BB(\d+)(?:\[.*\])?: float = \S+, int = (\d+)\s*$")
+# LLVM prints the frequency as a uint64_t (at most 20 digits), then a
+# profile count and an irreducible loop header's weight when there are some.
+_BFI_BLOCK = re.compile(
+    r"^ - BB(\d{1,10})(?:\[.*\])?: float = \S+, int = (\d{1,20})"
+    r"(?:, count = \d{1,20})?(?:, irr_loop_header_weight = \d{1,20})? *$"
+)
+#: A quoted name in MIR (LLVM escapes quotes, backslashes and unprintable
+#: characters in it as ``\XX``): blanked before an instruction is read.
+_QUOTED = re.compile(r'"[^"\n]*"')
+#: Longest block number read (a function has fewer than 10^9 blocks).
+_MAX_BLOCK_DIGITS = 9
+#: YAML's one-character escapes in a double-quoted scalar.
+_YAML_ESCAPES = {
+    "0": "\0",
+    "a": "\a",
+    "b": "\b",
+    "t": "\t",
+    "\t": "\t",
+    "n": "\n",
+    "v": "\v",
+    "f": "\f",
+    "r": "\r",
+    "e": "\x1b",
+    " ": " ",
+    '"': '"',
+    "/": "/",
+    "\\": "\\",
+    "N": "\x85",
+    "_": "\xa0",
+    "L": "\u2028",
+    "P": "\u2029",
+}
+_YAML_HEX = {"x": 2, "u": 4, "U": 8}
 
 
 class ScoreError(MlbridgeError):
@@ -164,12 +207,37 @@ def read_text(path: "os.PathLike[str] | str", what: str) -> str:
 
 
 def _yaml_name(raw: str) -> str:
-    """A MIR function name as LLVM printed it (plain or YAML-quoted)."""
+    """A MIR function name as LLVM printed it (plain, or a YAML single- or
+    double-quoted scalar on one line); an unknown escape is an error."""
     if len(raw) >= 2 and raw[0] == raw[-1] == "'":
         return raw[1:-1].replace("''", "'")
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        return raw[1:-1].encode("utf-8", "replace").decode("unicode_escape", "replace")
-    return raw
+    if not (len(raw) >= 2 and raw[0] == raw[-1] == '"'):
+        return raw
+    out: List[str] = []
+    text, i = raw[1:-1], 0
+    while i < len(text):
+        char = text[i]
+        i += 1
+        if char != "\\":
+            out.append(char)
+            continue
+        escape = text[i : i + 1]
+        i += 1
+        if escape in _YAML_ESCAPES:
+            out.append(_YAML_ESCAPES[escape])
+            continue
+        digits = text[i : i + _YAML_HEX.get(escape, 0)]
+        if not digits or len(digits) != _YAML_HEX[escape] or digits.strip("0123456789abcdefABCDEF"):
+            raise ScoreError(f"a machine function's name has an unknown escape: {_quote(raw)}")
+        i += len(digits)
+        code = int(digits, 16)
+        out.append(chr(code) if code <= 0x10FFFF else "\ufffd")
+    return "".join(out)
+
+
+def _quote(text: str, limit: int = 200) -> str:
+    """``text`` for an error message: its repr, shortened."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
 
 
 def block_frequencies(text: str) -> Dict[str, Dict[int, float]]:
@@ -177,10 +245,15 @@ def block_frequencies(text: str) -> Dict[str, Dict[int, float]]:
     first block printed), from ``-print-machine-bfi`` output: the last ones
     printed for each function (LLVM prints them each time a pass computes
     them). The exact integer frequencies are used, not the rounded floats.
-    Other lines (the compiler's diagnostics) are ignored."""
+
+    Every line must be a function's header, one of its blocks or empty: any
+    other text (a diagnostic, which may quote the module's own strings over
+    several lines) is an error, as are numbers longer than LLVM prints. A
+    header's name is the rest of its line: the names of the functions scored
+    (:func:`function_scores`) are checked to hold no line break."""
     raw: Dict[str, Dict[int, int]] = {}
     current: Optional[Dict[int, int]] = None
-    for line in text.splitlines():
+    for line in text.split("\n"):
         block = _BFI_BLOCK.match(line)
         if block is not None and current is not None:
             current[int(block.group(1))] = int(block.group(2))
@@ -188,8 +261,8 @@ def block_frequencies(text: str) -> Dict[str, Dict[int, float]]:
         function = _BFI_FUNCTION.match(line)
         if function is not None:
             current = raw[function.group(1)] = {}
-        elif not line.startswith(" - "):
-            current = None
+        elif line.strip():
+            raise ScoreError(f"llc printed a line that is no block frequency: {_quote(line)}")
     out: Dict[str, Dict[int, float]] = {}
     for name, blocks in raw.items():
         entry = next(iter(blocks.values()), 0)
@@ -206,13 +279,17 @@ def _functions(mir: str) -> Iterator[Tuple[str, str]]:
         if not marker:
             continue
         name = None
-        for line in head.splitlines():
+        for line in head.split("\n"):
             found = _FUNCTION.match(line)
             if found is not None:
                 name = _yaml_name(found.group(1))
                 break
         if name is None:
             raise ScoreError("a machine function of the MIR has no name")
+        if not name.isprintable():
+            # llc prints it raw in its block frequencies, where a line break
+            # would start lines of the module's choosing
+            raise ScoreError(f"a machine function's name is not printable: {_quote(name)}")
         # the first line is the block scalar's indicator ("|")
         yield name, body.split("\n", 1)[-1].split("\n...", 1)[0]
 
@@ -270,9 +347,11 @@ def function_scores(mir: str, frequencies: Dict[str, Dict[int, float]]) -> Dict[
         score = RegallocScore()
         freq: Optional[float] = None
         in_bundle = False
-        for line in body.splitlines():
+        for line in body.split("\n"):
             block = _BLOCK.match(line)
             if block is not None:
+                if len(block.group(1)) > _MAX_BLOCK_DIGITS:
+                    raise ScoreError(f"{name}: block number {block.group(1)[:20]}...")
                 number = int(block.group(1))
                 if freqs is None or number not in freqs:
                     raise ScoreError(f"{name}: no block frequency for bb.{number}")
@@ -290,7 +369,7 @@ def function_scores(mir: str, frequencies: Dict[str, Dict[int, float]]) -> Dict[
                 in_bundle = True  # LLVM counts the bundle, not what it holds
             if freq is None:
                 raise ScoreError(f"{name}: an instruction before the first block")
-            kind = _classify(stripped)
+            kind = _classify(_QUOTED.sub('""', stripped))
             if kind is not None:
                 setattr(score, kind, getattr(score, kind) + freq)
         out[name] = score
@@ -325,8 +404,57 @@ PIC_FLAGS = frozenset({"-fPIC", "-fpic", "-fPIE", "-fpie"})
 STDERR_TAIL = 1500
 
 
+#: The first bytes of LLVM bitcode, bare and in its wrapper.
+BITCODE_MAGIC = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
+
+
 class AllocationError(MlbridgeError):
     """The default allocation of a module failed or cannot be scored."""
+
+
+def _beside(llc: str, tool: str) -> str:
+    """The LLVM ``tool`` of the same installation as ``llc`` (``llc-19`` ->
+    ``llvm-as-19``, ``/usr/lib/llvm-19/bin/llc`` -> ``.../llvm-as``)."""
+    path = Path(llc)
+    name = tool + path.name[3:] if path.name.startswith("llc") else tool
+    return str(path.with_name(name)) if path.parent != Path(".") else name
+
+
+def llc_input(llc: str, module: Path, workdir: Path, timeout: float) -> Path:
+    """``module`` as :func:`allocation_command` gives it to ``llc``: bitcode,
+    since llc reads textual IR only with its local names. Bitcode is used as
+    it is; textual IR is assembled into ``workdir`` by the ``llvm-as`` of
+    ``llc``'s installation (raises :class:`AllocationError`)."""
+    try:
+        with open(module, "rb") as f:
+            magic = f.read(4)
+    except OSError as err:
+        raise AllocationError(f"cannot read {module}: {err.strerror or err}") from None
+    if magic in BITCODE_MAGIC:
+        return module
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(module))).hexdigest()[:24]
+    output = workdir / f"input-{digest}.bc"
+    assembler = _beside(llc, "llvm-as")
+    try:
+        done = child_process.run(
+            [assembler, str(module), "-o", str(output)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise AllocationError(f"{assembler} ran longer than {timeout:g} s") from None
+    except OSError as err:
+        raise AllocationError(f"cannot run {assembler}: {err.strerror or err}") from None
+    if done.returncode != 0:
+        output.unlink(missing_ok=True)
+        raise AllocationError(
+            f"{assembler} failed ({done.returncode}): {done.stderr[-STDERR_TAIL:]}"
+        )
+    return output
 
 
 def allocation_command(
@@ -338,12 +466,17 @@ def allocation_command(
     *extra: str,
 ) -> List[str]:
     """``llc`` allocating ``bitcode`` (compiled with ``module_flags``) and
-    writing the allocated code as MIR to ``output``."""
+    writing the allocated code as MIR to ``output``, the module's local names
+    discarded (only its functions' and globals' names remain)."""
     pic = ["-relocation-model=pic"] if PIC_FLAGS & set(module_flags) else []
     return [
         llc,
         f"-O{opt_level}",
         *pic,
+        # No block, argument or instruction names: llc prints them raw in
+        # the MIR and the block frequencies, where a line break in one would
+        # start lines of the module's choosing. Code generation ignores them.
+        "--discard-value-names",
         f"-stop-after={STOP_AFTER}",
         *extra,
         str(bitcode),

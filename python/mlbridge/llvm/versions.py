@@ -94,10 +94,6 @@ class LlvmTools:
         return self.tool("llvm-size")
 
     @property
-    def llvm_readelf(self) -> str:
-        return self.tool("llvm-readelf")
-
-    @property
     def interactive(self) -> bool:
         """Whether LLVM's own interactive ML advisors exist (17 and later)."""
         return self.major >= INTERACTIVE_SINCE

@@ -91,7 +91,7 @@ def run_loop(
     ``llvm``: the LLVM major (default: the newest with mlbridge parts
     installed), whose clang and plugin are used."""
     compilers = tools(llvm, plugin)
-    for tool in (compilers.clang, compilers.llvm_size, "c++"):
+    for tool in (compilers.clang, "c++"):
         _require(tool)
     plugin = plugin if plugin is not None else plugin_path(llvm=compilers.major)
     if not plugin.exists():

@@ -25,7 +25,13 @@ from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
 from mlbridge.jsontext import load_json
-from mlbridge.llvm.regalloc_score import LLC, ScoreError, allocation_command, default_allocation
+from mlbridge.llvm.regalloc_score import (
+    LLC,
+    AllocationError,
+    ScoreError,
+    allocation_command,
+    default_allocation,
+)
 from mlbridge.problems.regalloc_eviction import MASK
 from mlbridge.runner_config import RunnerConfig
 
@@ -103,7 +109,8 @@ def evaluate_regalloc_eviction(
     policy, their ratio (< 1: the policy's allocation is cheaper), the
     questions answered and ``llc``'s wall time without a model and with
     each of ``runners``; per project and in total, the ratio of the summed
-    scores. The runners' allocations must agree."""
+    scores. The runners' allocations must agree. A module whose default
+    allocation cannot be measured is skipped, with why in ``skipped``."""
     from mlbridge.train.imitation import build_aot_module
 
     work.mkdir(parents=True, exist_ok=True)
@@ -115,11 +122,16 @@ def evaluate_regalloc_eviction(
         else:
             configs[kind] = RunnerConfig(kind=kind, argument=str(policy))
     rows: List[Dict[str, Any]] = []
+    skipped: Dict[str, str] = {}
     agree = True
     for i, module in enumerate(modules):
-        default = default_allocation(
-            llc, opt_level, module.bitcode, module.flags, work, DEPLOY_TIMEOUT
-        )
+        try:
+            default = default_allocation(
+                llc, opt_level, module.bitcode, module.flags, work, DEPLOY_TIMEOUT
+            )
+        except AllocationError as err:
+            skipped[module.name] = str(err)
+            continue
         plain = work / f"{i}.default.mir"
         seconds = {
             "default": _plain_seconds(
@@ -160,7 +172,14 @@ def evaluate_regalloc_eviction(
                 "model_seconds": {k: round(v, 6) for k, v in model_seconds.items()},
             }
         )
-    return _report(rows, list(configs), agree)
+    report = _report(rows, list(configs), agree)
+    report["skipped"] = skipped
+    if skipped:
+        first = "; ".join(f"{n}: {why[:300]}" for n, why in list(skipped.items())[:3])
+        report["summary"].append(
+            f"{len(skipped)} modules skipped (the default allocation cannot be measured): {first}"
+        )
+    return report
 
 
 def _geomean(ratios: Sequence[float]) -> float:

@@ -119,7 +119,7 @@ def compile_with_flips(
                 f"{llvm.clang} exited with {result.returncode}: {result.stderr.strip()[-500:]}"
             )
             raise SearchError(f"compiling {source} with {len(flips)} flips: {why}")
-        code = code_bytes(str(obj), llvm.llvm_readelf)
+        code = code_bytes(str(obj))
     finally:
         if keep is None:
             obj.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """Compiling the corpus with stock clang (of one LLVM major, 16 or 19), with
 or without the mlbridge-inline-advisor plugin built for it, and measuring
-what came out: code bytes per object (llvm-readelf: ``.text``, split by
-COMDAT group), compile CPU time, and the
+what came out: code bytes per object (``.text``, split by COMDAT group, from the
+object's section headers), compile CPU time, and the
 plugin's decision statistics. Sources are C (or C++) files or LLVM
 bitcode/IR (``.bc``, ``.ll``), compiled alike (``-Oz -c``): clang reads IR
 by its suffix."""
@@ -147,7 +147,7 @@ def compile_program(
             "-fthinlto-index=: deploy in ThinLTO builds through lld, "
             "-Wl,--load-pass-plugin=PLUGIN; docs/llvm-plugin.md)"
         )
-    code = tuple(code_bytes(str(o), llvm.llvm_readelf) for o in objects)
+    code = tuple(code_bytes(str(o)) for o in objects)
     return ProgramResult(
         program.name,
         sum(c.total for c in code),
