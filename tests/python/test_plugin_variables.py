@@ -241,3 +241,16 @@ def test_run_compiler_refuses_the_llvm_19_plugin_for_clang_16(tmp_path: Path) ->
             llvm=19,
             through_plugin=True,
         )
+
+
+def test_the_inlining_environment_refuses_a_plugin_of_another_major_than_its_clang(
+    tmp_path: Path,
+) -> None:
+    from mlbridge.gym.inlining import InliningEnv
+
+    _clang(16)
+    _plugin(19)
+    source = tmp_path / "prog.c"
+    source.write_text("int f(int a) { return a; }\n")
+    with pytest.raises(LlvmVersionError, match="clang-16 is LLVM 16, but the plugin .* LLVM 19"):
+        InliningEnv(modules=[str(source)], clang="clang-16", llvm=19, through_plugin=True)

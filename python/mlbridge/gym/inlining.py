@@ -48,7 +48,7 @@ from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_channel import check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
-from mlbridge.llvm.versions import LlvmTools, major_of_command, tools
+from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command, tools
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
@@ -313,6 +313,8 @@ class InliningEnv(ServedCompilerEnv):
         self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.size_increase_threshold = size_increase_threshold
         self.clang = clang or self.llvm.clang
+        if self.plugin is not None:  # a plugin of another major crashes clang
+            check_plugin_major(self.clang, Path(self.plugin), self.llvm.major)
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
             modules,
