@@ -220,7 +220,21 @@ def test_an_unknown_or_root_build_user_is_refused(tmp_path):
         pytest.skip("only root switches users")
     recipe = read_recipe(str(_recipe(tmp_path, [_make_project(tmp_path, "p", "true")])))
     for user, message in (("no-such-user-mlbridge", "no such user"), ("root", "is root")):
-        report = build_corpus(
-            recipe, tmp_path / "out", progress=False, limits=BuildLimits(build_user=user)
-        )
-        assert message in report.failed["p"]
+        with pytest.raises(CorpusError, match=message):
+            build_corpus(
+                recipe, tmp_path / "out", progress=False, limits=BuildLimits(build_user=user)
+            )
+        assert not (tmp_path / "out").exists()
+
+
+def test_without_bubblewrap_nothing_is_built(tmp_path, monkeypatch):
+    import mlbridge.corpus.sandbox as sandbox
+
+    which = sandbox.shutil.which
+    monkeypatch.setattr(
+        sandbox.shutil, "which", lambda name: None if name == "bwrap" else which(name)
+    )
+    recipe = read_recipe(str(_recipe(tmp_path, [_make_project(tmp_path, "p", "true")])))
+    with pytest.raises(CorpusError, match="apt-get install bubblewrap"):
+        build_corpus(recipe, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()

@@ -35,7 +35,7 @@ from mlbridge.corpus.apt_sources import enable_deb_src
 from mlbridge.corpus.build_systems import CC, build_project
 from mlbridge.corpus.files import MAX_JSON_BYTES, read_capped
 from mlbridge.corpus.recipe import ArchiveSource, DebianSource, ProjectRecipe, Recipe
-from mlbridge.corpus.sandbox import BuildLimits
+from mlbridge.corpus.sandbox import BuildLimits, bubblewrap, build_user
 from mlbridge.corpus.sources import fetch_debian, unpack_archive, unpack_debian
 from mlbridge.corpus.steps import run_step
 from mlbridge.corpus.unit_check import keep_compiling_units
@@ -246,6 +246,8 @@ def build_corpus(
     Each project's build steps run sandboxed under ``limits``
     (:mod:`mlbridge.corpus.sandbox`)."""
     chosen = [recipe.project(name) for name in only] if only else list(recipe.projects)
+    bubblewrap()  # the sandbox and its user, checked before anything is built
+    build_user(limits)
     out = out.resolve()  # steps run in other directories
     out.mkdir(parents=True, exist_ok=True)
     with _exclusive(out):
