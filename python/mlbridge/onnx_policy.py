@@ -39,7 +39,10 @@ class OnnxPolicy:
             ) from None
         # Read once (a regular file, within protobuf's limit), as the C++
         # runners do; from bytes, onnxruntime reads no external data file.
-        model = read_regular_file(path, MAX_ONNX_MODEL_BYTES, OnnxPolicyError)
+        try:
+            model = read_regular_file(path, MAX_ONNX_MODEL_BYTES, OnnxPolicyError)
+        except OnnxPolicyError as err:
+            raise OnnxPolicyError(f"cannot load ONNX model: {err}") from None
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1

@@ -218,8 +218,8 @@ CASES = {
     "onnx-model-missing": Case(
         ["serve", "--pipe", "{tmp}/c", "--create", "--policy", "missing.onnx"],
         USAGE,
-        "mlbridge serve: error: --policy missing.onnx: missing.onnx: cannot read: No such file or "
-        "directory",
+        "mlbridge serve: error: --policy missing.onnx: cannot load ONNX model: missing.onnx: "
+        "cannot read: No such file or directory",
     ),
     "onnx-model-not-onnx": Case(
         ["serve", "--pipe", "{tmp}/c", "--create", "--policy", "g.onnx"],

@@ -8,8 +8,6 @@ usage errors exit 2."""
 from __future__ import annotations
 
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -179,6 +177,20 @@ static const mlbridge_aot_model_v1 model = {
 const mlbridge_aot_model_v1 *mlbridge_aot_model_v1_entry(void) { return &model; }
 """
 
+#: Starts the host (argv[3:]) under an address-space limit (argv[1], 0: none)
+#: and writes its peak RSS in KiB to argv[2]; exits with the host's status.
+LAUNCHER = """
+import os, resource, subprocess, sys
+limit, peak, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+def cap():
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+child = subprocess.Popen(args, preexec_fn=cap)
+_, status, usage = os.wait4(child.pid, 0)
+open(peak, "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
 #: The host's address space in the next test: far below the 4 GiB the
 #: hostile header asks for (ASan's shadow memory needs more: not limited).
 ADDRESS_SPACE = 1 << 30
@@ -210,24 +222,21 @@ def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
     command = [sys.executable, str(script), json.dumps(header), str(pid_file)]
     sanitized = b"__asan_init" in Path(host).read_bytes()
 
-    def limit():
-        if not sanitized:
-            resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
     args = [str(host), "--runner", f"aot:{tiny_module}", "--advisor", "evict"]
     args += ["--stats", str(stats), "--timeout-ms", "30000", "--", *command]
+    peak = tmp_path / "peak"
+    # The host is started by a fresh launcher, not forked from pytest: Linux
+    # keeps a process's peak RSS across exec, so a child forked from a large
+    # test process would report that process's size as its own.
+    launcher = [sys.executable, "-c", LAUNCHER, str(0 if sanitized else ADDRESS_SPACE), str(peak)]
     start = time.monotonic()
     with open(tmp_path / "stderr", "w") as err:
-        proc = subprocess.Popen(args, stderr=err, preexec_fn=limit)
-    while True:  # os.wait4 for the host's own peak memory
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid or time.monotonic() - start > 90:
-            break
-        time.sleep(0.05)
-    if not pid:
+        proc = subprocess.Popen(launcher + args, stderr=err)
+    try:
+        proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    proc.returncode = os.waitstatus_to_exitcode(status) if pid else None
     stderr = (tmp_path / "stderr").read_text()
     assert proc.returncode == 1, stderr
     # refused at once, naming the tensor and the budget (no question awaited)
@@ -240,7 +249,7 @@ def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
     assert report["decisions"] == 0 and "budget" in report["error"]
     assert wait_for(lambda: gone(int(pid_file.read_text())), 10)
     # nothing of the declared size was allocated (peak RSS in KiB)
-    assert usage.ru_maxrss < 256 * 1024, usage.ru_maxrss
+    assert int(peak.read_text()) < 256 * 1024, peak.read_text()
     assert children() == []
 
 
