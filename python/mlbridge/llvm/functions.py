@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import List, Tuple
 
@@ -34,22 +33,7 @@ class FunctionError(MlbridgeError):
 
 
 def _run(command: List[str]) -> str:
-    try:
-        done = child_process.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        raise FunctionError(f"{command[0]} ran longer than {TIMEOUT:g} s") from None
-    except OSError as err:
-        raise FunctionError(f"cannot run {command[0]}: {err.strerror or err}") from None
-    if done.returncode != 0:
-        raise FunctionError(f"{command[0]} failed ({done.returncode}): {done.stderr[-1000:]}")
-    return done.stdout
+    return child_process.run_tool(command, FunctionError, TIMEOUT, 1000).stdout
 
 
 def defined_functions(bitcode: Path, nm: str = NM) -> List[str]:

@@ -434,26 +434,12 @@ def llc_input(llc: str, module: Path, workdir: Path, timeout: float) -> Path:
         return module
     digest = hashlib.sha256(os.fsencode(os.path.abspath(module))).hexdigest()[:24]
     output = workdir / f"input-{digest}.bc"
-    assembler = _beside(llc, "llvm-as")
+    command = [_beside(llc, "llvm-as"), str(module), "-o", str(output)]
     try:
-        done = child_process.run(
-            [assembler, str(module), "-o", str(output)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise AllocationError(f"{assembler} ran longer than {timeout:g} s") from None
-    except OSError as err:
-        raise AllocationError(f"cannot run {assembler}: {err.strerror or err}") from None
-    if done.returncode != 0:
+        child_process.run_tool(command, AllocationError, timeout, STDERR_TAIL, subprocess.DEVNULL)
+    except AllocationError:
         output.unlink(missing_ok=True)
-        raise AllocationError(
-            f"{assembler} failed ({done.returncode}): {done.stderr[-STDERR_TAIL:]}"
-        )
+        raise
     return output
 
 
