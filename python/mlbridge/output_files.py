@@ -41,14 +41,16 @@ def open_output_file(path: "os.PathLike[str] | str", append: bool = False) -> Bi
 def replace_file(path: "os.PathLike[str] | str", data: bytes, mode: int = 0o644) -> None:
     """Writes ``data`` to ``path`` atomically: a new file beside it, created
     exclusively (whatever was planted at any name there is never followed nor
-    written), then renamed over ``path`` (a symbolic link at ``path`` is
-    replaced, not followed)."""
+    written) and synced, then renamed over ``path`` (a symbolic link at
+    ``path`` is replaced, not followed)."""
     target = Path(path)
-    fd, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    fd, staging = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as stream:
             os.fchmod(stream.fileno(), mode)
             stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
         os.replace(staging, target)
     except BaseException:
         try:

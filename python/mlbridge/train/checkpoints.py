@@ -34,11 +34,9 @@ import hashlib
 import io
 import json
 import logging
-import os
 import pickle
 import re
 import sys
-import tempfile
 import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -50,6 +48,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from mlbridge.errors import MlbridgeError
 from mlbridge.input_files import read_regular_file
 from mlbridge.jsontext import load_json_value
+from mlbridge.output_files import replace_file
 
 #: The run's state file, in the checkpoint directory.
 STATE_FILE = "state.json"
@@ -270,19 +269,10 @@ def unrecorded(directory: Path, recorded: Iterable[str]) -> List[str]:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` through a temporary file in the same
-    directory (mode 0600) renamed over it."""
+    """Writes ``data`` to ``path`` (mode 0600, its directory made) through
+    :func:`mlbridge.output_files.replace_file`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, data, mode=0o600)
 
 
 #: The storage types torch pickles a tensor's storage as, and their dtypes.
