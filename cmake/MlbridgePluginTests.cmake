@@ -18,15 +18,16 @@ function(mlbridge_sanitizer_preload out)
   set(${out} "${preload}" PARENT_SCOPE)
 endfunction()
 
-# mlbridge_add_plugin_test(NAME VARIABLE TARGET TESTS): the ctest NAME runs
-# pytest on TESTS (a file or directory) with $VARIABLE set to the plugin
-# TARGET builds and $VARIABLE_PRELOAD to the sanitizer runtimes.
-function(mlbridge_add_plugin_test name variable target tests)
+# mlbridge_add_plugin_test(NAME VARIABLE TARGET TESTS...): the ctest NAME runs
+# pytest on TESTS (files or directories) with $VARIABLE set to the plugin
+# TARGET builds and $VARIABLE_PRELOAD to the sanitizer runtimes. These are
+# the longest tests of a tree: a high COST makes ctest -j start them first.
+function(mlbridge_add_plugin_test name variable target)
   mlbridge_sanitizer_preload(preload)
   add_test(NAME ${name}
     COMMAND ${CMAKE_COMMAND} -E env
             ${variable}=$<TARGET_FILE:${target}>
             ${variable}_PRELOAD=${preload}
-            ${MLBRIDGE_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${tests})
-  set_tests_properties(${name} PROPERTIES TIMEOUT 900)
+            ${MLBRIDGE_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 900 COST 1000)
 endfunction()

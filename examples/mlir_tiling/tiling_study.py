@@ -1,6 +1,6 @@
 """Tile sizes from a model in stock mlir-opt-19, measured (docs/mlir-plugin.md).
 
-    python examples/mlir_tiling/tiling_study.py [--rounds N] [--json FILE]
+    python examples/mlir_tiling/tiling_study.py [--rounds N] [--per-split N] [--json FILE]
 
 A thin use of the ``mlbridge/MlirTiling-v0`` environment's deployment
 (``MlirTilingEnv.deploy``: a kernel tiled with a runner and with the pass's
@@ -48,12 +48,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="runs of every program")
     parser.add_argument("--repeats", type=int, default=5, help="kernel calls per program")
+    parser.add_argument(
+        "--per-split", type=int, help="only the first N kernels of each split (a quick run)"
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         modules = [
-            m for split in SPLITS for m in suite_modules(split, work / "kernels", args.repeats)
+            m
+            for split in SPLITS
+            for m in suite_modules(split, work / "kernels", args.repeats)[: args.per_split]
         ]
         env = MlirTilingEnv(modules=modules, rounds=args.rounds)
         try:

@@ -365,8 +365,22 @@ def real_programs() -> List[tuple]:
     return programs
 
 
+@pytest.fixture(scope="module")
+def plain_objects(tmp_path_factory, compiler_env) -> Dict[Path, bytes]:
+    """``clang -Oz`` of each of :func:`real_programs`, compiled once for the
+    tests that compare the plugin's objects with it."""
+    out = tmp_path_factory.mktemp("plain") / "plain.o"
+    objects = {}
+    for source, flags in real_programs():
+        clang(source, out, None, compiler_env, flags)
+        objects[source] = out.read_bytes()
+    return objects
+
+
 @pytest.mark.parametrize("transport", ["pipe", "shm", "grpc"])
-def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_path, transport):
+def test_served_default_policy_reproduces_clang_oz(
+    plugin, compiler_env, plain_objects, tmp_path, transport
+):
     """LLVM's own decision served by a Python process (the training set-up):
     the objects are LLVM's, byte for byte. LLVM's size cap on the ML inliner
     is lifted, as for any policy echoing LLVM's decision (the default
@@ -375,7 +389,6 @@ def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_pat
     settings["MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD"] = "none"
     try:
         for source, flags in real_programs():
-            clang(source, tmp_path / "plain.o", None, compiler_env, flags)
             clang(
                 source,
                 tmp_path / "served.o",
@@ -384,9 +397,7 @@ def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_pat
                 flags,
                 {**settings, "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")},
             )
-            assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "served.o").read_bytes(), (
-                source.name
-            )
+            assert plain_objects[source] == (tmp_path / "served.o").read_bytes(), source.name
             s = stats(tmp_path / f"{source.stem}.jsonl")
             assert s["decisions"] > 0 and s["fallbacks"] == 0 and s["agreed"] == s["compared"]
     finally:
@@ -395,14 +406,15 @@ def test_served_default_policy_reproduces_clang_oz(plugin, compiler_env, tmp_pat
 
 
 @pytest.mark.parametrize("kind", ["onnx", "aot"])
-def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env, tmp_path, kind):
+def test_in_process_model_of_llvm_rule_reproduces_clang_oz(
+    plugin, compiler_env, plain_objects, tmp_path, kind
+):
     from mlbridge.train.imitation import build_aot_module
 
     model = tmp_path / "rule.onnx"
     llvm_rule_model(model)
     path = model if kind == "onnx" else build_aot_module(model, tmp_path / "aot", "LlvmRule")
     for source, flags in real_programs():
-        clang(source, tmp_path / "plain.o", None, compiler_env, flags)
         clang(
             source,
             tmp_path / "model.o",
@@ -420,7 +432,7 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(plugin, compiler_env,
         )
         s = stats(tmp_path / f"{source.stem}.jsonl")
         assert s["fallbacks"] == 0 and s["agreed"] == s["compared"] > 0, (source.name, s)
-        assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
+        assert plain_objects[source] == (tmp_path / "model.o").read_bytes()
 
 
 ECHO_DEFAULT_TORCHSCRIPT = """
@@ -437,7 +449,9 @@ torch.jit.script(EchoDefault()).save(sys.argv[1])
 """
 
 
-def test_torchscript_model_in_process_reproduces_clang_oz(plugin, compiler_env, tmp_path):
+def test_torchscript_model_in_process_reproduces_clang_oz(
+    plugin, compiler_env, plain_objects, tmp_path
+):
     """A TorchScript model through the plugin's torch runner module: it takes
     only LLVM's decision and answers it, so the objects are clang -Oz's."""
     pytest.importorskip("torch")
@@ -446,7 +460,6 @@ def test_torchscript_model_in_process_reproduces_clang_oz(plugin, compiler_env, 
     model = tmp_path / "echo_default.pt"
     subprocess.run([sys.executable, str(script), str(model)], check=True)
     for source, flags in real_programs():
-        clang(source, tmp_path / "plain.o", None, compiler_env, flags)
         done = clang(
             source,
             tmp_path / "model.o",
@@ -462,7 +475,7 @@ def test_torchscript_model_in_process_reproduces_clang_oz(plugin, compiler_env, 
         assert "mlbridge" not in done.stderr, done.stderr
         s = stats(tmp_path / f"{source.stem}.jsonl")
         assert s["fallbacks"] == 0 and s["decisions"] > 0, (source.name, s)
-        assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "model.o").read_bytes()
+        assert plain_objects[source] == (tmp_path / "model.o").read_bytes()
 
 
 @pytest.mark.parametrize("kind", KINDS)

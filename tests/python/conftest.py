@@ -11,6 +11,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "slow: runs compilers, builds, trainings or studies for a second or more; "
+        "scripts/test --quick leaves these out (-m 'not slow')",
+    )
+
+
 @pytest.fixture(scope="session")
 def onnx_models(tmp_path_factory) -> Path:
     """The test models of tools/make_onnx_test_models.py (needs onnx)."""

@@ -463,16 +463,15 @@ int main() {{
 """
 
 
-def run_generated(
+def build_generated(
     generated: Generated,
     out: Path,
-    inputs: Sequence[np.ndarray],
     compiler: str = "g++",
     flags: Sequence[str] = BUILD_FLAGS,
-) -> List[np.ndarray]:
-    """Writes ``generated`` into ``out``, compiles it (warnings are errors)
-    with a main, runs it on ``inputs`` and returns its outputs. The program
-    must print the outputs and nothing else."""
+) -> Path:
+    """Writes ``generated`` into ``out`` and compiles it (warnings are errors)
+    with a main that reads one set of inputs from stdin and prints the
+    outputs; returns the program."""
     _, source = generated.write(out)
     main = out / "main.cpp"
     main.write_text(_main_source(generated))
@@ -488,6 +487,14 @@ def run_generated(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[:2000]
+    return program
+
+
+def run_program(
+    generated: Generated, program: Path, inputs: Sequence[np.ndarray]
+) -> List[np.ndarray]:
+    """Runs a program of :func:`build_generated` on ``inputs`` and returns
+    its outputs. The program must print the outputs and nothing else."""
     data = b"".join(
         np.ascontiguousarray(x, v.dtype).tobytes() for x, v in zip(inputs, generated.graph.args)
     )
@@ -502,6 +509,18 @@ def run_generated(
     return outputs
 
 
+def run_generated(
+    generated: Generated,
+    out: Path,
+    inputs: Sequence[np.ndarray],
+    compiler: str = "g++",
+    flags: Sequence[str] = BUILD_FLAGS,
+) -> List[np.ndarray]:
+    """Builds ``generated`` (:func:`build_generated`) and runs it once on
+    ``inputs``."""
+    return run_program(generated, build_generated(generated, out, compiler, flags), inputs)
+
+
 def onnxruntime_outputs(model: onnx.ModelProto, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
     """What ONNX Runtime computes for ``inputs`` (in the graph's input order)."""
     ort = pytest.importorskip("onnxruntime")
@@ -511,6 +530,7 @@ def onnxruntime_outputs(model: onnx.ModelProto, inputs: Sequence[np.ndarray]) ->
 
 
 @pytest.mark.parametrize("compiler", ["g++", "clang++-19"])
+@pytest.mark.slow
 def test_generated_code_is_warning_free(compiler: str, generated_sources: List[Path]) -> None:
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} is not installed")

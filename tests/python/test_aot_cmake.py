@@ -71,6 +71,7 @@ def _build_and_run(project: Path, build: Path) -> np.ndarray:
     shutil.which("cmake") is None or not AOT_COMMAND.exists(),
     reason="needs cmake and the mlbridge-aot program",
 )
+@pytest.mark.slow
 def test_weights_file_through_cmake(tmp_path: Path) -> None:
     project, build = tmp_path / "project", tmp_path / "build"
     project.mkdir()

@@ -84,6 +84,7 @@ def assert_like_onnxruntime(
 # -- the acceptance cases ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_twenty_million_weights(tmp_path: Path) -> None:
     """A 5000 -> 4000 dense layer (20M random float32 weights): the source
     stays small, the weights are a file, and the result is ONNX Runtime's."""
@@ -95,6 +96,7 @@ def test_twenty_million_weights(tmp_path: Path) -> None:
     assert_like_onnxruntime(model, run_generated(generated, tmp_path / "gen", inputs), inputs)
 
 
+@pytest.mark.slow
 def test_ten_thousand_node_chain(tmp_path: Path) -> None:
     """10,000 elementwise nodes: many small step functions sharing
     out-of-line kernels; bit-exact against ONNX Runtime."""
@@ -111,6 +113,7 @@ def test_ten_thousand_node_chain(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "length", [2 * STEP_NODES + 3, OUTLINE_NODES + 1], ids=["inline-kernels", "shared-kernels"]
 )
+@pytest.mark.slow
 def test_chain_in_several_steps(tmp_path: Path, length: int) -> None:
     model = chain_model(length)
     generated = compile_model(model, class_name="Chain")
@@ -126,6 +129,7 @@ def test_chain_in_several_steps(tmp_path: Path, length: int) -> None:
 
 
 @pytest.mark.parametrize("compiler", compilers())
+@pytest.mark.slow
 def test_inline_and_file_weights_agree(tmp_path: Path, compiler: str) -> None:
     model = dense_model(40, 70, m=2)
     inline = compile_model(model, class_name="Dense")
@@ -178,6 +182,7 @@ def test_new_weights_change_the_source(tmp_path: Path) -> None:
     assert first.source != second.source and len(first.weights) == len(second.weights)
 
 
+@pytest.mark.slow
 def test_a_weights_file_that_does_not_match(tmp_path: Path) -> None:
     """A longer file does not assemble; a shorter or other one makes Run()
     fail, whatever the assembler."""
@@ -202,6 +207,7 @@ def test_a_weights_file_that_does_not_match(tmp_path: Path) -> None:
         assert "the weights file assembled in is not the one generated" in done.stdout
 
 
+@pytest.mark.slow
 def test_weights_with_link_time_optimisation_and_shared_libraries(tmp_path: Path) -> None:
     """The weights file is found by absolute path, also when the assembler
     runs at link time (LTO), and its symbols work in position-independent

@@ -314,6 +314,7 @@ def _ray_or_skip() -> None:
     pytest.importorskip("gymnasium")
 
 
+@pytest.mark.slow
 def test_a_killed_ray_worker_leaves_no_compiler(parents, tmp_path, modules):
     _ray_or_skip()
     parent, workers = _start_pool(parents, tmp_path, "ray", modules)
@@ -325,6 +326,7 @@ def test_a_killed_ray_worker_leaves_no_compiler(parents, tmp_path, modules):
     assert others and all(p.alive() for p in others), "the other worker's compiler is gone"
 
 
+@pytest.mark.slow
 def test_a_killed_ray_driver_leaves_no_compiler(parents, tmp_path, modules):
     _ray_or_skip()
     parent, workers = _start_pool(parents, tmp_path, "ray", modules)
@@ -333,6 +335,7 @@ def test_a_killed_ray_driver_leaves_no_compiler(parents, tmp_path, modules):
     _no_survivor(compilers, "the Ray workers' compilers")
 
 
+@pytest.mark.slow
 def test_a_killed_process_pool_driver_leaves_no_worker_or_compiler(parents, tmp_path, modules):
     pytest.importorskip("gymnasium")
     parent, workers = _start_pool(parents, tmp_path, "process", modules)
@@ -433,6 +436,7 @@ def test_a_child_outlives_the_thread_that_started_it():
         child.stop()
 
 
+@pytest.mark.slow
 def test_run_kills_the_group_on_a_timeout():
     from mlbridge import child_process
 

@@ -79,6 +79,7 @@ def test_policy_from_file(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("clang-19") is None, reason="clang-19 is not installed")
+@pytest.mark.slow
 def test_demo(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out

@@ -394,6 +394,7 @@ def _fill(text: str, tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow
 def test_bad_input(tmp_path: Path, name: str) -> None:
     case = CASES[name]
     if "clang-19" in case.args and not HAS_CLANG:
@@ -643,6 +644,7 @@ def _default_sigint() -> None:
 @pytest.mark.parametrize(
     "signum, code", [(signal.SIGINT, INTERRUPTED), (signal.SIGTERM, TERMINATED)]
 )
+@pytest.mark.slow
 def test_interrupted_compilation_is_stopped_cleanly(
     tmp_path: Path, signum: int, code: int, when: str
 ) -> None:

@@ -99,6 +99,7 @@ def _tiny_recipe(directory: Path, splits: Optional[Dict[str, str]] = None) -> Pa
 
 
 @needs_tools
+@pytest.mark.slow
 def test_each_build_system_gives_its_translation_units_and_a_manifest(tmp_path):
     recipe = read_recipe(str(_tiny_recipe(tmp_path)))
     report = build_corpus(recipe, tmp_path / "out", jobs=2, progress=False)
@@ -120,6 +121,7 @@ def test_each_build_system_gives_its_translation_units_and_a_manifest(tmp_path):
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_second_build_reuses_finished_projects_and_a_changed_entry_is_rebuilt(tmp_path):
     path = _tiny_recipe(tmp_path)
     out = tmp_path / "out"
@@ -137,6 +139,7 @@ def test_a_second_build_reuses_finished_projects_and_a_changed_entry_is_rebuilt(
 
 
 @needs_tools
+@pytest.mark.slow
 def test_an_interrupted_project_is_built_again_from_scratch(tmp_path):
     path = _tiny_recipe(tmp_path)
     out = tmp_path / "out"
@@ -150,6 +153,7 @@ def test_an_interrupted_project_is_built_again_from_scratch(tmp_path):
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_wrong_checksum_fails_that_project_only_and_the_command_says_so(tmp_path, capsys):
     path = _tiny_recipe(tmp_path)
     value = json.loads(path.read_text())
@@ -223,6 +227,7 @@ def test_links_inside_an_archive_are_kept(tmp_path):
 
 
 @needs_tools
+@pytest.mark.slow
 def test_splits_are_by_project(tmp_path, capsys):
     splits = {"make": "train", "cmake": "validation", "autotools": "test"}
     out = tmp_path / "out"

@@ -195,6 +195,7 @@ def test_a_build_reaching_the_network_fails(tmp_path):
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_build_past_its_time_limit_is_stopped(tmp_path):
     limits = BuildLimits(step_timeout_s=2.0)
     report, out = _build(

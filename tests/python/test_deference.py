@@ -156,8 +156,9 @@ def test_a_task_without_the_compilers_action_has_no_deference(policy, tmp_path):
     export(get_task("undeferring-counts"), policy, tmp_path / "m.onnx", NAMES, 0.0)
 
 
+@pytest.mark.slow
 def test_the_aot_model_decides_as_onnx_runtime(policy, tmp_path):
-    from test_aot import compilers, run_generated
+    from test_aot import build_generated, compilers, run_program
 
     from mlbridge.aot import compile_model
 
@@ -170,15 +171,9 @@ def test_the_aot_model_decides_as_onnx_runtime(policy, tmp_path):
     assert '"mlbridge.defers_when", "odr",' in generated.source
     rows = _flagged(_rows()[:40])[0]
     expected = _flagged_decisions(path, rows)
+    program = build_generated(generated, tmp_path / "aot", compilers()[0])
     got = [
-        int(
-            run_generated(
-                generated,
-                tmp_path / "aot",
-                [np.asarray([v], np.int64) for v in row],
-                compilers()[0],
-            )[0][0]
-        )
+        int(run_program(generated, program, [np.asarray([v], np.int64) for v in row])[0][0])
         for row in rows
     ]
     assert got == expected

@@ -789,6 +789,7 @@ def build_command(
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind], ids=lambda b: b.where)
+@pytest.mark.slow
 def test_block(block: Block, tmp_path: Path, request) -> None:
     plan = plan_of(block)
     if plan.skip:

@@ -30,6 +30,7 @@ def test_a_missing_policy_or_corpus_is_an_error_with_its_exit_code(tmp_path, cap
 
 
 @pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+@pytest.mark.slow
 def test_a_residual_policy_that_never_flips_measures_exactly_oz(tmp_path, capsys):
     pytest.importorskip("onnx")
     from mlbridge.native import NativeError, plugin_path

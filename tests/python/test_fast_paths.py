@@ -173,6 +173,7 @@ def _ordinary_doubles(rng: np.random.Generator) -> np.ndarray:
 
 @pytest.mark.filterwarnings("error")  # the fast path must not cast what overflows
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.slow
 def test_float32_rounding_matches_the_previous_implementation(seed):
     rng = np.random.default_rng(seed)
     adversarial, ordinary = _adversarial_doubles(rng), _ordinary_doubles(rng)
@@ -200,6 +201,7 @@ def _numpy_plain(doubles: np.ndarray) -> bool:
 
 
 @pytest.mark.parametrize("seed", range(2))
+@pytest.mark.slow
 def test_plain_bits_on_all_lanes_at_once_agree_with_numpy(seed):
     rng = np.random.default_rng(seed)
     doubles = np.concatenate(

@@ -136,6 +136,7 @@ def test_a_model_answering_zero_asks_about_every_loop_and_changes_nothing(plugin
 @pytest.mark.skipif(
     bool(os.environ.get("MLBRIDGE_GCC_PLUGIN_PRELOAD")), reason="minutes under the sanitizers"
 )
+@pytest.mark.slow
 def test_sqlite_with_a_model_answering_zero_is_plain_gccs_object(plugin, tmp_path):
     gcc(SQLITE, tmp_path / "plain.o")
     log = tmp_path / "log.jsonl"
@@ -214,6 +215,7 @@ def test_the_extended_protocol_serves_too(plugin, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("kind", ["onnx", "aot"])
+@pytest.mark.slow
 def test_in_process_models_make_the_python_policys_decisions(plugin, tmp_path, kind):
     from mlbridge.train.imitation import build_aot_module
 
@@ -243,6 +245,7 @@ torch.jit.script(CountedLoops()).save(sys.argv[1])
 """
 
 
+@pytest.mark.slow
 def test_a_torchscript_model_decides_through_the_c_apis_torch_module(plugin, tmp_path):
     """LibTorch in-process: the C API opens its torch runner module on
     demand; the model takes one of the 14 features, by name."""
@@ -405,6 +408,7 @@ def test_the_decision_log_escapes_names(plugin, tmp_path):
 @pytest.mark.skipif(
     bool(os.environ.get("MLBRIDGE_GCC_PLUGIN")), reason="the study uses the installed plugin"
 )
+@pytest.mark.slow
 def test_the_unroll_study_searches_fits_and_deploys(plugin, tmp_path):
     """examples/gcc_unroll, a thin use of the GccUnroll environment: every
     factor keeps every kernel's result (the environment checks checksums),

@@ -230,6 +230,7 @@ def test_quiet_stream_is_ended_and_frees_its_thread(serve):
         again.close()
 
 
+@pytest.mark.slow
 def test_slow_policy_is_not_an_idle_stream(serve):
     def slow(features: Any) -> int:
         time.sleep(3 * QUICK)
@@ -532,6 +533,7 @@ def _rss_mib(pid: int) -> float:
 @pytest.mark.parametrize(
     "options", [[], ["--max-sessions", "10000"]], ids=["defaults", "all-sessions-kept"]
 )
+@pytest.mark.slow
 def test_abandoned_streams_and_sessions_do_not_starve_a_fresh_client(tmp_path, options):
     """With the default limits 4096 of the sessions stay open (the stalest
     are evicted); with --max-sessions 10000 all of them do."""

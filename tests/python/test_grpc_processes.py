@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.mark.parametrize("mode", ["unary", "streaming"])
+@pytest.mark.slow
 def test_eight_compilers_share_one_server(tmp_path, mode):
     running = start_server(fail_on_negative, f"unix:{tmp_path}/model.sock")
     try:

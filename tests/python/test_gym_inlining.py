@@ -113,6 +113,7 @@ def test_spaces_and_features_come_from_the_compiler(bundled):
         env.close()
 
 
+@pytest.mark.slow
 def test_check_env_is_clean(bundled):
     from gymnasium.utils.env_checker import check_env
 
@@ -140,6 +141,7 @@ def test_constructor_errors(bundled):
 # -- the reward -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_llvm_default_decisions_reproduce_oz_exactly(bundled):
     env = gym.make(ENV_ID, modules=bundled)
     try:
@@ -173,6 +175,7 @@ def test_the_reward_is_the_text_size_change_against_oz(bundled):
         env.close()
 
 
+@pytest.mark.slow
 def test_llvms_size_cap_can_be_restored(bundled):
     """No cap by default: every call site is asked; with LLVM's 2.0, an
     always-inline policy stops being asked once the module doubled."""
@@ -196,6 +199,7 @@ def test_llvms_size_cap_can_be_restored(bundled):
 # -- reproducibility ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_modules_and_observations(bundled):
     def run(seed):
         env = InliningEnv(bundled)
@@ -258,6 +262,7 @@ def test_a_killed_compiler_ends_the_episode(bundled):
         env.close()
 
 
+@pytest.mark.slow
 def test_a_stopped_compiler_hits_step_timeout_and_is_killed(bundled):
     threads = threading.active_count()
     env = InliningEnv(bundled, step_timeout=2.0)
@@ -276,6 +281,7 @@ def test_a_stopped_compiler_hits_step_timeout_and_is_killed(bundled):
     assert children() == []
 
 
+@pytest.mark.slow
 def test_episode_timeout_includes_the_agents_time(bundled):
     env = InliningEnv(bundled, episode_timeout=2.0)
     try:
@@ -315,6 +321,7 @@ def test_a_bad_module_is_skipped_and_recorded(bundled, odd_modules):
     assert children() == []
 
 
+@pytest.mark.slow
 def test_the_same_seed_skips_the_same_way_whatever_is_known(bundled, odd_modules):
     """A module found bad is drawn as if it were unknown: a seed gives the
     same module whether the bad modules were met before or not."""
@@ -335,6 +342,7 @@ def test_the_same_seed_skips_the_same_way_whatever_is_known(bundled, odd_modules
 # -- resources -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_many_episodes_leak_nothing(bundled):
     env = InliningEnv(bundled)
     env.reset(seed=0)  # warm up (the -Oz reference sizes are measured once)
@@ -398,6 +406,7 @@ def test_a_corpus_directory_and_its_split(tmp_path):
             env.close()
 
 
+@pytest.mark.slow
 def test_runs_in_a_worker_pool(bundled):
     from mlbridge.gym.pool import make_pool
 
@@ -419,6 +428,7 @@ def _plugin_or_skip():
         pytest.skip(f"no mlbridge plugin: {err}")
 
 
+@pytest.mark.slow
 def test_grpc_transport_matches_the_pipes(bundled):
     _plugin_or_skip()
     pipe = InliningEnv(bundled)
@@ -479,6 +489,7 @@ int api(int n) {
 
 
 @pytest.mark.parametrize("transport", ["pipe", "grpc"])
+@pytest.mark.slow
 def test_defers_when_asks_only_what_the_deployed_model_decides(tmp_path, transport):
     """With ``defers_when``, calls of linkonce_odr functions get LLVM's
     decision from the plugin and the agent is asked about the others only:

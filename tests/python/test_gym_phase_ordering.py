@@ -403,6 +403,7 @@ def test_a_killed_service_ends_the_episode_and_is_replaced(bundled):
     assert children() == []
 
 
+@pytest.mark.slow
 def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
     threads = threading.active_count()
     env = PhaseOrderingEnv(bundled, step_timeout=2.0)
@@ -425,6 +426,7 @@ def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
     assert children() == []
 
 
+@pytest.mark.slow
 def test_a_service_left_waiting_exits_and_is_replaced(bundled, monkeypatch):
     from mlbridge.gym import phase_ordering
 
@@ -552,6 +554,7 @@ def test_close_ends_the_service(bundled):
 # -- pools, Stable-Baselines3 ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_runs_in_a_worker_pool(bundled):
     from mlbridge.gym.pool import make_pool
 

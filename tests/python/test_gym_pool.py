@@ -46,6 +46,7 @@ def backend(request):
     return _backends(request)
 
 
+@pytest.mark.slow
 def test_rollouts_have_the_same_shape_everywhere(backend):
     with make_pool(ENV, 2, backend=backend, seed=7) as pool:
         rollouts = pool.rollout(None, 50)
@@ -120,6 +121,7 @@ def test_a_killed_worker_is_a_worker_error(request, backend):
 
 
 @pytest.mark.parametrize("backend", ["process", "ray"])
+@pytest.mark.slow
 def test_a_stalled_worker_overruns_its_deadline(request, backend):
     if backend == "ray":
         request.getfixturevalue("ray_local")
@@ -142,6 +144,7 @@ def test_an_unknown_environment_fails_at_creation():
         make_pool(ENV, 1, backend="threads")
 
 
+@pytest.mark.slow
 def test_two_node_ray_cluster_spreads_the_workers():
     """Two Ray nodes on this machine (ray.cluster_utils): one worker each."""
     ray = _ray_or_skip()

@@ -88,6 +88,7 @@ def test_registered_with_llvms_features(modules):
         env.close()
 
 
+@pytest.mark.slow
 def test_the_reward_is_the_score_against_the_default_advisor(modules):
     env = RegallocEvictionEnv([modules[0]])
     try:
@@ -109,6 +110,7 @@ def test_the_reward_is_the_score_against_the_default_advisor(modules):
         env.close()
 
 
+@pytest.mark.slow
 def test_gymnasiums_checks_pass_with_legal_actions(modules):
     # check_env itself steps with action_space.sample(), which ignores the
     # mask: an illegal candidate ends the episode by design. Its checks of

@@ -165,6 +165,7 @@ def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
 
 
 @needs_clang
+@pytest.mark.slow
 def test_searching_units_at_once_gives_the_labels_of_searching_them_in_turn(tmp_path):
     from mlbridge.corpus.program import TRAIN, Program
     from mlbridge.train.search_labels import read_results, search_programs, unit_key

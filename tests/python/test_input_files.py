@@ -109,6 +109,7 @@ READERS = {
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("reader", READERS)
+@pytest.mark.slow
 def test_every_reader_refuses_what_is_not_a_regular_file_promptly(tmp_path, reader, kind):
     if reader != "mlbridge-aot" and reader != "corpus JSON":
         pytest.importorskip("onnx")

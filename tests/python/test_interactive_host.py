@@ -76,6 +76,7 @@ def _llc(bitcode, out, *flags):
     return ["llc-19", "-O2", *flags, "-stop-after=virtregrewriter", str(bitcode), "-o", str(out)]
 
 
+@pytest.mark.slow
 def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy, tmp_path):
     from mlbridge.llvm.driver import run_compiler
     from mlbridge.onnx_policy import OnnxPolicy
@@ -253,6 +254,7 @@ def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
     assert children() == []
 
 
+@pytest.mark.slow
 def test_the_tiny_module_answers_a_header_within_the_budget(host, tiny_module, tmp_path):
     header = {
         "features": [{"name": "mask", "type": "int64_t", "port": 0, "shape": [33]}],

@@ -67,6 +67,7 @@ def _opt(work, policy, extra=()):
     return out.read_text()
 
 
+@pytest.mark.slow
 def test_default_policy_is_byte_identical(work, tmp_path):
     stats = tmp_path / "stats.json"
     out = _opt(work, "default", ["--stats-json", str(stats), "--log", str(tmp_path / "log")])
@@ -95,6 +96,7 @@ def _calls(ir):
     return call_count("\n".join(line for line in ir.splitlines() if "@walk" not in line))
 
 
+@pytest.mark.slow
 def test_never_and_always_change_call_counts(work):
     default_calls = _calls((work / "ref.ll").read_text())
     never_calls = _calls(_opt(work, "never"))
@@ -103,6 +105,7 @@ def test_never_and_always_change_call_counts(work):
     assert never_calls > default_calls > always_calls
 
 
+@pytest.mark.slow
 def test_eviction_default_gives_legal_answers(work):
     answers = []
     inner = EvictDefault()
@@ -122,6 +125,7 @@ def test_eviction_default_gives_legal_answers(work):
     assert sum(spill_counts(out.read_text())) > 0
 
 
+@pytest.mark.slow
 def test_priority_and_both_advisors_at_once(work):
     result = run_compiler(
         ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "p.s")],

@@ -67,12 +67,14 @@ def _served(ir: Path, policy: str, tmp_path: Path) -> tuple:
     return out.read_bytes(), json.loads(stats.read_text())
 
 
+@pytest.mark.slow
 def test_default_policy_reproduces_llvm_on_sqlite(sqlite_ir, tmp_path):
     out, stats = _served(sqlite_ir, "default", tmp_path)
     assert stats["decisions"] > 10000
     assert out == (sqlite_ir.parent / "plain.ll").read_bytes()
 
 
+@pytest.mark.slow
 def test_never_keeps_every_call_on_sqlite(sqlite_ir, tmp_path):
     # `always` is checked on the generated program (test_llvm_opt.py): on
     # SQLite it runs into LLVM's 2x size cap early, and with the cap raised

@@ -107,6 +107,7 @@ def _plain(tools: LlvmTools, source: Path, out: Path) -> bytes:
     return out.read_bytes()
 
 
+@pytest.mark.slow
 def test_default_policy_served_through_the_plugin_is_clang_16_oz(
     llvm16: LlvmTools, tmp_path: Path
 ) -> None:

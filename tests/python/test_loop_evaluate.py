@@ -81,6 +81,7 @@ def _try_to_start(command: List[str], base: str, ready_timeout: float) -> None:
         pass
 
 
+@pytest.mark.slow
 def test_a_server_that_never_gets_ready_nor_exits_is_killed_then_reported(tmp_path):
     """Alive, stderr open, no FIFOs: reading its stderr before killing it
     would wait forever."""

@@ -49,6 +49,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 @pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists(), reason="no system Python")
+@pytest.mark.slow
 def test_export_torch_under_the_system_torch(tmp_path):
     """torch is optional: Debian's python3-torch lives under the system
     Python, so the helper is exercised there (with python3-onnx)."""

@@ -176,6 +176,7 @@ _BULK = {
 
 
 @pytest.mark.parametrize("bulk", _BULK)
+@pytest.mark.slow
 def test_an_init_model_takes_memory_in_proportion_to_its_size(tmp_path, bulk):
     """Reading a --init model (mlbridge.train.onnx_weights) takes at most a
     few bytes of memory per byte of the file: one whose parse or conversion

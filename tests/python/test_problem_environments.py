@@ -63,6 +63,7 @@ def _action(env, rng):
     return int(rng.integers(inner.action_space.n))
 
 
+@pytest.mark.slow
 def test_gymnasiums_checks_pass(problem, modules):
     from gymnasium.utils import env_checker, passive_env_checker
 
@@ -87,6 +88,7 @@ def test_gymnasiums_checks_pass(problem, modules):
         env.close()
 
 
+@pytest.mark.slow
 def test_gymnasiums_check_env_passes(problem, modules):
     """gymnasium's whole check_env; it samples actions without a mask, so a
     masked problem is checked with legal actions above instead."""
@@ -173,6 +175,7 @@ def test_a_killed_compiler_session_ends_the_episode(problem, modules):
         env.close()
 
 
+@pytest.mark.slow
 def test_a_stalled_compiler_session_ends_the_episode(problem, modules):
     env = _make(problem, modules, step_timeout=2.0)
     try:

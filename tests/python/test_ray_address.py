@@ -72,6 +72,7 @@ def local_ray_pool():
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_ray_socket_listens_on_loopback_only(local_ray_pool):
     sockets = local_ray_pool["sockets"]
     names = {name for name, _, _ in sockets}

@@ -47,6 +47,7 @@ def _corpus(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_the_model_decides_in_clang_and_in_lld_thinlto_backends(tmp_path):
     from mlbridge.native import NativeError, plugin_path
 

@@ -111,6 +111,7 @@ def _all_gcc_kernels(directory):
     return [m for split in SPLITS for m in suite_modules(split, directory)]
 
 
+@pytest.mark.slow
 def test_every_gcc_kernel_keeps_its_checksum_under_every_factor(tmp_path):
     from mlbridge.gym.timed_kernels import EnvError
 
@@ -157,6 +158,7 @@ def test_the_cli_refuses_a_corpus_for_a_kernel_problem(command, tmp_path):
     assert "own kernel suite" in done.stderr
 
 
+@pytest.mark.slow
 def test_mlbridge_evaluate_deploys_a_policy_through_onnx_and_aot(tmp_path):
     """The GCC policy answering factor 8 everywhere, deployed on one
     validation kernel by ``mlbridge evaluate``."""

@@ -95,6 +95,7 @@ def _bundled_modules():
 
 
 @needs_clang
+@pytest.mark.slow
 def test_a_run_checkpoints_logs_exports_and_resumes(tmp_path):
     out = tmp_path / "run"
     first = train(_config(out, 128))
@@ -130,6 +131,7 @@ def test_each_round_of_the_deployment_compiles_every_way_once_in_a_rotated_order
 
 
 @needs_clang
+@pytest.mark.slow
 def test_the_policy_deploys_in_clang(tmp_path):
     """policy.onnx in the plugin under ONNX Runtime and AOT-compiled: same code."""
     from mlbridge.gym.modules import Module
@@ -157,6 +159,7 @@ def test_the_policy_deploys_in_clang(tmp_path):
 
 
 @needs_clang
+@pytest.mark.slow
 def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
     """With --plugin-features the compiler asks through the plugin and the
     policy sees callee_basic_block_count, which the exported model then

@@ -240,6 +240,7 @@ _AMPLIFIED = {
 
 
 @pytest.mark.parametrize("kind", _AMPLIFIED)
+@pytest.mark.slow
 def test_a_small_checkpoint_cannot_make_resuming_allocate_much(tmp_path, kind):
     """What reading a checkpoint allocates is bounded by its size: tensors
     hold at most the bytes of the storages in the file, zip members must be

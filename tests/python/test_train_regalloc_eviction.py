@@ -58,6 +58,7 @@ def _config(out: Path, timesteps: int, module, resume: bool = False) -> TrainCon
     )
 
 
+@pytest.mark.slow
 def test_a_run_exports_a_masked_model_and_deploys_in_llc(tmp_path, pressure):
     out = tmp_path / "run"
     first = train(_config(out, 128, pressure))
@@ -108,6 +109,7 @@ def test_a_run_exports_a_masked_model_and_deploys_in_llc(tmp_path, pressure):
     assert "regalloc score policy/default" in report["summary"][0]
 
 
+@pytest.mark.slow
 def test_mlbridge_evaluate_measures_a_policy(tmp_path, pressure):
     out = tmp_path / "run"
     train(_config(out, 64, pressure))

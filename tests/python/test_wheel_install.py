@@ -366,6 +366,7 @@ def _need_tools(*tools: str) -> None:
         pytest.skip(f"not installed: {', '.join(missing)} (scripts/setup installs them)")
 
 
+@pytest.mark.slow
 def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in (
@@ -386,6 +387,7 @@ def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
     assert f"Version: {__version__}" in metadata
 
 
+@pytest.mark.slow
 def test_sdist_carries_the_generated_modules(workdir: Path, wheel: Path) -> None:
     """A wheel built from the sdist alone (no proto/ beside it) has the same files."""
     if _run([sys.executable, "-m", "build", "--version"], workdir, check=False).returncode:
@@ -420,6 +422,7 @@ def test_sdist_carries_the_generated_modules(workdir: Path, wheel: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_editable_install_generates_the_modules_in_the_tree(workdir: Path) -> None:
     """``pip install -e python/`` (scripts/setup) writes python/mlbridge/v1/."""
     source = _copy_sources(workdir / "src-editable")
@@ -443,6 +446,7 @@ def test_editable_install_generates_the_modules_in_the_tree(workdir: Path) -> No
     assert Path(origin.strip()) == source / "mlbridge" / "__init__.py"
 
 
+@pytest.mark.slow
 def test_version(venv: Venv) -> None:
     assert venv.run("mlbridge", "--version").stdout.strip() == f"mlbridge {__version__}"
     shown = venv.run(
@@ -469,6 +473,7 @@ def test_imports_from_the_venv_with_package_data(venv: Venv) -> None:
     assert len(packages) >= 30 and "libyaml" in packages
 
 
+@pytest.mark.slow
 def test_serve_grpc_with_a_client(venv: Venv, tmp_path: Path) -> None:
     policy, client = tmp_path / "policy.py", tmp_path / "client.py"
     policy.write_text(POLICY)
@@ -527,6 +532,7 @@ def _fake_prefix(
     return root
 
 
+@pytest.mark.slow
 def test_config_against_a_fake_prefix(venv: Venv, tmp_path: Path) -> None:
     plugin = "lib/mlbridge/mlbridge-inline-advisor-llvm19.so"
     prefix = _fake_prefix(
@@ -572,6 +578,7 @@ def _agreements(text: str) -> Iterator[bool]:
         yield agreed == total and int(total) > 0
 
 
+@pytest.mark.slow
 def test_demo_runs_both_halves(base_venv: Venv, native_prefix: Path) -> None:
     _need_tools("clang-19")
     done = base_venv.run("mlbridge", "demo", env={"MLBRIDGE_PREFIX": str(native_prefix)})
@@ -579,6 +586,7 @@ def test_demo_runs_both_halves(base_venv: Venv, native_prefix: Path) -> None:
     assert list(_agreements(done.stdout)) == [True, True], done.stdout
 
 
+@pytest.mark.slow
 def test_demo_without_the_native_half_says_why(base_venv: Venv, tmp_path: Path) -> None:
     _need_tools("clang-19")
     done = base_venv.run("mlbridge", "demo", env={"MLBRIDGE_BUILD_DIR": str(tmp_path)})
@@ -587,6 +595,7 @@ def test_demo_without_the_native_half_says_why(base_venv: Venv, tmp_path: Path) 
     assert "expr.c" in done.stdout
 
 
+@pytest.mark.slow
 def test_loop_quick_on_a_users_own_corpus(
     base_venv: Venv, native_prefix: Path, tmp_path: Path
 ) -> None:
@@ -619,6 +628,7 @@ def test_loop_quick_on_a_users_own_corpus(
     assert (out / "summary.md").read_text().startswith("# mlbridge loop")
 
 
+@pytest.mark.slow
 def test_clang_16_served_through_the_installed_llvm_16_plugin(
     base_venv: Venv, native_prefix: Path, tmp_path: Path
 ) -> None:
@@ -694,6 +704,7 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
         server.wait(30)
 
 
+@pytest.mark.slow
 def test_the_shipped_size_model_decides_in_clang_from_both_packages(
     base_venv: Venv, native_prefix: Path, tmp_path: Path
 ) -> None:
