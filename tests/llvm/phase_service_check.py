@@ -132,7 +132,7 @@ def check_training(service: str, tmp: Path, info: Dict[str, Any], module: Path) 
     # A C program as clang -Oz hands it to the optimiser, and what
     # opt -passes='default<Oz>' makes of it: the service's baseline must
     # be opt's instruction count.
-    source = Path(__file__).resolve().parents[2] / "python/mlbridge/demo/data/hashtable.c"
+    source = Path(__file__).resolve().parents[2] / "python/mlbridge/corpus/bundled/hashtable.c"
     program, optimised = tmp / "hashtable.bc", tmp / "hashtable.oz.bc"
     subprocess.run([TOOLS.clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
                     str(source), "-o", str(program)], check=True)  # fmt: skip

@@ -22,7 +22,7 @@ from hostile_paths import KINDS, plant
 from mlbridge.training_log import read_training_log
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "python" / "mlbridge" / "demo" / "data"
+DEMO = ROOT / "python" / "mlbridge" / "corpus" / "bundled"
 CORPUS = ROOT / ".cache" / "corpus"
 
 

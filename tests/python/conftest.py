@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict, List
 
 import pytest
 
@@ -28,3 +29,16 @@ def onnx_models(tmp_path_factory) -> Path:
         [sys.executable, str(ROOT / "tools" / "make_onnx_test_models.py"), str(out)], check=True
     )
     return out
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Files with the most ``slow`` tests first (a stable sort: the order of
+    tests within a file is kept). ``pytest -n --dist loadfile`` hands files
+    to workers in this order, so the long files start early and the short
+    ones fill the gaps at the end instead of one long file running alone."""
+    slow: Dict[str, int] = {}
+    for item in items:
+        slow.setdefault(item.nodeid.split("::")[0], 0)
+        if item.get_closest_marker("slow") is not None:
+            slow[item.nodeid.split("::")[0]] += 1
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])

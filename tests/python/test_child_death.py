@@ -39,7 +39,7 @@ import mlbridge
 
 #: Where the package under test is imported from (the drivers import it too).
 PACKAGE_ROOT = Path(mlbridge.__file__).resolve().parents[1]
-DEMO_SOURCE = PACKAGE_ROOT / "mlbridge" / "demo" / "data" / "expr.c"
+DEMO_SOURCE = PACKAGE_ROOT / "mlbridge" / "corpus" / "bundled" / "expr.c"
 #: Seconds the children have to die after their parent was killed.
 DEADLINE = 15.0
 #: Seconds a parent has to start its compilers (Ray starts a cluster first).

@@ -27,7 +27,6 @@ from mlbridge.gcc import FACTORS, FEATURE_NAMES, UnrollPolicy, read_decision_log
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPS = ROOT / "tests" / "data" / "gcc_loops.c"
-SQLITE = ROOT / ".cache" / "corpus" / "sqlite3.c"
 #: Loops of gcc_loops.c the plugin asks about (all but the pragma's: dot, saxpy,
 #: the outer one of sum_matrix, walk, checksum).
 ASKED = 5
@@ -130,19 +129,6 @@ def test_a_model_answering_zero_asks_about_every_loop_and_changes_nothing(plugin
     assert walk["trip_count"] == -1 and walk["num_calls"] == 1
     nest = [d for d in loops if d["function"] == "sum_matrix"]
     assert sorted(d["features"]["loop_depth"] for d in nest) == [1, 2]
-
-
-@pytest.mark.skipif(not SQLITE.exists(), reason="tools/fetch_corpus.py fetches sqlite3.c")
-@pytest.mark.skipif(
-    bool(os.environ.get("MLBRIDGE_GCC_PLUGIN_PRELOAD")), reason="minutes under the sanitizers"
-)
-@pytest.mark.slow
-def test_sqlite_with_a_model_answering_zero_is_plain_gccs_object(plugin, tmp_path):
-    gcc(SQLITE, tmp_path / "plain.o")
-    log = tmp_path / "log.jsonl"
-    gcc(SQLITE, tmp_path / "zero.o", plugin, ["runner=constant:0", f"log={log}"])
-    assert (tmp_path / "zero.o").read_bytes() == (tmp_path / "plain.o").read_bytes()
-    assert len(read_decision_log(log)) > 1000
 
 
 def test_a_factor_is_applied_as_the_pragma_would_be(plugin, tmp_path):

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 INLINER = "-passes=scc-oz-module-inliner"
-DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "python", "mlbridge", "demo", "data")
+DEMO = os.path.join(
+    os.path.dirname(__file__), "..", "..", "python", "mlbridge", "corpus", "bundled"
+)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from mlbridge.policies import load_policy
 from mlbridge.problems import get_problem
 from mlbridge.train.tasks import llvm_choice
 
-DEMO = Path(__file__).resolve().parents[2] / "python" / "mlbridge" / "demo" / "data"
+DEMO = Path(__file__).resolve().parents[2] / "python" / "mlbridge" / "corpus" / "bundled"
 
 
 def test_the_major_a_command_names() -> None:

@@ -1,4 +1,5 @@
-"""The packages of ``mlbridge`` form layers: no import cycle between them
+"""The packages of ``mlbridge`` form layers (docs/architecture.md): no
+package imports one of a layer above its own, and no import cycle between them
 (each subpackage and each top-level module is one node; every import
 statement counts, those inside functions too)."""
 
@@ -87,3 +88,84 @@ def test_the_problem_registry_is_a_bottom_layer():
     assert set(graph["problems"]) <= REGISTRY_IMPORTS, graph["problems"]
     for package in REGISTRY_IMPORTS - {"tensor_spec"}:
         assert not set(graph.get(package, {})) & UPPER_LAYERS, (package, graph[package])
+
+
+#: The documented order (docs/architecture.md, Layers), bottom first: a
+#: package imports packages of its own layer or of a lower one only.
+LAYERS: List[Set[str]] = [
+    # The core: errors, values, files, processes, tensors, policies in Python.
+    {
+        "__init__",
+        "__version__",
+        "_version",
+        "errors",
+        "cli_errors",
+        "limits",
+        "jsontext",
+        "input_files",
+        "output_files",
+        "child_process",
+        "tensor_spec",
+        "policy",
+        "runner_config",
+        "native",
+        "framing",
+        "linear_policy",
+        "plugin_logs",
+        "onnx_policy",
+        "onnx_tools",
+    },
+    # Formats and transports, the AOT compiler, the shipped models.
+    {
+        "codecs",
+        "training_log",
+        "channel",
+        "shared_memory",
+        "pipe_host",
+        "grpc_client",
+        "grpc_sessions",
+        "grpc_server",
+        "grpc_driver",
+        "policies",
+        "models",
+        "aot",
+    },
+    # The GCC and MLIR plugins' declarations of their features and answers.
+    {"gcc", "mlir"},
+    # The problem registry.
+    {"problems"},
+    # Compilers and corpora.
+    {"llvm", "corpus"},
+    # Environments.
+    {"gym"},
+    # Training, export, deployment.
+    {"train"},
+    # Applications on the library.
+    {"loop", "demo"},
+    # The command line.
+    {"cli", "__main__"},
+]
+
+
+def _layer_of(node: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if node in layer)
+
+
+def test_every_package_has_one_layer():
+    graph = import_graph()
+    nodes = set(graph) | {n for targets in graph.values() for n in targets}
+    placed = [n for layer in LAYERS for n in layer]
+    assert len(placed) == len(set(placed)), "a package is in two layers"
+    assert not nodes - set(placed), f"place these in LAYERS: {sorted(nodes - set(placed))}"
+
+
+def test_no_package_imports_one_above_it():
+    graph = import_graph()
+    upward = [
+        f"{source} (layer {_layer_of(source)}) imports {target} (layer {_layer_of(target)}) "
+        f"at {where}"
+        for source, targets in sorted(graph.items())
+        for target, where in sorted(targets.items())
+        if _layer_of(target) > _layer_of(source)
+    ]
+    assert not upward, "\n".join(upward)

@@ -29,7 +29,7 @@ from mlbridge.train.features import SignedLogFeatures, kept_features, signed_log
 from mlbridge.train.ppo import TrainConfig, latest_checkpoint, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLED = ROOT / "python" / "mlbridge" / "demo" / "data"
+BUNDLED = ROOT / "python" / "mlbridge" / "corpus" / "bundled"
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
 
 

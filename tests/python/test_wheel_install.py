@@ -373,7 +373,7 @@ def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
         *GENERATED,
         "mlbridge/py.typed",
         "mlbridge/_version.py",
-        "mlbridge/demo/data/expr.c",
+        "mlbridge/corpus/bundled/expr.c",
         "mlbridge/aot/kernels.h",
         "mlbridge/corpus/recipes/debian-c.json",
         "mlbridge/models/inlining-size.onnx",
@@ -640,7 +640,7 @@ def test_clang_16_served_through_the_installed_llvm_16_plugin(
     env = {"MLBRIDGE_PREFIX": str(native_prefix)}
     majors = base_venv.run("mlbridge", "config", "--llvm-majors", env=env).stdout.split()
     assert majors == ["19", "16"]
-    source = ROOT / "python" / "mlbridge" / "demo" / "data" / "hashtable.c"
+    source = ROOT / "python" / "mlbridge" / "corpus" / "bundled" / "hashtable.c"
     plain, served = tmp_path / "plain.o", tmp_path / "served.o"
     _run(["clang-16", "-Oz", "-c", source, "-o", plain], base_venv.cwd, 120)
     stats = tmp_path / "stats.json"
@@ -722,7 +722,7 @@ def test_the_shipped_size_model_decides_in_clang_from_both_packages(
     unknown = base_venv.run("mlbridge", "config", "--model", "nope", env=env, check=False)
     assert unknown.returncode == 4 and "inlining-size" in unknown.stderr
     plugin = Path(base_venv.run("mlbridge", "config", "--plugin", env=env).stdout.strip())
-    source = ROOT / "python" / "mlbridge" / "demo" / "data" / "hashtable.c"
+    source = ROOT / "python" / "mlbridge" / "corpus" / "bundled" / "hashtable.c"
     objects = []
     for runner, model in (("onnx", onnx), ("aot", module)):
         out, stats = tmp_path / f"{runner}.o", tmp_path / f"{runner}.jsonl"

@@ -1,5 +1,5 @@
 """The programs of the loop (docs/loop.md, Programs): the bundled demo
-programs (package data of :mod:`mlbridge.demo`), always training programs,
+programs (package data of this package, ``bundled/``), always training programs,
 then those of a corpus in any format of :mod:`mlbridge.corpus`
 (docs/corpus.md) with its split. Where the corpus is when none is given:
 :func:`default_corpus`.
@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
-import mlbridge.demo
 from mlbridge.corpus import load as _load
 from mlbridge.corpus.directory import directory_programs as user_programs
 from mlbridge.corpus.fetched import fetched_programs, is_fetched_corpus
@@ -40,8 +39,8 @@ __all__ = [
     "user_programs",
 ]
 
-#: The bundled demo programs (package data).
-BUNDLED = Path(mlbridge.demo.__file__).resolve().parent / "data"
+#: The bundled demo programs (package data; ``mlbridge demo`` compiles them).
+BUNDLED = Path(__file__).resolve().parent / "bundled"
 #: The environment variable naming the default corpus.
 CORPUS_VARIABLE = "MLBRIDGE_CORPUS"
 #: The default corpus, relative to the current directory (tools/fetch_corpus.py's).

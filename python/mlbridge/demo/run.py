@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import List, Optional, TextIO
 
 from mlbridge import child_process
+from mlbridge.corpus.defaults import BUNDLED
 from mlbridge.demo.policy import CountingPolicy
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler, text_size
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 CLANG = "clang-19"
 FLAGS = ("-Oz", "-c")
 
@@ -34,8 +34,8 @@ class DemoRow:
 
 
 def sources() -> List[str]:
-    """The bundled C programs."""
-    return sorted(os.path.join(DATA, f) for f in os.listdir(DATA) if f.endswith(".c"))
+    """The bundled C programs (:data:`mlbridge.corpus.defaults.BUNDLED`)."""
+    return sorted(str(p) for p in BUNDLED.glob("*.c") if p.is_file())
 
 
 def _progress(out: TextIO, text: str) -> None:
