@@ -9,7 +9,6 @@ runtimes to preload in MLBRIDGE_GCC_PLUGIN_PRELOAD)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -389,30 +388,3 @@ def test_the_decision_log_escapes_names(plugin, tmp_path):
     log = tmp_path / "log.jsonl"
     gcc(source, tmp_path / "x.o", plugin, [f"log={log}"])
     assert {d["file"] for d in read_decision_log(log)} == {str(source)}
-
-
-@pytest.mark.skipif(
-    bool(os.environ.get("MLBRIDGE_GCC_PLUGIN")), reason="the study uses the installed plugin"
-)
-@pytest.mark.slow
-def test_the_unroll_study_searches_fits_and_deploys(plugin, tmp_path):
-    """examples/gcc_unroll, a thin use of the GccUnroll environment: every
-    factor keeps every kernel's result (the environment checks checksums),
-    and the policy fitted on the training kernels decides every kernel's
-    loops, reported per split. Times are printed, not asserted."""
-    from mlbridge.gcc import FACTORS, kernels
-
-    results = tmp_path / "study.json"
-    study = ROOT / "examples" / "gcc_unroll" / "unroll_study.py"
-    command = [sys.executable, str(study), "--rounds", "1", "--calls", "20"]
-    done = subprocess.run(
-        [*command, "--json", str(results)], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr
-    data = json.loads(results.read_text())
-    assert len(data["kernels"]) == len(kernels.suite())
-    assert {k["split"] for k in data["kernels"]} == {"train", "validation", "held-out"}
-    chosen = {f for k in data["kernels"] for f in k["model_factors"]}
-    assert all(k["model_factors"] for k in data["kernels"]) and chosen <= set(FACTORS)
-    assert set(data["geomean_speedup_by_split"]) == {"train", "validation", "held-out"}
-    assert "geometric mean speedup" in done.stdout

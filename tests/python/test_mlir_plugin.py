@@ -11,8 +11,6 @@ runtimes to preload in MLBRIDGE_MLIR_PLUGIN_PRELOAD)."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -352,35 +350,3 @@ def test_a_log_that_is_not_a_regular_file_is_refused(plugin, tmp_path, kind):
     done = assert_falls_back(plugin, tmp_path, [f"log={log}"], "the tiling log: cannot open")
     assert done.returncode == 0
     unchanged()
-
-
-@pytest.mark.skipif(
-    bool(os.environ.get("MLBRIDGE_MLIR_PLUGIN")), reason="the study uses the installed plugin"
-)
-@pytest.mark.slow
-def test_the_tiling_study_searches_fits_and_deploys(plugin, tmp_path):
-    """examples/mlir_tiling, a thin use of the MlirTiling environment, on the
-    first kernel of each split: every tiling keeps every kernel's result (the
-    environment checks checksums), and the policy fitted on the training
-    kernel decides every kernel's nests among TILE_CHOICES, reported per
-    split. Times are printed, not asserted."""
-    results = tmp_path / "study.json"
-    study = Path(__file__).resolve().parents[2] / "examples" / "mlir_tiling" / "tiling_study.py"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(study),
-            *("--rounds", "1", "--repeats", "1", "--per-split", "1"),
-            *("--json", str(results)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    data = json.loads(results.read_text())
-    assert sorted(k["split"] for k in data["kernels"]) == ["held-out", "train", "validation"]
-    chosen = {tuple(s) for k in data["kernels"] for s in k["model_sizes"]}
-    assert all(k["model_sizes"] for k in data["kernels"])
-    assert chosen <= {tuple(row) for row in TILE_CHOICES.tolist()}
-    assert data["runner_us"] > 0 and "geometric mean speedup" in done.stdout
