@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
@@ -36,9 +37,5 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     tests within a file is kept). ``pytest -n --dist loadfile`` hands files
     to workers in this order, so the long files start early and the short
     ones fill the gaps at the end instead of one long file running alone."""
-    slow: Dict[str, int] = {}
-    for item in items:
-        slow.setdefault(item.nodeid.split("::")[0], 0)
-        if item.get_closest_marker("slow") is not None:
-            slow[item.nodeid.split("::")[0]] += 1
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.path])
