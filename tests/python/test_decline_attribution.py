@@ -1,4 +1,4 @@
-"""The model variants of tools/decline_attribution.py answer as documented:
+"""The model variants of studies/decline_attribution.py answer as documented:
 LLVM's decision on the side a variant defers, the model's elsewhere, and the
 rule's declines at last calls to large static functions."""
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "decline_attribution", ROOT / "tools" / "decline_attribution.py"
+        "decline_attribution", ROOT / "studies" / "decline_attribution.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -31,7 +31,7 @@ __all__ = ["gcc_plugin", "mlir_plugin"]  # fixtures of the plugins' own tests
 )
 @pytest.mark.slow
 def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
-    """examples/gcc_unroll, a thin use of the GccUnroll environment: every
+    """studies/gcc_unroll.py, a thin use of the GccUnroll environment: every
     factor keeps every kernel's result (the environment checks checksums),
     and the policy fitted on the training kernels decides every kernel's
     loops, reported per split. Times are printed, not asserted."""
@@ -39,7 +39,7 @@ def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
     from mlbridge.gcc import kernels as gcc_kernels
 
     results = tmp_path / "study.json"
-    study = ROOT / "examples" / "gcc_unroll" / "unroll_study.py"
+    study = ROOT / "studies" / "gcc_unroll.py"
     command = [sys.executable, str(study), "--rounds", "1", "--calls", "20"]
     done = subprocess.run(
         [*command, "--json", str(results)], capture_output=True, text=True, timeout=600
@@ -59,13 +59,13 @@ def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
 )
 @pytest.mark.slow
 def test_the_tiling_study_searches_fits_and_deploys(mlir_plugin, tmp_path):
-    """examples/mlir_tiling, a thin use of the MlirTiling environment, on the
+    """studies/mlir_tiling.py, a thin use of the MlirTiling environment, on the
     first kernel of each split: every tiling keeps every kernel's result (the
     environment checks checksums), and the policy fitted on the training
     kernel decides every kernel's nests among TILE_CHOICES, reported per
     split. Times are printed, not asserted."""
     results = tmp_path / "study.json"
-    study = ROOT / "examples" / "mlir_tiling" / "tiling_study.py"
+    study = ROOT / "studies" / "mlir_tiling.py"
     done = subprocess.run(
         [
             sys.executable,

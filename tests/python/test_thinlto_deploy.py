@@ -1,4 +1,4 @@
-"""tools/thinlto_deploy.py builds a two-file program of a built corpus four
+"""studies/thinlto_deploy.py builds a two-file program of a built corpus four
 ways and says that the shipped model decided in clang and in lld's ThinLTO
 backends, every module, without falling back."""
 
@@ -56,7 +56,7 @@ def test_the_model_decides_in_clang_and_in_lld_thinlto_backends(tmp_path):
     except NativeError as err:
         pytest.skip(f"no plugin: {err}")
     corpus = _corpus(tmp_path / "corpus")
-    command = [sys.executable, str(ROOT / "tools" / "thinlto_deploy.py"), "--corpus", str(corpus),
+    command = [sys.executable, str(ROOT / "studies" / "thinlto_deploy.py"), "--corpus", str(corpus),
                "--project", "proj", "--program", "prog", "--objects", "main.o helper.o",
                "--work", str(tmp_path / "work")]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)

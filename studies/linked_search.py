@@ -4,7 +4,7 @@ and the project is measured two ways with LLVM's decisions and with the best
 flips found: the sum of the objects' ``.text``, and the code
 the linker keeps, each COMDAT group once (:func:`mlbridge.llvm.outcomes.linked_code`).
 
-Usage: python tools/linked_search.py --corpus DIR --project NAME [--budget 60]
+Usage: python studies/linked_search.py --corpus DIR --project NAME [--budget 60]
 Prints one JSON line per unit, then the project's (docs/inlining-size.md).
 """
 

@@ -18,7 +18,7 @@ call to a static function of at least K blocks is declined. Each K of
 ``--rules`` is measured on the same training units, and the best of them on
 the validation projects, alone and added to the model's declines.
 
-Usage: python tools/decline_attribution.py --corpus DIR --out RUN
+Usage: python studies/decline_attribution.py --corpus DIR --out RUN
        [--model inlining-size] [--train-units-per-project 30] [--rules 50,100,200]
 Prints JSON lines (docs/inlining-size.md, "Where the gain comes from").
 """

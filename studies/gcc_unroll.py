@@ -1,6 +1,6 @@
 """Unroll factors from a model in stock gcc-12, measured (docs/gcc-plugin.md).
 
-    python examples/gcc_unroll/unroll_study.py [--rounds N] [--calls N] [--json FILE]
+    python studies/gcc_unroll.py [--rounds N] [--calls N] [--json FILE]
 
 A thin use of the ``mlbridge/GccUnroll-v0`` environment's deployment
 (``GccUnrollEnv.deploy``: a kernel built with a runner and with GCC's own

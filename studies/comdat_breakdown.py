@@ -7,7 +7,7 @@ only ``-Oz``'s object holds (inlined away by the model) and the groups only
 the model's object holds (emitted because it declined a call ``-Oz``
 inlined), besides each project's linked ratio to ``-Oz``.
 
-Usage: python tools/comdat_breakdown.py --corpus DIR --out RUN
+Usage: python studies/comdat_breakdown.py --corpus DIR --out RUN
        --projects fmtlib,muparser [--model inlining-size]
 Prints one JSON line per project (docs/inlining-size.md, "What the shipped
 model changes").

@@ -7,7 +7,7 @@ test projects), each project's code counted as linked. A large bonus on one
 side keeps every answer of that side as LLVM gave it, so the ratio left
 is what the model's overrules of the other side do.
 
-Usage: python tools/asymmetric_deference.py --corpus DIR --out RUN
+Usage: python studies/asymmetric_deference.py --corpus DIR --out RUN
        [--model inlining-size] [--pairs 1.5:1.5,1.5:3,1.5:100,0:100]
 Prints one JSON line per pair ``NO:YES``: the total ratio to ``-Oz`` and the
 ratio per validation project (docs/inlining-size.md, "What the shipped

@@ -7,7 +7,7 @@ curve, early stopping, resumable in ``--out``), and the kept policy, if
 any, is measured on the test files of every project against ``-Oz`` (each
 project's code counted as linked).
 
-Usage: python tools/within_project.py --corpus DIR --out RUN [--projects a,b]
+Usage: python studies/within_project.py --corpus DIR --out RUN [--projects a,b]
        [--margin 3] [--hidden 32] [--rounds 8] [--patience 8] [--workers 2]
 Prints the rounds, then one line ``test RATIO {project: ratio}``
 (docs/inlining-size.md, "Within one project"). A project's own

@@ -6,7 +6,7 @@ backends), and ThinLTO ``-Oz`` with the model in lld's backends
 (``--load-pass-plugin``). The program's ``.text`` is compared; the plugin's
 statistics say that it served every module and never fell back.
 
-Usage: python tools/thinlto_deploy.py --corpus DIR --project NAME --program less
+Usage: python studies/thinlto_deploy.py --corpus DIR --project NAME --program less
     --objects "main.o screen.o ..." [--under DIR ...] [--libs "-lncurses"] [--shared]
     [--policy inlining-size] [--work DIR]
 Needs clang-19, lld-19 and the plugin. Prints one JSON line

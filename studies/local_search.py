@@ -3,7 +3,7 @@ added greedily) leave much behind? After it, an iterated local search
 toggles every question of the best compilation's trajectory, keeps the best
 improvement, and repeats (at most ``--rounds`` times), per C training unit.
 
-Usage: python tools/local_search.py --corpus DIR [--units 40] [--seed 0] [--rounds 4]
+Usage: python studies/local_search.py --corpus DIR [--units 40] [--seed 0] [--rounds 4]
 Units: single-source C training units of 8 to 60 questions, at most 3 per
 project, in a random order of ``--seed``. Prints one JSON line per unit,
 then the totals (docs/inlining-size.md).

@@ -7,7 +7,7 @@ modules it imported are inlining decisions too. The program is linked with
 each module's best flips and measured against plain ``-Oz`` (file by file)
 and ThinLTO ``-Oz``.
 
-Usage: python tools/thinlto_search.py --corpus DIR --project NAME --program less
+Usage: python studies/thinlto_search.py --corpus DIR --project NAME --program less
     --objects "main.o screen.o ..." [--libs "-lncurses"] [--budget 250] [--work DIR]
 Needs clang-19 and lld-19. Prints one JSON line per module, then the
 program's (docs/inlining-size.md).

@@ -1,6 +1,6 @@
 """Tile sizes from a model in stock mlir-opt-19, measured (docs/mlir-plugin.md).
 
-    python examples/mlir_tiling/tiling_study.py [--rounds N] [--per-split N] [--json FILE]
+    python studies/mlir_tiling.py [--rounds N] [--per-split N] [--json FILE]
 
 A thin use of the ``mlbridge/MlirTiling-v0`` environment's deployment
 (``MlirTilingEnv.deploy``: a kernel tiled with a runner and with the pass's
