@@ -51,7 +51,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 __all__ = [
     "Child",
@@ -113,31 +113,13 @@ def die_with_parent(parent: int) -> None:
 #: (``MLBRIDGE_<PLUGIN>_<OPTION>``: src/llvm/PluginOptions.cpp,
 #: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp).
 PLUGIN_PREFIXES: Tuple[str, ...] = ("MLBRIDGE_INLINE_", "MLBRIDGE_GCC_", "MLBRIDGE_MLIR_")
-#: The LLVM plugin's older names of its variables, still read when the
-#: ``MLBRIDGE_INLINE_`` name is not set (src/llvm/PluginOptions.cpp, ``env``).
-INLINE_ALIASES: FrozenSet[str] = frozenset(
-    "MLBRIDGE_" + option
-    for option in (
-        "RUNNER",
-        "MODEL",
-        "CHANNEL",
-        "GRPC_TARGET",
-        "TIMEOUT_MS",
-        "CONSTANT",
-        "LOG",
-        "STATS",
-        "COMPARE_DEFAULT",
-        "SIZE_INCREASE_THRESHOLD",
-        "DEFERS_WHEN",
-    )
-)
 
 
 def is_plugin_variable(name: str) -> bool:
     """Whether one of mlbridge's plugins reads the environment variable
     ``name`` (the package's own, ``MLBRIDGE_PREFIX``, ``MLBRIDGE_CACHE``...,
     are not the plugins')."""
-    return name.startswith(PLUGIN_PREFIXES) or name in INLINE_ALIASES
+    return name.startswith(PLUGIN_PREFIXES)
 
 
 def child_environment(

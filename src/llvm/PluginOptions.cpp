@@ -64,14 +64,10 @@ cl::opt<std::string> DefersWhenOpt(
              "input is 1: is_callee_linkonce_odr, or none (env "
              "MLBRIDGE_INLINE_DEFERS_WHEN; default none)"));
 
-/// The environment variable MLBRIDGE_INLINE_\p Name, else its older name
-/// MLBRIDGE_\p Name (kept as an alias), else null. Every plugin names its
-/// variables MLBRIDGE_<PLUGIN>_<OPTION> (INLINE, GCC, MLIR).
+/// The environment variable MLBRIDGE_INLINE_\p Name, else null. Every plugin
+/// names its variables MLBRIDGE_<PLUGIN>_<OPTION> (INLINE, GCC, MLIR).
 const char *env(const char *Name) {
-  const std::string Prefix = "MLBRIDGE_";
-  if (const char *V = std::getenv((Prefix + "INLINE_" + Name).c_str()))
-    return V;
-  return std::getenv((Prefix + Name).c_str());
+  return std::getenv((std::string("MLBRIDGE_INLINE_") + Name).c_str());
 }
 
 /// The option's value if given on the command line, else \p Env's.

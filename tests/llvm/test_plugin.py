@@ -160,35 +160,28 @@ def test_opt_options_and_default_runner_reproduce_llvm(plugin, compiler_env, ir,
     assert s["agreed"] == s["compared"] == s["decisions"]
 
 
-def test_environment_names_are_mlbridge_inline_with_the_old_ones_as_aliases(
+def test_environment_names_are_mlbridge_inline_and_the_old_ones_are_not_read(
     plugin, compiler_env, ir, tmp_path
 ):
     """MLBRIDGE_INLINE_<OPTION>, as every plugin names its variables; the
-    older MLBRIDGE_<OPTION> is read when the new one is not set."""
+    names without INLINE_ (aliases before 0.2.0) are no plugin's."""
     opt(ir, tmp_path / "plain.ll", None, compiler_env)
-
-    def calls(settings):
-        out = tmp_path / "out.ll"
-        (tmp_path / "s.jsonl").unlink(missing_ok=True)
-        opt(ir, out, plugin, compiler_env, extra=settings)
-        rows = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
-        return out.read_text().count("call "), rows[0]
-
     plain = (tmp_path / "plain.ll").read_text().count("call ")
-    stats_file = str(tmp_path / "s.jsonl")
-    never, s = calls({"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_STATS": stats_file})
-    assert never > plain and s["runner"] == "constant:0"
-    alias, s = calls({"MLBRIDGE_RUNNER": "constant:0", "MLBRIDGE_STATS": stats_file})
-    assert alias == never and s["runner"] == "constant:0"
-    # The new name wins over the old one.
-    both, s = calls(
-        {
-            "MLBRIDGE_INLINE_RUNNER": "default",
-            "MLBRIDGE_RUNNER": "constant:0",
-            "MLBRIDGE_INLINE_STATS": stats_file,
-        }
+    stats = tmp_path / "s.jsonl"
+    out = tmp_path / "out.ll"
+    settings = {"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_STATS": str(stats)}
+    opt(ir, out, plugin, compiler_env, extra=settings)
+    row = json.loads(stats.read_text().splitlines()[0])
+    assert out.read_text().count("call ") > plain and row["runner"] == "constant:0"
+    stats.unlink()
+    opt(
+        ir,
+        out,
+        plugin,
+        compiler_env,
+        extra={"MLBRIDGE_RUNNER": "constant:0", "MLBRIDGE_STATS": str(stats)},
     )
-    assert both == plain and s["runner"] == "default"
+    assert out.read_text().count("call ") == plain and not stats.exists()
 
 
 @pytest.mark.parametrize(
@@ -233,7 +226,10 @@ def test_in_process_runners_learn_which_callees_are_linkonce_odr(plugin, compile
         plugin,
         compiler_env,
         ["-S", "-emit-llvm"],
-        {"MLBRIDGE_RUNNER": "echo:is_callee_linkonce_odr", "MLBRIDGE_STATS": str(stats_path)},
+        {
+            "MLBRIDGE_INLINE_RUNNER": "echo:is_callee_linkonce_odr",
+            "MLBRIDGE_INLINE_STATS": str(stats_path),
+        },
     )
     ir = out.read_text()
     user = ir[ir.index("@_Z4userii(") :]
@@ -302,12 +298,12 @@ def test_where_the_model_says_it_answers_llvm_the_plugin_skips_it_exactly(
         for log in (False, True):
             run_name = f"{name}{'-log' if log else ''}"
             settings = {
-                "MLBRIDGE_RUNNER": kind,
-                "MLBRIDGE_MODEL": str(model),
-                "MLBRIDGE_STATS": str(tmp_path / f"{run_name}.jsonl"),
+                "MLBRIDGE_INLINE_RUNNER": kind,
+                "MLBRIDGE_INLINE_MODEL": str(model),
+                "MLBRIDGE_INLINE_STATS": str(tmp_path / f"{run_name}.jsonl"),
             }
             if log:
-                settings["MLBRIDGE_LOG"] = str(tmp_path / f"{run_name}.log")
+                settings["MLBRIDGE_INLINE_LOG"] = str(tmp_path / f"{run_name}.log")
             clang(source, tmp_path / f"{run_name}.o", plugin, compiler_env, [], settings)
             counts[run_name] = stats(tmp_path / f"{run_name}.jsonl")
     objects = {n: (tmp_path / f"{n}.o").read_bytes() for n in counts}
@@ -326,13 +322,16 @@ def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, D
     if transport in ("pipe", "shm"):
         where_args = ["--pipe", str(where), "--create", "--sessions", "0"]
         ready = [Path(f"{where}.in"), Path(f"{where}.out")]
-        settings = {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": str(where)}
+        settings = {"MLBRIDGE_INLINE_RUNNER": "pipe", "MLBRIDGE_INLINE_CHANNEL": str(where)}
         if transport == "shm":
-            settings = {"MLBRIDGE_RUNNER": f"pipe:{where},protocol=shm"}
+            settings = {"MLBRIDGE_INLINE_RUNNER": f"pipe:{where},protocol=shm"}
     else:
         where_args = ["--grpc", f"unix:{where}"]
         ready = [where]
-        settings = {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": f"unix:{where}"}
+        settings = {
+            "MLBRIDGE_INLINE_RUNNER": "grpc",
+            "MLBRIDGE_INLINE_GRPC_TARGET": f"unix:{where}",
+        }
     server = subprocess.Popen(
         [
             sys.executable,
@@ -395,7 +394,7 @@ def test_served_default_policy_reproduces_clang_oz(
                 plugin,
                 compiler_env,
                 flags,
-                {**settings, "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl")},
+                {**settings, "MLBRIDGE_INLINE_STATS": str(tmp_path / f"{source.stem}.jsonl")},
             )
             assert plain_objects[source] == (tmp_path / "served.o").read_bytes(), source.name
             s = stats(tmp_path / f"{source.stem}.jsonl")
@@ -422,10 +421,10 @@ def test_in_process_model_of_llvm_rule_reproduces_clang_oz(
             compiler_env,
             flags,
             {
-                "MLBRIDGE_RUNNER": kind,
-                "MLBRIDGE_MODEL": str(path),
-                "MLBRIDGE_COMPARE_DEFAULT": "1",
-                "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
+                "MLBRIDGE_INLINE_RUNNER": kind,
+                "MLBRIDGE_INLINE_MODEL": str(path),
+                "MLBRIDGE_INLINE_COMPARE_DEFAULT": "1",
+                "MLBRIDGE_INLINE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
                 # A model of LLVM's rule reproduces -Oz with the size cap lifted.
                 "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": "none",
             },
@@ -467,8 +466,8 @@ def test_torchscript_model_in_process_reproduces_clang_oz(
             compiler_env,
             flags,
             {
-                "MLBRIDGE_RUNNER": f"torch:{model}",
-                "MLBRIDGE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
+                "MLBRIDGE_INLINE_RUNNER": f"torch:{model}",
+                "MLBRIDGE_INLINE_STATS": str(tmp_path / f"{source.stem}.jsonl"),
                 "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": "none",
             },
         )
@@ -495,7 +494,7 @@ def test_a_statistics_file_that_is_not_a_regular_file_is_refused(
         "-o",
         str(tmp_path / "plugin.ll"),
     ]
-    env = {**compiler_env, "MLBRIDGE_RUNNER": "default", "MLBRIDGE_STATS": str(path)}
+    env = {**compiler_env, "MLBRIDGE_INLINE_RUNNER": "default", "MLBRIDGE_INLINE_STATS": str(path)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "statistics: cannot open the log" in done.stderr, done.stderr
@@ -542,14 +541,17 @@ def test_a_missing_runner_module_falls_back_to_llvm(plugin, compiler_env, ir, tm
 @pytest.mark.parametrize(
     "setting",
     [
-        {"MLBRIDGE_RUNNER": "pipe", "MLBRIDGE_CHANNEL": "/nonexistent/channel"},
-        {"MLBRIDGE_RUNNER": "grpc", "MLBRIDGE_GRPC_TARGET": "unix:/nonexistent/socket"},
-        {"MLBRIDGE_RUNNER": "aot", "MLBRIDGE_MODEL": "/nonexistent/model.so"},
-        {"MLBRIDGE_RUNNER": "onnx", "MLBRIDGE_MODEL": "/nonexistent/model.onnx"},
-        {"MLBRIDGE_RUNNER": "bogus"},
-        {"MLBRIDGE_RUNNER": "onnx:/nonexistent/model.onnx"},
-        {"MLBRIDGE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
-        {"MLBRIDGE_RUNNER": "pipe:/tmp/x,format=json"},
+        {"MLBRIDGE_INLINE_RUNNER": "pipe", "MLBRIDGE_INLINE_CHANNEL": "/nonexistent/channel"},
+        {
+            "MLBRIDGE_INLINE_RUNNER": "grpc",
+            "MLBRIDGE_INLINE_GRPC_TARGET": "unix:/nonexistent/socket",
+        },
+        {"MLBRIDGE_INLINE_RUNNER": "aot", "MLBRIDGE_INLINE_MODEL": "/nonexistent/model.so"},
+        {"MLBRIDGE_INLINE_RUNNER": "onnx", "MLBRIDGE_INLINE_MODEL": "/nonexistent/model.onnx"},
+        {"MLBRIDGE_INLINE_RUNNER": "bogus"},
+        {"MLBRIDGE_INLINE_RUNNER": "onnx:/nonexistent/model.onnx"},
+        {"MLBRIDGE_INLINE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
+        {"MLBRIDGE_INLINE_RUNNER": "pipe:/tmp/x,format=json"},
     ],
     ids=[
         "pipe-without-peer",
@@ -570,7 +572,7 @@ def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setti
         tmp_path / "fallback.o",
         plugin,
         compiler_env,
-        extra={**setting, "MLBRIDGE_TIMEOUT_MS": "500"},
+        extra={**setting, "MLBRIDGE_INLINE_TIMEOUT_MS": "500"},
     )
     assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "fallback.o").read_bytes()
     assert "using LLVM's default advice" in done.stderr
@@ -596,8 +598,8 @@ def test_peer_dying_mid_compilation_falls_back(plugin, compiler_env, tmp_path, t
             compiler_env,
             extra={
                 **settings,
-                "MLBRIDGE_TIMEOUT_MS": "2000",
-                "MLBRIDGE_STATS": str(tmp_path / "s.jsonl"),
+                "MLBRIDGE_INLINE_TIMEOUT_MS": "2000",
+                "MLBRIDGE_INLINE_STATS": str(tmp_path / "s.jsonl"),
             },
         )
     finally:
@@ -782,9 +784,9 @@ def test_defers_when_gives_llvms_decision_without_asking_a_served_policy(
         assert result.ok, result.stderr
         asked[name] = policy.asked
     settings = {
-        "MLBRIDGE_RUNNER": "constant:0",
-        "MLBRIDGE_STATS": str(tmp_path / "c.jsonl"),
-        "MLBRIDGE_SIZE_INCREASE_THRESHOLD": "none",
+        "MLBRIDGE_INLINE_RUNNER": "constant:0",
+        "MLBRIDGE_INLINE_STATS": str(tmp_path / "c.jsonl"),
+        "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": "none",
     }
     clang(source, tmp_path / "constant.o", plugin, compiler_env, [], settings)
     clang(
@@ -793,7 +795,7 @@ def test_defers_when_gives_llvms_decision_without_asking_a_served_policy(
         plugin,
         compiler_env,
         [],
-        {**settings, "MLBRIDGE_DEFERS_WHEN": "is_callee_linkonce_odr"},
+        {**settings, "MLBRIDGE_INLINE_DEFERS_WHEN": "is_callee_linkonce_odr"},
     )
     rows = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert rows[0]["deferred"] == 0 and rows[1]["deferred"] > 0, rows
@@ -820,7 +822,10 @@ def test_bad_defers_when_falls_back_to_llvm(plugin, compiler_env, tmp_path):
         plugin,
         compiler_env,
         [],
-        {"MLBRIDGE_RUNNER": "constant:0", "MLBRIDGE_DEFERS_WHEN": "is_callee_internal"},
+        {
+            "MLBRIDGE_INLINE_RUNNER": "constant:0",
+            "MLBRIDGE_INLINE_DEFERS_WHEN": "is_callee_internal",
+        },
     )
     assert "-mlbridge-defers-when must be is_callee_linkonce_odr or none" in done.stderr
     assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "bad.o").read_bytes()

@@ -688,8 +688,8 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
                 "served.o",
                 [f"-fpass-plugin={plugin}", f"-fplugin={plugin}"],
                 {
-                    "MLBRIDGE_RUNNER": f"pipe:{channel},protocol=shm",
-                    "MLBRIDGE_STATS": str(tmp_path / "s.jsonl"),
+                    "MLBRIDGE_INLINE_RUNNER": f"pipe:{channel},protocol=shm",
+                    "MLBRIDGE_INLINE_STATS": str(tmp_path / "s.jsonl"),
                 },
             ),
         ):

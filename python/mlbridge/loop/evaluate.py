@@ -52,7 +52,9 @@ def plugin_for(
         return None
     if configuration not in runners:
         raise ValueError(f"unknown configuration {configuration}")
-    return Plugin(plugin, {"MLBRIDGE_COMPARE_DEFAULT": "1", **runners[configuration].plugin_env()})
+    return Plugin(
+        plugin, {"MLBRIDGE_INLINE_COMPARE_DEFAULT": "1", **runners[configuration].plugin_env()}
+    )
 
 
 def evaluate(
