@@ -18,11 +18,8 @@ Everything the compiler declares is checked before anything is allocated for
 it: specs (bounded shapes, unique names) and sizes (each tensor, and one
 message, within ``max_bytes``: :func:`mlbridge.limits.check_schema`).
 
-Compatibility: ``Policy``, ``DecisionFn``, ``Session``, ``takes_context``,
-``as_decision_fn``, ``scalar_packer``, ``output_array``, ``output_arrays`` and
-``output_bytes`` moved to :mod:`mlbridge.policy` (they belong to every
-transport). They are re-exported here for code written against older versions;
-new code imports them from :mod:`mlbridge.policy`.
+The policy contract (``Policy``, ``Session``, ``as_decision_fn``, the checks
+of an answer) is every transport's: :mod:`mlbridge.policy`.
 """
 
 from __future__ import annotations
@@ -53,11 +50,9 @@ from mlbridge.framing import (
 from mlbridge.jsontext import load_json
 from mlbridge.limits import DEFAULT_MAX_BYTES, MAX_HEADER_LINE, BudgetError, check_schema
 from mlbridge.policy import (
-    DecisionFn,
     Policy,
     Session,
     as_decision_fn,
-    output_array,
     output_arrays,
     output_bytes,
     scalar_packer,
@@ -568,14 +563,4 @@ __all__ = [
     "PipeHost",
     "PolicyFailed",
     "ProtocolError",
-    # re-exported from mlbridge.policy for compatibility (see the module doc)
-    "DecisionFn",
-    "Policy",
-    "Session",
-    "as_decision_fn",
-    "output_array",
-    "output_arrays",
-    "output_bytes",
-    "scalar_packer",
-    "takes_context",
 ]

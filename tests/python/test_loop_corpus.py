@@ -10,8 +10,9 @@ from typing import Dict, List
 
 import pytest
 
-from mlbridge.corpus import defaults as corpus
-from mlbridge.corpus.defaults import HELD_OUT, TRAIN, default_corpus, hash_split, load_corpus, split
+import mlbridge.corpus as corpus
+from mlbridge.corpus import HELD_OUT, TRAIN, hash_split, split
+from mlbridge.corpus.defaults import default_corpus, load_corpus
 from mlbridge.errors import MlbridgeError
 from mlbridge.loop.run import _programs
 

@@ -2,10 +2,7 @@
 programs (package data of this package, ``bundled/``), always training programs,
 then those of a corpus in any format of :mod:`mlbridge.corpus`
 (docs/corpus.md) with its split. Where the corpus is when none is given:
-:func:`default_corpus`.
-
-The corpus layer's names (:class:`Program`, the split...) are re-exported
-here for older code."""
+:func:`default_corpus`."""
 
 from __future__ import annotations
 
@@ -14,29 +11,17 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
 from mlbridge.corpus import load as _load
-from mlbridge.corpus.directory import directory_programs as user_programs
-from mlbridge.corpus.fetched import fetched_programs, is_fetched_corpus
-from mlbridge.corpus.program import HELD_OUT, TRAIN, Program
-from mlbridge.corpus.split import HELD_OUT_FRACTION, hash_split, held_out_score, split
+from mlbridge.corpus.program import TRAIN, Program
 from mlbridge.errors import MlbridgeError
 
 __all__ = [
     "BUNDLED",
     "CORPUS_VARIABLE",
-    "HELD_OUT",
-    "HELD_OUT_FRACTION",
     "LOCAL_CORPUS",
-    "TRAIN",
-    "Program",
     "bundled_programs",
     "default_corpus",
-    "fetched_programs",
-    "hash_split",
-    "held_out_score",
-    "is_fetched_corpus",
     "load_corpus",
-    "split",
-    "user_programs",
+    "validation_set_aside",
 ]
 
 #: The bundled demo programs (package data; ``mlbridge demo`` compiles them).

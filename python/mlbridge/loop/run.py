@@ -15,16 +15,13 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
+from mlbridge.corpus import HELD_OUT, TRAIN, Program, split
 from mlbridge.corpus.defaults import (
     CORPUS_VARIABLE,
-    HELD_OUT,
     LOCAL_CORPUS,
-    TRAIN,
-    Program,
     bundled_programs,
     default_corpus,
     load_corpus,
-    split,
 )
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.versions import tools
