@@ -105,6 +105,7 @@ LAYERS: List[Set[str]] = [
         "input_files",
         "output_files",
         "child_process",
+        "session",
         "tensor_spec",
         "policy",
         "runner_config",

@@ -23,7 +23,6 @@ import os
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -44,7 +43,7 @@ from mlbridge.gym.served_compilation import (
     failure,
 )
 from mlbridge.llvm import size_cap
-from mlbridge.llvm.driver import CompilerProcess, RunResult, run_compiler
+from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_channel import check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
@@ -52,6 +51,7 @@ from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_comma
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import run_session
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
@@ -116,41 +116,8 @@ def _run_plugin(
     on_start: Any,
 ) -> RunResult:
     """Runs a compiler that asks mlbridge's plugin (no channel to serve):
-    stdin closed, stdout discarded, stderr kept, its own process group,
-    killed after ``timeout``."""
-    start = time.monotonic()
-    compiler = CompilerProcess(command, subprocess.DEVNULL, environ)
-    chunks: List[bytes] = []
-    stream = compiler.proc.stderr
-    assert stream is not None
-
-    def collect() -> None:
-        for chunk in iter(lambda: stream.read(1 << 16), b""):
-            chunks.append(chunk)
-        stream.close()
-
-    reader = threading.Thread(target=collect, daemon=True, name="mlbridge-plugin-stderr")
-    reader.start()
-    timed_out = False
-    try:
-        on_start(compiler)
-        try:
-            compiler.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            compiler.kill()
-            compiler.proc.wait()
-    except BaseException:
-        compiler.kill()
-        compiler.proc.wait()
-        raise
-    finally:
-        compiler.exited.set()
-        reader.join()
-    stderr = b"".join(chunks).decode("utf-8", "replace")
-    return RunResult(
-        command, compiler.proc.returncode, stderr, {}, timed_out, time.monotonic() - start
-    )
+    a compiler session with its stdout discarded, killed after ``timeout``."""
+    return RunResult.of(run_session(command, timeout=timeout, env=environ, on_start=on_start), {})
 
 
 _PROBED: Dict[Tuple[str, bool, int, Optional[Path], bool], Tuple[str, ...]] = {}

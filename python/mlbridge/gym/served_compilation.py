@@ -14,7 +14,6 @@ and how features become an observation (:meth:`ServedCompilerEnv._observe`).
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple, Union
@@ -26,8 +25,9 @@ from mlbridge.gym.compiler_env import CompilerEnv
 from mlbridge.gym.corpus_modules import EnvError, SkipModule
 from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL
 from mlbridge.gym.modules import Module
-from mlbridge.llvm.driver import KILL_GRACE_SECONDS, CompilerProcess, RunResult
+from mlbridge.llvm.driver import RunResult
 from mlbridge.policy import Session
+from mlbridge.session import KILL_GRACE_SECONDS, CompilerSession, exit_message
 
 #: What ``step`` returns.
 StepResult = Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]
@@ -41,7 +41,7 @@ class ServedEpisode:
     def __init__(self, module: Module, output: Path) -> None:
         self.module = module
         self.output = output
-        self.compiler: Optional[CompilerProcess] = None
+        self.compiler: Optional[CompilerSession] = None
         #: The session header of LLVM's interactive protocol (pipes).
         self.header: Optional[Session] = None
         self.bridge: Optional[DecisionBridge] = None
@@ -52,7 +52,7 @@ class ServedEpisode:
         self.agent_seconds = 0.0
         self.handed_at = 0.0  # when the last observation left the environment
 
-    def started(self, compiler: CompilerProcess) -> None:
+    def started(self, compiler: CompilerSession) -> None:
         """``on_start`` of the compilation: the running compiler."""
         self.compiler = compiler
 
@@ -79,17 +79,6 @@ class SessionPolicy:
 
     def __call__(self, features: Dict[str, np.ndarray]) -> Any:
         return self._decide(features)
-
-
-def exit_message(returncode: int) -> str:
-    """How a compiler that exited with ``returncode`` (not 0) ended."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"the compiler was killed by {name}"
-    return f"the compiler failed (exit status {returncode})"
 
 
 def failure(result: RunResult, episode_timeout: float) -> str:
@@ -213,7 +202,7 @@ class ServedCompilerEnv(CompilerEnv):
         if isinstance(event, Request):
             # A compiler driver that died while its front end asks on (gcc's
             # cc1 outlives a killed gcc until it is reaped): a fault.
-            gone = None if episode.compiler is None else episode.compiler.proc.poll()
+            gone = None if episode.compiler is None else episode.compiler.poll()
             if gone is not None:
                 return self._fault(episode, exit_message(gone) if gone else "the compiler exited")
             return self._hand(episode, event), 0.0, False, False, self._info(episode)

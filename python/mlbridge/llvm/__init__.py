@@ -3,7 +3,7 @@ priority) from Python policies over its interactive pipe protocol."""
 
 from mlbridge.llvm.advisors import ADVISORS, MAX_PRIORITY, Advisor, AdvisorError, get_advisor
 from mlbridge.llvm.command import compiler_kind, with_llvm_options
-from mlbridge.llvm.driver import AdvisorRun, CompilerProcess, RunResult, run_compiler
+from mlbridge.llvm.driver import AdvisorRun, RunResult, run_compiler
 from mlbridge.llvm.ir import CompileError, make_inliner_ir
 from mlbridge.llvm.outcomes import call_count, section_sizes, spill_counts, text_size
 
@@ -14,7 +14,6 @@ __all__ = [
     "AdvisorError",
     "AdvisorRun",
     "CompileError",
-    "CompilerProcess",
     "RunResult",
     "call_count",
     "compiler_kind",

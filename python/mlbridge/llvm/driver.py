@@ -25,10 +25,7 @@ advisors together). It handles the other LLVM 19 pitfalls:
 
 from __future__ import annotations
 
-import io
-import subprocess
-import threading
-import time
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
@@ -43,9 +40,7 @@ from mlbridge.llvm.plugin_channel import PluginChannel, check_defers_when
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
-
-#: Seconds a compiler has to exit after SIGTERM before it gets SIGKILL.
-KILL_GRACE_SECONDS = 2.0
+from mlbridge.session import KILL_GRACE_SECONDS, CompilerSession, SessionResult, run_session
 
 
 @dataclass
@@ -85,6 +80,13 @@ class RunResult:
     timed_out: bool = False
     wall_seconds: float = 0.0
 
+    @classmethod
+    def of(cls, done: SessionResult, advisors: Dict[str, AdvisorRun]) -> "RunResult":
+        """The result of the compiler session ``done``, whose ``advisors`` were served."""
+        return cls(
+            done.command, done.returncode, done.stderr, advisors, done.timed_out, done.wall_seconds
+        )
+
     @property
     def error(self) -> Optional[str]:
         """A timeout or the first host-side error; None when serving went well."""
@@ -123,50 +125,9 @@ class RunResult:
         }
 
 
-class CompilerProcess:
-    """The running compiler: alive flag for watchers, group kill.
-
-    :func:`run_compiler` hands it to its ``on_start`` callback, so that
-    another thread can read its ``pid`` or stop it (:meth:`kill`).
-    """
-
-    def __init__(self, command: Sequence[str], stdout: Any, env: Optional[Mapping[str, str]]):
-        self.proc = child_process.popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE, env=env
-        )
-        self.exited = threading.Event()
-        self._lock = threading.Lock()
-        self._killing = False
-
-    @property
-    def pid(self) -> int:
-        """The compiler's process id (also its process group's)."""
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return not self.exited.is_set()
-
-    def kill(self) -> None:
-        """Stop the compiler's process group (clang's cc1 child included):
-        SIGTERM (LLVM then removes its temporary outputs) and SIGCONT (a
-        stopped compiler handles it too), SIGKILL when it has not exited
-        after :data:`KILL_GRACE_SECONDS`."""
-        with self._lock:
-            if self.exited.is_set() or self._killing:
-                return
-            self._killing = True
-            self.proc.terminate()
-        threading.Thread(target=self._kill_after_grace, daemon=True, name="compiler-kill").start()
-
-    def _kill_after_grace(self) -> None:
-        if not self.exited.wait(KILL_GRACE_SECONDS):
-            with self._lock:
-                if not self.exited.is_set():
-                    self.proc.kill()
-
-
 def _serve_one(
-    compiler: CompilerProcess,
+    compiler: CompilerSession,
+    *,
     channel: Channel,
     host: PipeHost,
     run: AdvisorRun,
@@ -192,15 +153,6 @@ def _serve_one(
         ends.close()
 
 
-def _collect(stream: Any, sink: List[str], echo: Optional[TextIO]) -> None:
-    for line in iter(stream.readline, ""):
-        sink.append(line)
-        if echo is not None:
-            echo.write(line)
-            echo.flush()
-    stream.close()
-
-
 def run_compiler(
     command: Sequence[str],
     policies: Mapping[str, Policy],
@@ -215,7 +167,7 @@ def run_compiler(
     echo_stderr: Optional[TextIO] = None,
     channel_dir: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
-    on_start: Optional[Callable[[CompilerProcess], None]] = None,
+    on_start: Optional[Callable[[CompilerSession], None]] = None,
     llvm: Optional[int] = None,
     plugin: Optional[Path] = None,
     defers_when: Optional[str] = None,
@@ -244,7 +196,7 @@ def run_compiler(
       :func:`mlbridge.child_process.child_environment`). When the inliner is
       served through ``plugin``, the plugins' variables are dropped from
       ``env`` too before the plugin's settings are added.
-    - ``on_start``: called with the :class:`CompilerProcess` as soon as it
+    - ``on_start``: called with the :class:`~mlbridge.session.CompilerSession` as soon as it
       runs, before anything is served (its ``pid``; its ``kill()`` stops it
       from any thread, e.g. a compiler that stopped answering).
     - ``llvm``: the compiler's LLVM major (default: what its name says,
@@ -375,7 +327,7 @@ def _run_through_plugin(
     echo_stderr: Optional[TextIO],
     channel_dir: Optional[str],
     env: Optional[Mapping[str, str]],
-    on_start: Optional[Callable[[CompilerProcess], None]],
+    on_start: Optional[Callable[[CompilerSession], None]],
     defers_when: Optional[str],
 ) -> RunResult:
     """:func:`run_compiler` for the inliner served by mlbridge's plugin and
@@ -439,7 +391,7 @@ def run_served(
     stdout: Any = None,
     channel_dir: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
-    on_start: Optional[Callable[[CompilerProcess], None]] = None,
+    on_start: Optional[Callable[[CompilerSession], None]] = None,
 ) -> RunResult:
     """Compile with ``command(base)`` while ``policy`` answers on a private
     channel at ``base``, for a compiler that reaches its model through a
@@ -478,74 +430,29 @@ def _run(
     stdout: Any,
     echo_stderr: Optional[TextIO],
     env: Optional[Mapping[str, str]],
-    on_start: Optional[Callable[[CompilerProcess], None]] = None,
+    on_start: Optional[Callable[[CompilerSession], None]] = None,
 ) -> RunResult:
-    start = time.monotonic()
-    err_lines: List[str] = []
+    """Runs ``command`` as a compiler session while each of ``policies``
+    is served on its channel from a thread of its own."""
     runs = {name: AdvisorRun(name) for name in policies}
-    started: List[threading.Thread] = []
-    timed_out = False
-    join_deadline: Optional[float] = None
-    compiler = CompilerProcess(command, stdout, env)
-    # Everything after the compiler started is inside the try: an interrupt
-    # (Ctrl-C, SIGTERM) at any moment, even while the serving threads start,
-    # stops the compiler.
-    try:
-        try:
-            if on_start is not None:
-                on_start(compiler)
-            threads = [
-                threading.Thread(
-                    target=_collect,
-                    daemon=True,
-                    args=(_text(compiler.proc.stderr), err_lines, echo_stderr),
-                )
-            ]
-            for name, policy in policies.items():
-                host = PipeHost(
-                    policy, io_timeout=io_timeout, log=logs.get(name), patch=patches[name]
-                )
-                threads.append(
-                    threading.Thread(
-                        target=_serve_one,
-                        daemon=True,
-                        name=f"serve-{name}",
-                        args=(compiler, channels[name], host, runs[name], open_timeout),
-                    )
-                )
-            for thread in threads:
-                thread.start()
-                started.append(thread)
-            compiler.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            compiler.kill()
-            compiler.proc.wait()
-    except BaseException:  # e.g. KeyboardInterrupt: never leave the compiler behind
-        compiler.kill()
-        compiler.proc.wait()
-        if not started:  # nobody reads its stderr
-            assert compiler.proc.stderr is not None
-            compiler.proc.stderr.close()
-        # Do not wait for a policy still deciding (the threads are daemons):
-        # an interrupted run must end at once.
-        join_deadline = time.monotonic() + KILL_GRACE_SECONDS
-        raise
-    finally:
-        compiler.exited.set()
-        for thread in started:
-            thread.join(
-                None if join_deadline is None else max(0.0, join_deadline - time.monotonic())
-            )
-    return RunResult(
+    servers = [
+        functools.partial(
+            _serve_one,
+            channel=channels[name],
+            host=PipeHost(policy, io_timeout=io_timeout, log=logs.get(name), patch=patches[name]),
+            run=runs[name],
+            open_timeout=open_timeout,
+        )
+        for name, policy in policies.items()
+    ]
+    done = run_session(
         command,
-        compiler.proc.returncode,
-        "".join(err_lines),
-        runs,
-        timed_out,
-        time.monotonic() - start,
+        timeout=timeout,
+        env=env,
+        stdout=stdout,
+        echo=echo_stderr,
+        on_start=on_start,
+        servers=servers,
+        grace=KILL_GRACE_SECONDS,
     )
-
-
-def _text(stream: Any) -> io.TextIOWrapper:
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
+    return RunResult.of(done, runs)
