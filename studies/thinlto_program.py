@@ -17,20 +17,22 @@ from mlbridge import child_process
 from mlbridge.corpus import load_corpus
 from mlbridge.corpus.program import Program
 from mlbridge.llvm.versions import LlvmTools
+from mlbridge.session import ToolError, run_tool
 
 
 def run(command: Sequence[str], env: Optional[Mapping[str, str]] = None) -> None:
     """Runs ``command`` (with ``env`` added to this environment without the
-    plugins' variables); a failure ends the tool with its stderr."""
-    done = child_process.run(
-        list(command),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=child_process.child_environment(env),
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-3000:]}")
+    plugins' variables); a failure ends the study with its stderr."""
+    try:
+        run_tool(
+            command,
+            timeout=1800,
+            what=" ".join(command),
+            tail=3000,
+            env=child_process.child_environment(env),
+        )
+    except ToolError as err:
+        raise SystemExit(str(err)) from None
 
 
 @dataclass

@@ -29,6 +29,7 @@ from mlbridge.llvm import run_compiler
 from mlbridge.llvm.versions import SUPPORTED, LlvmTools
 from mlbridge.native import plugin_path
 from mlbridge.policies import load_policy
+from mlbridge.session import run_tool
 
 
 def main() -> int:
@@ -50,10 +51,10 @@ def main() -> int:
         for module in modules:
             flags = ["-Oz", "-c", "-w", *module.codegen_flags(), str(module.bitcode)]
             plain, inprocess, served = work / "plain.o", work / "inprocess.o", work / "served.o"
-            child_process.run([tools.clang, *flags, "-o", str(plain)], check=True)
-            child_process.run(
+            run_tool([tools.clang, *flags, "-o", str(plain)], timeout=1800)
+            run_tool(
                 [tools.clang, f"-fpass-plugin={plugin}", *flags, "-o", str(inprocess)],
-                check=True,
+                timeout=1800,
                 env=child_process.child_environment({"MLBRIDGE_INLINE_RUNNER": "default"}),
             )
             result = run_compiler(

@@ -51,7 +51,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 
 __all__ = [
     "Child",
@@ -61,7 +61,6 @@ __all__ = [
     "is_plugin_variable",
     "popen",
     "run",
-    "run_tool",
 ]
 
 T = TypeVar("T")
@@ -350,33 +349,3 @@ def run(
     if check and returncode:
         raise subprocess.CalledProcessError(returncode, args, stdout, stderr)
     return subprocess.CompletedProcess(args, returncode, stdout, stderr)
-
-
-def run_tool(
-    command: List[str],
-    error: Type[Exception],
-    timeout: float,
-    stderr_tail: int,
-    stdout: Any = subprocess.PIPE,
-) -> "subprocess.CompletedProcess[str]":
-    """A tool (an LLVM tool, a compiler) run by :func:`run` with no input
-    and its stderr captured as text: ``error`` saying so when it cannot
-    start, runs longer than ``timeout`` seconds, or exits non-zero (with the
-    last ``stderr_tail`` characters of its stderr)."""
-    try:
-        done = run(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise error(f"{command[0]} ran longer than {timeout:g} s") from None
-    except OSError as err:
-        raise error(f"cannot run {command[0]}: {err.strerror or err}") from None
-    if done.returncode != 0:
-        raise error(f"{command[0]} failed ({done.returncode}): {done.stderr[-stderr_tail:]}")
-    return done

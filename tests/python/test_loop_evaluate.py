@@ -152,7 +152,8 @@ def test_a_ready_server_is_yielded_then_killed(tmp_path):
             assert server.poll() is None
             assert Path(str(base) + ".in").exists()
             process = server
-        assert process.returncode == -signal.SIGKILL
+        # Stopped as every compiler session is: SIGTERM, SIGKILL after a grace.
+        assert process.returncode in (-signal.SIGTERM, -signal.SIGKILL)
         return process.pid
 
     outcome = _bounded(serve, [pid_file])

@@ -1,5 +1,5 @@
 """One step of building a corpus (a download, an unpack, a configure, a
-build): a child of :mod:`mlbridge.child_process` (it dies with this
+build): a :func:`mlbridge.session.run_tool` command (it dies with this
 process), its output appended to a log file (never through a symbolic link),
 under a deadline; a step that fails is a CorpusError naming its log."""
 
@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from mlbridge import child_process
 from mlbridge.errors import CorpusError
 from mlbridge.output_files import open_output_file
+from mlbridge.session import ToolError, run_tool
 
 
 def run_step(
@@ -33,18 +33,12 @@ def run_step(
         out.write(f"$ (cd {cwd} && {' '.join(args)})\n".encode())
         out.flush()
         try:
-            result = child_process.run(
-                list(args),
-                cwd=cwd,
-                env=None if env is None else dict(env),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise CorpusError(f"{what}: no result after {timeout:.0f} s (log: {log})") from None
-        except OSError as err:
-            raise CorpusError(f"{what}: cannot run {args[0]}: {err.strerror or err}") from None
-    if result.returncode != 0:
-        raise CorpusError(f"{what}: {args[0]} exited with {result.returncode} (log: {log})")
+            run_tool(args, timeout=timeout, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+        except ToolError as err:
+            if err.timed_out:
+                raise CorpusError(f"{what}: no result after {timeout:.0f} s (log: {log})") from None
+            if err.returncode is None:
+                raise CorpusError(f"{what}: {err}") from None
+            raise CorpusError(
+                f"{what}: {args[0]} exited with {err.returncode} (log: {log})"
+            ) from None

@@ -8,17 +8,16 @@ corpus, and recorded with clang's first error."""
 from __future__ import annotations
 
 import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
-from mlbridge import child_process
 from mlbridge.corpus.compdb import entries_and_files, read_compdb
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
 from mlbridge.output_files import replace_file
+from mlbridge.session import ToolError, run_tool
 
 #: Longest one unit's check may take.
 CHECK_TIMEOUT_S = 300.0
@@ -30,22 +29,16 @@ def _first_error(compiler: str, program: Program) -> Optional[str]:
     """Why ``program`` does not compile (clang's first error), or None."""
     command = [compiler, "-fsyntax-only", "-w", *program.flags, str(program.sources[0])]
     try:
-        done = child_process.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=CHECK_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return f"no answer in {CHECK_TIMEOUT_S:g} s"
-    except OSError as err:
-        raise CorpusError(f"cannot run {compiler}: {err.strerror or err}") from None
-    if done.returncode == 0:
-        return None
-    lines = done.stderr.splitlines()
-    errors = [line for line in lines if "error" in line] or lines
-    return (errors[0] if errors else f"exit status {done.returncode}")[-MAX_ERROR_CHARS:]
+        run_tool(command, timeout=CHECK_TIMEOUT_S)
+    except ToolError as err:
+        if err.timed_out:
+            return f"no answer in {CHECK_TIMEOUT_S:g} s"
+        if err.returncode is None:
+            raise CorpusError(str(err)) from None
+        lines = err.stderr.splitlines()
+        errors = [line for line in lines if "error" in line] or lines
+        return (errors[0] if errors else f"exit status {err.returncode}")[-MAX_ERROR_CHARS:]
+    return None
 
 
 @dataclass(frozen=True)

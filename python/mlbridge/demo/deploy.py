@@ -18,8 +18,8 @@ from typing import List, Sequence, TextIO, Tuple
 
 import numpy as np
 
-from mlbridge import child_process
 from mlbridge.native import NativeError, deploy_replay_path
+from mlbridge.session import ToolError, run_tool
 
 #: The features the demo policy reads, in the order of the replay file.
 FEATURES = ("cost_estimate", "callee_basic_block_count", "last_call_to_static_bonus")
@@ -84,13 +84,10 @@ def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]], out: 
     export_policy_onnx(model)
     write_cases(records, cases)
     policy = str(Path(__file__).resolve().parent / "policy.py") + ":policy"
-    done = child_process.run(
-        [str(replay), model, cases, sys.executable, policy],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    try:
+        done = run_tool([str(replay), model, cases, sys.executable, policy], timeout=600)
+    except ToolError as err:
+        out.write(f"the deployment half failed: {err}\n")
+        return 1 if err.returncode is None else err.returncode
     out.write(done.stdout)
-    if done.returncode != 0:
-        out.write(done.stderr)
-    return done.returncode
+    return 0

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, TextIO
 
-from mlbridge import child_process
 from mlbridge.corpus.defaults import BUNDLED
 from mlbridge.demo.policy import CountingPolicy
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import run_compiler, text_size
+from mlbridge.session import run_tool
 
 CLANG = "clang-19"
 FLAGS = ("-Oz", "-c")
@@ -51,14 +50,7 @@ def demo_program(source: str, workdir: str, records: Optional[list] = None) -> D
     name = os.path.basename(source)
     plain = os.path.join(workdir, name + ".default.o")
     served = os.path.join(workdir, name + ".policy.o")
-    done = child_process.run(
-        [CLANG, *FLAGS, source, "-o", plain],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise MlbridgeError(f"{CLANG} failed on {name}: {done.stderr.strip()}")
+    run_tool([CLANG, *FLAGS, source, "-o", plain], timeout=300, what=f"{CLANG} on {name}")
     policy = CountingPolicy()
     result = run_compiler([CLANG, *FLAGS, source, "-o", served], {"inline": policy}, timeout=300)
     if not result.ok:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mlbridge import child_process
+from mlbridge.session import run_tool
 
 #: The compiler the plugin loads into.
 GCC = "gcc-12"
@@ -251,13 +251,7 @@ def harness_object(work: Path) -> Path:
         source = work / "harness.c"
         source.write_text(HARNESS)
         partial = work / "harness.o.partial"
-        child_process.run(
-            [GCC, "-O2", "-c", str(source), "-o", str(partial)],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=TOOL_TIMEOUT,
-        )
+        run_tool([GCC, "-O2", "-c", str(source), "-o", str(partial)], timeout=TOOL_TIMEOUT)
         partial.replace(obj)
     return obj
 
@@ -287,23 +281,14 @@ def compile_command(
 
 def link(obj: Path, work: Path, program: Path) -> None:
     """Links a compiled kernel with the harness into ``program``."""
-    child_process.run(
+    run_tool(
         [GCC, "-O2", str(harness_object(work)), str(obj), "-o", str(program)],
-        capture_output=True,
-        text=True,
-        check=True,
         timeout=TOOL_TIMEOUT,
     )
 
 
 def run(program: Path, calls: int = 1000, reps: int = 5) -> Tuple[float, str]:
     """Runs a linked kernel: nanoseconds per call (fastest batch) and checksum."""
-    done = child_process.run(
-        [str(program.resolve()), str(calls), str(reps)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=TOOL_TIMEOUT,
-    )
+    done = run_tool([str(program.resolve()), str(calls), str(reps)], timeout=TOOL_TIMEOUT)
     ns, checksum = done.stdout.split()[:2]
     return float(ns), checksum

@@ -10,8 +10,6 @@ import numpy as np
 
 from mlbridge.runner_config import MAX_TIMEOUT_MS
 
-#: How much of a compiler's (or service's) stderr an episode's error quotes.
-STDERR_TAIL = 1500
 #: Seconds the serving side waits beyond the environment's own deadline, so
 #: that an abandoned session is ended by the compiler's (or the service's)
 #: deadline, with its message.

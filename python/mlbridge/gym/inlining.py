@@ -32,7 +32,7 @@ from gymnasium import spaces
 from mlbridge import child_process
 from mlbridge.errors import CodecError
 from mlbridge.gym.corpus_modules import EnvError, environment_modules
-from mlbridge.gym.episode_limits import STDERR_TAIL, runner_ms, seconds
+from mlbridge.gym.episode_limits import runner_ms, seconds
 from mlbridge.gym.modules import Module
 from mlbridge.gym.served_compilation import (
     Outcome,
@@ -51,7 +51,7 @@ from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_comma
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
-from mlbridge.session import run_session
+from mlbridge.session import STDERR_TAIL, ToolError, run_session, run_tool
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
@@ -490,25 +490,14 @@ class InliningEnv(ServedCompilerEnv):
         if module.name not in self._oz_sizes:
             output = Path(self._workdir()) / "oz.o"
             try:
-                done = child_process.run(
+                run_tool(
                     self._command(module, output),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    errors="replace",
                     timeout=self.episode_timeout,
+                    what=f"plain {self.clang} -Oz",
+                    stdout=subprocess.DEVNULL,
                 )
-            except subprocess.TimeoutExpired:
-                raise EnvError(
-                    f"{module.name}: plain {self.clang} -Oz ran longer than "
-                    f"{self.episode_timeout:g} s"
-                ) from None
-            if done.returncode != 0:
-                raise EnvError(
-                    f"{module.name}: plain {self.clang} -Oz failed ({done.returncode}): "
-                    f"{done.stderr[-STDERR_TAIL:]}"
-                )
+            except ToolError as err:
+                raise EnvError(f"{module.name}: {err}") from None
             try:
                 self._oz_sizes[module.name] = text_size(str(output))
             finally:

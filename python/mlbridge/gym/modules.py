@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import CorpusError
 from mlbridge.llvm.versions import tools
+from mlbridge.session import ToolError, run_tool
 
 #: The flags that make a module ready for a size pipeline, not yet optimised.
 MODULE_FLAGS = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-w")
@@ -122,19 +121,10 @@ def _compile(
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     command = [clang, *module_flags, *flags, str(source), "-o", str(tmp)]
     try:
-        done = child_process.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=COMPILE_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
+        run_tool(command, timeout=COMPILE_TIMEOUT, tail=1000)
+    except ToolError as err:
         tmp.unlink(missing_ok=True)
-        raise ModuleError(f"{name}: {clang} took more than {COMPILE_TIMEOUT:g} s") from None
-    if done.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise ModuleError(f"{name}: {clang} failed ({done.returncode}): {done.stderr[-1000:]}")
+        raise ModuleError(f"{name}: {err}") from None
     os.replace(tmp, out)
 
 

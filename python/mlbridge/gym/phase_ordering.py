@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -32,7 +31,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge import child_process
 from mlbridge.channel import ChannelError, make_fifos, open_host_ends
 from mlbridge.codecs import FORMATS
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
@@ -43,12 +41,13 @@ from mlbridge.gym.corpus_modules import (
     SkipModule,
     environment_modules,
 )
-from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL, runner_ms, seconds
+from mlbridge.gym.episode_limits import IDLE_MARGIN, runner_ms, seconds
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.versions import tools
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import STDERR_TAIL, CompilerSession, ToolError, exit_message, run_tool
 from mlbridge.tensor_spec import TensorSpec
 
 __all__ = ["IDLE_TIMEOUT", "ROLLBACKS", "EnvError", "PhaseOrderingEnv", "describe_service"]
@@ -84,17 +83,9 @@ def describe_service(service: Union[str, os.PathLike]) -> Dict[str, Any]:
         if key in _DESCRIBED:
             return _DESCRIBED[key]
         try:
-            done = child_process.run(
-                [key, "--list-actions"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=60.0,
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise EnvError(f"cannot run {key} --list-actions: {err}") from None
-        if done.returncode != 0:
-            stderr = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
-            raise EnvError(f"{key} --list-actions failed ({done.returncode}): {stderr}")
+            done = run_tool([key, "--list-actions"], timeout=60.0, what=f"{key} --list-actions")
+        except ToolError as err:
+            raise EnvError(str(err)) from None
         try:
             description = json.loads(done.stdout)
             missing = [k for k in _DESCRIPTION_KEYS if k not in description]
@@ -135,26 +126,22 @@ class _ServicePolicy:
 
 
 class _Service:
-    """One running ``mlbridge-phase-service``: its process (a process group
-    of its own), its channel, its stderr (a file) and the bridge serving it.
+    """One running ``mlbridge-phase-service``: its compiler session (a
+    process group of its own, the end of its stderr), its channel and the
+    bridge serving it.
 
     ``request`` is the observation the service waits on an answer for (None
     when it is gone, or while a command runs).
     """
 
-    def __init__(
-        self, command: List[str], base: str, stderr_path: str, step_timeout: float, name: str
-    ) -> None:
-        self.base, self.stderr_path = base, stderr_path
+    def __init__(self, command: List[str], base: str, step_timeout: float, name: str) -> None:
+        self.base = base
         self.step_timeout = step_timeout
         self.session: Optional[Session] = None
         self.request: Optional[Request] = None
         self.channel = make_fifos(base)
         try:
-            with open(stderr_path, "wb") as stderr:
-                self.proc = child_process.popen(
-                    command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
-                )
+            self.compiler = CompilerSession(command, grace=_KILL_GRACE)
         except OSError as err:
             self.channel.close()
             raise EnvError(f"cannot start {command[0]}: {err.strerror or err}") from None
@@ -168,11 +155,11 @@ class _Service:
     @property
     def pid(self) -> int:
         """The service's process id (also its process group's)."""
-        return self.proc.pid
+        return self.compiler.pid
 
     def alive(self) -> bool:
         """Whether the service's process still runs."""
-        return self.proc.poll() is None
+        return self.compiler.poll() is None
 
     def _serve(self, decide: Callable[..., Any]) -> _Exit:
         """The bridge's thread: serves the channel until the service closes it."""
@@ -192,39 +179,28 @@ class _Service:
             finally:
                 ends.close()
         try:
-            self.proc.wait(_END_TIMEOUT)
+            self.compiler.wait(_END_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.kill()
-        return _Exit(self.proc.returncode, error)
+        return _Exit(self.compiler.returncode, error)
 
     def kill(self) -> None:
         """Stops the service's process group: SIGTERM and SIGCONT (a stopped
         service handles them too), SIGKILL when it has not exited after
         :data:`_KILL_GRACE` seconds; returns once it has exited."""
-        self.proc.stop(_KILL_GRACE)
+        self.compiler.stop()
 
     def stderr_tail(self) -> str:
         """The end of what the service wrote to stderr."""
-        try:
-            with open(self.stderr_path, "rb") as stderr:
-                stderr.seek(0, os.SEEK_END)
-                stderr.seek(max(0, stderr.tell() - 4 * STDERR_TAIL))
-                text = stderr.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-        return text.strip()[-STDERR_TAIL:]
+        return self.compiler.tail(STDERR_TAIL)
 
     def stop(self) -> None:
         """Kills the service (if it runs), joins the serving thread and
-        removes the channel and the stderr file."""
+        removes the channel."""
         self.request = None
         self.kill()
         self.bridge.abandon(join_timeout=_END_TIMEOUT + _KILL_GRACE)
         self.channel.close()
-        try:
-            os.unlink(self.stderr_path)
-        except OSError:
-            pass
 
     def end(self, command: int) -> None:
         """Sends ``command`` (END) when the service waits for one, gives it
@@ -233,7 +209,7 @@ class _Service:
             self.request = None
             self.bridge.answer({"command": command, "argument": 0})
             try:
-                self.proc.wait(_END_TIMEOUT)
+                self.compiler.wait(_END_TIMEOUT)
             except subprocess.TimeoutExpired:
                 pass
         self.stop()
@@ -253,14 +229,8 @@ class _Service:
         code = getattr(result, "returncode", None)
         if code is None:
             message = "the compiler service is gone"
-        elif code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            message = f"the compiler service was killed by {name}"
         elif code != 0:
-            message = f"the compiler service failed (exit status {code})"
+            message = exit_message(code, "the compiler service")
         else:
             message = "the compiler service exited"
         stderr = self.stderr_tail()
@@ -495,7 +465,6 @@ class PhaseOrderingEnv(CompilerEnv):
         service = _Service(
             self._command_line(base),
             base,
-            base + ".stderr",
             self.step_timeout,
             f"mlbridge-phase-service-{self._services}",
         )

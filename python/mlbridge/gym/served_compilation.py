@@ -23,11 +23,11 @@ import numpy as np
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
 from mlbridge.gym.compiler_env import CompilerEnv
 from mlbridge.gym.corpus_modules import EnvError, SkipModule
-from mlbridge.gym.episode_limits import IDLE_MARGIN, STDERR_TAIL
+from mlbridge.gym.episode_limits import IDLE_MARGIN
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.driver import RunResult
 from mlbridge.policy import Session
-from mlbridge.session import KILL_GRACE_SECONDS, CompilerSession, exit_message
+from mlbridge.session import KILL_GRACE_SECONDS, STDERR_TAIL, CompilerSession, exit_message
 
 #: What ``step`` returns.
 StepResult = Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]

@@ -39,7 +39,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge import child_process
 from mlbridge.gym.corpus_modules import EnvError, SkipModule
 from mlbridge.gym.episode_limits import runner_ms, seconds
 from mlbridge.gym.modules import Module
@@ -53,6 +52,7 @@ from mlbridge.gym.served_compilation import (
 from mlbridge.llvm.driver import RunResult, run_served
 from mlbridge.problems.problem import Answer, Problem
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import ToolError, run_tool
 
 __all__ = ["Baseline", "EnvError", "TimedKernelEnv", "answer_value", "kernel_modules"]
 
@@ -238,12 +238,8 @@ class TimedKernelEnv(ServedCompilerEnv):
         log.unlink(missing_ok=True)
         try:
             start = time.monotonic()
-            child_process.run(
-                self._compile_command(module, output, runner, log),
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=self.episode_timeout,
+            run_tool(
+                self._compile_command(module, output, runner, log), timeout=self.episode_timeout
             )
             seconds_ = time.monotonic() - start
             decisions = self._read_log(log) if log.exists() else []
@@ -280,11 +276,10 @@ class TimedKernelEnv(ServedCompilerEnv):
                     runnable.unlink(missing_ok=True)
                     raise SkipModule(f"the compiler made no {self.decision_name} in it")
                 fastest, checksum = self._race({"default": runnable})["default"]
-            except subprocess.CalledProcessError as err:
-                tail = (err.stderr or "").strip()[-2000:]
-                raise SkipModule(f"it does not build: {tail}") from None
-            except subprocess.TimeoutExpired:
-                raise SkipModule(f"building it took over {self.episode_timeout:g} s") from None
+            except ToolError as err:
+                if err.timed_out:
+                    raise SkipModule(f"building it took over {self.episode_timeout:g} s") from None
+                raise SkipModule(f"it does not build: {err}") from None
             except (OSError, ValueError) as err:
                 raise SkipModule(f"it cannot be measured: {err}") from None
             self._baselines[module.name] = Baseline(runnable, fastest, checksum)
@@ -324,9 +319,7 @@ class TimedKernelEnv(ServedCompilerEnv):
             if fallbacks:
                 raise EnvError(f"{module}: the model's decisions fell back: {fallbacks[0]}")
             best = self._race({label: b[0] for label, b in built.items()})
-        except subprocess.CalledProcessError as err:
-            raise EnvError(f"{module}: {(err.stderr or '').strip()[-2000:]}") from None
-        except (subprocess.TimeoutExpired, OSError, ValueError) as err:
+        except (ToolError, OSError, ValueError) as err:
             raise EnvError(f"{module}: {err}") from None
         finally:
             for runnable, _, _ in built.values():
@@ -463,10 +456,8 @@ class TimedKernelEnv(ServedCompilerEnv):
         try:
             runnable = self._prepare(episode.output)
             best = self._race({"default": baseline.runnable, "episode": runnable})
-        except subprocess.CalledProcessError as err:
-            return f"building or running the kernel failed: {(err.stderr or '').strip()[-2000:]}"
-        except (subprocess.TimeoutExpired, OSError, ValueError) as err:
-            return f"running the kernel failed: {err}"
+        except (ToolError, OSError, ValueError) as err:
+            return f"building or running the kernel failed: {err}"
         finally:
             self._log_of(episode.output).unlink(missing_ok=True)
             if runnable is not None:

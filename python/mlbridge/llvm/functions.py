@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import List, Tuple
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.jsontext import load_json_value
+from mlbridge.session import run_tool
 
 NM = "llvm-nm-19"
 EXTRACT = "llvm-extract-19"
@@ -33,7 +33,7 @@ class FunctionError(MlbridgeError):
 
 
 def _run(command: List[str]) -> str:
-    return child_process.run_tool(command, FunctionError, TIMEOUT, 1000).stdout
+    return run_tool(command, timeout=TIMEOUT, tail=1000, error=FunctionError).stdout
 
 
 def defined_functions(bitcode: Path, nm: str = NM) -> List[str]:

@@ -7,13 +7,14 @@ made with ``-O1 -Xclang -disable-llvm-passes``: unoptimised, but inlinable.
 
 from __future__ import annotations
 
-import subprocess
 from typing import Sequence
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
+from mlbridge.session import run_tool
 
 INLINER_IR_FLAGS = ("-O1", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S")
+#: Longest one compilation to IR may take.
+TIMEOUT = 600.0
 
 
 class CompileError(MlbridgeError):
@@ -25,9 +26,5 @@ def make_inliner_ir(
 ) -> str:
     """Compile the C/C++ file ``source`` to inlinable textual IR at ``output``."""
     command = [clang, *INLINER_IR_FLAGS, *extra_args, "-c", source, "-o", output]
-    done = child_process.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CompileError(
-            f"{' '.join(command)} failed (rc {done.returncode}):\n{done.stderr.strip()}"
-        )
+    run_tool(command, timeout=TIMEOUT, what=" ".join(command), error=CompileError)
     return output

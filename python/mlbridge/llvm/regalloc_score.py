@@ -48,8 +48,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
+from mlbridge.session import STDERR_TAIL, ToolError, run_tool
 
 #: Largest MIR or frequency text read (a module's allocated code).
 MAX_TEXT_BYTES = 512 << 20
@@ -400,8 +400,6 @@ LLC = "llc-19"
 STOP_AFTER = "virtregrewriter"
 #: Options of a module that make llc generate position-independent code.
 PIC_FLAGS = frozenset({"-fPIC", "-fpic", "-fPIE", "-fpie"})
-#: How much of llc's stderr an error quotes.
-STDERR_TAIL = 1500
 
 
 #: The first bytes of LLVM bitcode, bare and in its wrapper.
@@ -436,7 +434,7 @@ def llc_input(llc: str, module: Path, workdir: Path, timeout: float) -> Path:
     output = workdir / f"input-{digest}.bc"
     command = [_beside(llc, "llvm-as"), str(module), "-o", str(output)]
     try:
-        child_process.run_tool(command, AllocationError, timeout, STDERR_TAIL, subprocess.DEVNULL)
+        run_tool(command, timeout=timeout, stdout=subprocess.DEVNULL, error=AllocationError)
     except AllocationError:
         output.unlink(missing_ok=True)
         raise
@@ -503,30 +501,27 @@ def default_allocation(
     )
     try:
         start = time.monotonic()
+        # The block frequencies go to stderr, too long for a pipe's tail.
         with open(log, "wb") as stderr:
-            done = child_process.run(
+            run_tool(
                 command,
-                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                what=f"{llc} with the default advisor",
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
-                timeout=timeout,
             )
         seconds = time.monotonic() - start
-        if done.returncode != 0:
-            tail = read_text(log, "llc's stderr")[-STDERR_TAIL:]
-            raise AllocationError(
-                f"{llc} with the default advisor failed ({done.returncode}): {tail}"
-            )
         frequencies = block_frequencies(read_text(log, "llc's block frequencies"))
         score = module_score(read_text(output, "the allocated code"), frequencies)
-    except subprocess.TimeoutExpired:
-        raise AllocationError(
-            f"{llc} with the default advisor ran longer than {timeout:g} s"
-        ) from None
+    except ToolError as err:
+        tail = (
+            "" if err.returncode is None else ": " + read_text(log, "llc's stderr")[-STDERR_TAIL:]
+        )
+        raise AllocationError(f"{err}{tail}") from None
     except ScoreError as err:
         raise AllocationError(f"the default allocation cannot be scored: {err}") from None
     except OSError as err:
-        raise AllocationError(f"cannot run {llc}: {err.strerror or err}") from None
+        raise AllocationError(f"cannot write {log}: {err.strerror or err}") from None
     finally:
         output.unlink(missing_ok=True)
         log.unlink(missing_ok=True)

@@ -25,13 +25,12 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
+from mlbridge.session import ToolError, run_tool
 
 #: The majors mlbridge supports (cmake/MlbridgeLlvmMajor.cmake).
 SUPPORTED = (16, 19)
@@ -141,17 +140,10 @@ def compiler_major(argv0: str, timeout: float = VERSION_TIMEOUT) -> Optional[int
 @functools.lru_cache(maxsize=64)
 def _asked_major(executable: str, mtime_ns: int, timeout: float) -> Optional[int]:
     try:
-        done = child_process.run(
-            [executable, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_tool([executable, "--version"], timeout=timeout)
+    except ToolError:
         return None
-    match = _VERSION_LINE.search(done.stdout) if done.returncode == 0 else None
+    match = _VERSION_LINE.search(done.stdout)
     return int(match.group(1)) if match else None
 
 

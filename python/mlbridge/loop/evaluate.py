@@ -16,19 +16,18 @@ besides the model."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
-from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.versions import LlvmTools
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import CompilerSession
 from mlbridge.train.toolchain import Plugin, ProgramResult, compile_all
 
 CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
@@ -147,42 +146,35 @@ def _with_pipe_server(
 @contextmanager
 def pipe_server(
     command: Sequence[str], base: str, ready_timeout: float = 30.0
-) -> Iterator[child_process.Child]:
+) -> Iterator[CompilerSession]:
     """Run ``command``, a server that creates the FIFOs ``base``.in and ``base``.out.
 
-    Yields the process once both FIFOs exist; kills and reaps it on leaving,
+    Yields its session once both FIFOs exist; stops and reaps it on leaving,
     whatever happens. When it exits or ``ready_timeout`` seconds pass without
-    the FIFOs, it is killed *before* its stderr is read, and MlbridgeError
-    carries the end of that stderr. The stderr goes to a file, never a pipe:
-    nothing can block on it, neither the server (a full pipe nobody reads
-    while compiling) nor this process (reading a pipe that a live server, or
-    any child it left behind, keeps open).
+    the FIFOs, it is stopped *before* the end of its stderr is read (a
+    thread of the session reads it all along, so neither side can block on
+    it), and MlbridgeError carries that end.
     """
-    with tempfile.TemporaryFile() as stderr:
-        with child_process.popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
-        ) as server:  # leaving it kills and reaps the server
-            _await_fifos(server, base, ready_timeout, stderr)
-            yield server
+    with CompilerSession(list(command)) as server:  # leaving it stops the server
+        _await_fifos(server, base, ready_timeout)
+        yield server
 
 
-def _await_fifos(
-    server: child_process.Child, base: str, ready_timeout: float, stderr: IO[bytes]
-) -> None:
+def _await_fifos(server: CompilerSession, base: str, ready_timeout: float) -> None:
     """Returns once ``server`` made ``base``.in and ``base``.out; when it
     exits or ``ready_timeout`` passes, stops it and raises MlbridgeError
-    with the end of its ``stderr``."""
+    with the end of its stderr."""
     deadline = time.monotonic() + ready_timeout
     while not (Path(base + ".in").exists() and Path(base + ".out").exists()):
         exited = server.poll() is not None
         if exited or time.monotonic() > deadline:
             server.stop()
-            stderr.seek(0)
-            tail = stderr.read().decode("utf-8", "replace")[-1000:]
             why = (
                 f"exited with status {server.returncode}"
                 if exited
                 else f"was still running after {ready_timeout:g} s"
             )
-            raise MlbridgeError(f"mlbridge serve did not create its FIFOs ({why}): {tail}")
+            raise MlbridgeError(
+                f"mlbridge serve did not create its FIFOs ({why}): {server.tail(1000)}"
+            )
         time.sleep(0.05)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mlbridge import child_process
+from mlbridge.session import run_tool
 
 #: Lowering of tiled linalg on memrefs to the LLVM dialect.
 LOWERING = (
@@ -353,31 +353,22 @@ def tile_command(
 
 def tile(
     source: Path, out: Path, plugin: Path, runner: Optional[str], log: Optional[Path] = None
-) -> subprocess.CompletedProcess:
-    """Runs :func:`tile_command`; raises CalledProcessError on failure."""
-    return child_process.run(
-        tile_command(source, out, plugin, runner, log),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=TOOL_TIMEOUT,
-    )
+) -> "subprocess.CompletedProcess[str]":
+    """Runs :func:`tile_command`; raises :class:`~mlbridge.session.ToolError` on failure."""
+    return run_tool(tile_command(source, out, plugin, runner, log), timeout=TOOL_TIMEOUT)
 
 
 def lower(tiled: Path, lowered: Path) -> None:
     """Lowers a tiled module to the LLVM dialect (:data:`LOWERING`)."""
-    child_process.run(
+    run_tool(
         ["mlir-opt-19", f"--pass-pipeline={LOWERING}", str(tiled), "-o", str(lowered)],
-        capture_output=True,
-        text=True,
-        check=True,
         timeout=TOOL_TIMEOUT,
     )
 
 
 def execute(lowered: Path) -> Tuple[float, float]:
     """Runs a lowered module: the fastest time (s) and the checksum."""
-    done = child_process.run(
+    done = run_tool(
         [
             "mlir-cpu-runner-19",
             str(lowered),
@@ -387,9 +378,6 @@ def execute(lowered: Path) -> Tuple[float, float]:
             "-O3",
             f"-shared-libs={RUNNER_UTILS}",
         ],
-        capture_output=True,
-        text=True,
-        check=True,
         timeout=TOOL_TIMEOUT,
     )
     seconds, checksum = done.stdout.split()[:2]

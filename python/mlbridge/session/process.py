@@ -21,6 +21,7 @@ that dies with this process. The session
 from __future__ import annotations
 
 import codecs
+import signal
 import subprocess
 import threading
 import time
@@ -46,17 +47,15 @@ STDERR_KEEP = 1 << 20
 _CHUNK = 1 << 16
 
 
-def exit_message(returncode: int) -> str:
-    """How a compiler that exited with ``returncode`` (not 0) ended."""
+def exit_message(returncode: int, who: str = "the compiler") -> str:
+    """How ``who``, which exited with ``returncode`` (not 0), ended."""
     if returncode < 0:
-        import signal
-
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return f"the compiler was killed by {name}"
-    return f"the compiler failed (exit status {returncode})"
+        return f"{who} was killed by {name}"
+    return f"{who} failed (exit status {returncode})"
 
 
 @dataclass

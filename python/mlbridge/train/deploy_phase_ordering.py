@@ -12,16 +12,15 @@ the environment, which loads the written module in the same service.
 from __future__ import annotations
 
 import math
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
 from mlbridge.jsontext import load_json
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import run_tool
 
 #: Longest a deployment compilation may take.
 DEPLOY_TIMEOUT = 600.0
@@ -74,19 +73,8 @@ def evaluate_phase_ordering(
             str(work / f"{i}.stats.jsonl"),
         ]
         start = time.monotonic()
-        done = child_process.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=DEPLOY_TIMEOUT,
-        )
+        run_tool(command, timeout=DEPLOY_TIMEOUT, what=f"{module.name}: {' '.join(command)}")
         seconds[module.name] = time.monotonic() - start
-        if done.returncode != 0:
-            raise MlbridgeError(
-                f"{module.name}: {' '.join(command)} failed ({done.returncode}): "
-                f"{done.stderr[-1500:]}"
-            )
         stats = load_json((work / f"{i}.stats.jsonl").read_bytes(), "the service's --stats")
         if stats.get("fallback") is not False:
             raise MlbridgeError(f"{module.name}: the policy did not run: {stats.get('error')}")

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from mlbridge import child_process
 from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
@@ -34,6 +33,7 @@ from mlbridge.llvm.regalloc_score import (
 )
 from mlbridge.problems.regalloc_eviction import MASK
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import run_tool
 
 #: Longest one allocation may take.
 DEPLOY_TIMEOUT = 600.0
@@ -45,7 +45,7 @@ def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path)
     """``command`` (an llc) served by the host with ``runner``; its stats."""
     stats.unlink(missing_ok=True)
     start = time.monotonic()
-    done = child_process.run(
+    run_tool(
         [
             str(host),
             "--runner",
@@ -62,18 +62,11 @@ def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path)
             "--",
             *command,
         ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
         timeout=DEPLOY_TIMEOUT + 30,
+        what=f"{runner.kind}: {host.name}",
+        stdout=subprocess.DEVNULL,
     )
     seconds = time.monotonic() - start
-    if done.returncode != 0:
-        raise MlbridgeError(
-            f"{runner.kind}: {host.name} failed ({done.returncode}): {done.stderr[-1500:]}"
-        )
     report = load_json(stats.read_bytes(), "the host's --stats")
     if not isinstance(report, dict) or report.get("error") is not None:
         raise MlbridgeError(f"{runner.kind}: the host reports {report!r}")
@@ -84,15 +77,7 @@ def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path)
 def _plain_seconds(command: List[str]) -> float:
     """Wall seconds of ``command`` (llc with its default advisor)."""
     start = time.monotonic()
-    done = child_process.run(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        timeout=DEPLOY_TIMEOUT,
-    )
-    if done.returncode != 0:
-        raise MlbridgeError(f"{command[0]} failed ({done.returncode})")
+    run_tool(command, timeout=DEPLOY_TIMEOUT, stdout=subprocess.DEVNULL)
     return time.monotonic() - start
 
 

@@ -11,11 +11,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mlbridge import child_process
 from mlbridge.errors import MlbridgeError
 from mlbridge.limits import DEFAULT_MAX_BYTES
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.problems.inlining import HIDDEN as INLINING_HIDDEN
+from mlbridge.session import ToolError, run_tool
 from mlbridge.train.features import signed_log
 
 #: Features the policy does not read: callee_basic_block_count, which LLVM
@@ -27,6 +27,8 @@ from mlbridge.train.features import signed_log
 EXCLUDED = INLINING_HIDDEN
 #: Standardised features are clipped to this range (outliers).
 CLIP = 8.0
+#: Longest the compilation of an AOT model module may take.
+AOT_COMPILE_TIMEOUT = 600.0
 
 
 @dataclass
@@ -333,9 +335,10 @@ def build_aot_module(
         "-o",
         str(module),
     ]
-    done = child_process.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise MlbridgeError(f"compiling the AOT model failed: {done.stderr[-2000:]}")
+    try:
+        run_tool(command, timeout=AOT_COMPILE_TIMEOUT, tail=2000)
+    except ToolError as err:
+        raise MlbridgeError(f"compiling the AOT model failed: {err}") from None
     return module
 
 

@@ -23,6 +23,7 @@ from mlbridge.llvm.outcomes import CodeBytes, code_bytes
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session import run_tool
 
 OPT_LEVEL = "-Oz"
 
@@ -123,14 +124,7 @@ def compile_program(
                 "-o",
                 str(obj),
             ]
-            done = child_process.run(
-                command, env=env, capture_output=True, text=True, timeout=timeout
-            )
-            if done.returncode != 0:
-                raise MlbridgeError(
-                    f"{program.name}: {' '.join(command)} failed "
-                    f"({done.returncode}): {done.stderr[-2000:]}"
-                )
+            run_tool(command, timeout=timeout, env=env, what=f"{program.name}: {' '.join(command)}")
             return obj
 
         cpu, wall = _children_cpu(), time.monotonic()
