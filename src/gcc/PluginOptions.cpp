@@ -21,7 +21,8 @@ struct Key {
 };
 const Key Keys[] = {{"runner", "MLBRIDGE_GCC_RUNNER"},
                     {"max-unroll", "MLBRIDGE_GCC_MAX_UNROLL"},
-                    {"log", "MLBRIDGE_GCC_LOG"}};
+                    {"log", "MLBRIDGE_GCC_LOG"},
+                    {"stats", "MLBRIDGE_GCC_STATS"}};
 
 /// Sets \p Key of \p O to \p Value; false and O.Problem set when invalid.
 bool apply(PluginOptions &O, const std::string &Key, const std::string &Value,
@@ -30,6 +31,8 @@ bool apply(PluginOptions &O, const std::string &Key, const std::string &Value,
     O.Runner = Value;
   } else if (Key == "log") {
     O.LogPath = Value;
+  } else if (Key == "stats") {
+    O.StatsPath = Value;
   } else if (Key == "max-unroll") {
     char *End = nullptr;
     errno = 0;
@@ -42,7 +45,7 @@ bool apply(PluginOptions &O, const std::string &Key, const std::string &Value,
     O.MaxUnroll = N;
   } else {
     O.Problem = From + ": unknown option '" + Key +
-                "' (known: runner, max-unroll, log)";
+                "' (known: runner, max-unroll, log, stats)";
     return false;
   }
   return true;

@@ -37,6 +37,9 @@ struct PluginOptions {
   int64_t MaxUnroll = 16;
   /// The decision log's path (JSON lines, appended) when set.
   std::string LogPath;
+  /// Where the statistics record of each translation unit is appended
+  /// (support/RunStats.h) when set.
+  std::string StatsPath;
   /// What was wrong with the arguments ("" when nothing); the plugin then
   /// leaves every loop to GCC.
   std::string Problem;

@@ -21,6 +21,7 @@
 #include "LoopAnalysis.h"
 #include "PluginOptions.h"
 #include "UnrollAdvisor.h"
+#include "support/RunStats.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -75,6 +76,8 @@ struct PluginState {
   UnrollAdvisor Advisor;
   DecisionLog Log;
   bool CreationReported = false;
+  /// Loops seen, and those of them whose factor a pragma fixed.
+  uint64_t Loops = 0, Pragmas = 0;
 
   explicit PluginState(PluginOptions O)
       : Options(std::move(O)), Advisor(Options.Runner, Options.MaxUnroll) {}
@@ -110,6 +113,8 @@ LoopPlace placeOf(function *Fn, class loop *L) {
 void adviseLoops(PluginState &S, function *Fn) {
   for (class loop *L : loops_list(Fn, 0)) {
     const bool Pragma = L->unroll != 0;
+    ++S.Loops;
+    S.Pragmas += Pragma;
     if (Pragma && !S.Log.isOpen())
       continue;
     const LoopFeatures F = readLoopFeatures(L);
@@ -154,7 +159,8 @@ public:
       : gimple_opt_pass(UnrollPassData, Ctx) {}
 
   bool gate(function *) final {
-    return State && (State->Advisor.hasModel() || State->Log.isOpen());
+    return State && (State->Advisor.hasModel() || State->Log.isOpen() ||
+                     !State->Options.StatsPath.empty());
   }
 
   unsigned int execute(function *Fn) final {
@@ -176,6 +182,22 @@ void finish(void *, void *) {
            static_cast<unsigned long long>(A.fellBack()),
            static_cast<unsigned long long>(A.asked()),
            A.firstProblem().c_str());
+  if (!State->Options.StatsPath.empty()) {
+    RunStats R;
+    R.Tool = "gcc-unroll";
+    R.Unit = main_input_filename ? main_input_filename : "";
+    R.Runner = State->Options.Runner.empty() ? "none" : State->Options.Runner;
+    R.Decisions = State->Loops;
+    R.Answered = A.answered();
+    R.Fallbacks = A.fellBack();
+    R.FirstError =
+        A.creationProblem().empty() ? A.firstProblem() : A.creationProblem();
+    R.detail("pragmas", static_cast<int64_t>(State->Pragmas))
+        .detail("max_unroll", State->Options.MaxUnroll);
+    std::string Problem;
+    if (!R.append(State->Options.StatsPath, Problem))
+      inform(UNKNOWN_LOCATION, "mlbridge: %s", Problem.c_str());
+  }
   State.reset();
 }
 

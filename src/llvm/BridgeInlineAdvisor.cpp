@@ -6,8 +6,7 @@
 
 #include "BridgeInlineAdvisor.h"
 #include "InlineRunners.h"
-#include "support/AppendFile.h"
-#include "support/Json.h"
+#include "support/RunStats.h"
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
@@ -276,27 +275,24 @@ BridgeInlineAdvisor::getAdviceFromModel(CallBase &CB,
 void BridgeInlineAdvisor::writeStats() {
   if (Options.StatsPath.empty())
     return;
-  std::string Line = json::ObjectLine()
-                         .string("module", ModuleName)
-                         .string("runner", Options.Runner)
-                         .integer("decisions", Decisions)
-                         .integer("inlined", Inlined)
-                         .integer("fallbacks", Fallbacks)
-                         .integer("compared", Compared)
-                         .integer("agreed", Agreed)
-                         .integer("deferred", Deferred)
-                         .raw("size_increase_threshold", sizeThresholdJson())
-                         .boolean("size_stopped", isForcedToStop())
-                         .integer("after_size_stop", AfterSizeStop)
-                         .string("first_error", FirstError)
-                         .line();
-  // One write() per line with O_APPEND: parallel compilations can share it.
-  AppendFile Stats;
+  RunStats S;
+  S.Tool = "inline-advisor";
+  S.Unit = ModuleName;
+  S.Runner = Options.Runner;
+  S.Decisions = Decisions;
+  S.Answered = Decisions - Deferred - Fallbacks;
+  S.Fallbacks = Fallbacks;
+  S.FirstError = FirstError;
+  S.detail("inlined", Inlined)
+      .detail("compared", Compared)
+      .detail("agreed", Agreed)
+      .detail("deferred", Deferred)
+      .detailRaw("size_increase_threshold", sizeThresholdJson())
+      .detailBool("size_stopped", isForcedToStop())
+      .detail("after_size_stop", AfterSizeStop);
   std::string Problem;
-  if (!Stats.open(Options.StatsPath, Problem))
+  if (!S.append(Options.StatsPath, Problem))
     report("statistics: " + Problem);
-  else if (!Stats.append(Line))
-    report("cannot write " + Options.StatsPath);
 }
 
 } // namespace mlbridge

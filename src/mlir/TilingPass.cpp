@@ -28,6 +28,7 @@
 #include "mlbridge/mlir/TileSizeAdvisor.h"
 
 #include "support/AppendFile.h"
+#include "support/RunStats.h"
 
 #include "modules/RunnerModules.h"
 
@@ -105,6 +106,12 @@ struct TilingPass
       llvm::cl::desc("append one JSON line per nest to this file; default: "
                      "$MLBRIDGE_MLIR_LOG"),
       llvm::cl::init("")};
+  Option<std::string> StatsOption{
+      *this, "stats",
+      llvm::cl::desc("append the module's statistics record (one JSON line, "
+                     "docs/run-stats.md) to this file; default: "
+                     "$MLBRIDGE_MLIR_STATS"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     std::string Config = RunnerOption;
@@ -129,7 +136,7 @@ struct TilingPass
           Op.getNumLoops() > 0)
         Nests.push_back(Op);
     });
-    unsigned Asked = 0, FellBack = 0;
+    unsigned Asked = 0, FellBack = 0, Answered = 0;
     std::string FirstProblem;
     mlir::IRRewriter Rewriter(&getContext());
     for (mlir::linalg::LinalgOp Op : Nests) {
@@ -146,6 +153,7 @@ struct TilingPass
       if (D.Problem.empty() && !CreationProblem.empty())
         D.Problem = CreationProblem;
       ++Asked;
+      Answered += D.FromModel;
       if (!D.Problem.empty()) {
         ++FellBack;
         if (FirstProblem.empty())
@@ -172,6 +180,24 @@ struct TilingPass
     // Remarks at the module's location, without the module attached (which
     // mlir-opt would print whole).
     mlir::Location Where = getOperation().getLoc();
+    std::string StatsPath = StatsOption;
+    if (StatsPath.empty())
+      if (const char *Env = std::getenv("MLBRIDGE_MLIR_STATS"))
+        StatsPath = Env;
+    if (!StatsPath.empty()) {
+      RunStats S;
+      S.Tool = "mlir-tiling";
+      if (auto File = mlir::dyn_cast<mlir::FileLineColLoc>(Where))
+        S.Unit = File.getFilename().str();
+      S.Runner = Config.empty() ? "none" : Config;
+      S.Decisions = Asked;
+      S.Answered = Answered;
+      S.Fallbacks = FellBack;
+      S.FirstError = FirstProblem;
+      std::string Problem;
+      if (!S.append(StatsPath, Problem))
+        mlir::emitRemark(Where, "mlbridge: the statistics: ") << Problem;
+    }
     if (!LogProblem.empty())
       mlir::emitRemark(Where, "mlbridge: ") << LogProblem;
     if (!CreationProblem.empty())

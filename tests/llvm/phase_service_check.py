@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mlbridge.channel import make_fifos
 from mlbridge.llvm.versions import LlvmTools
 from mlbridge.pipe_host import PipeHost
+from mlbridge.run_stats import read_run_stats
 
 #: The tools of the LLVM major the service was built on.
 TOOLS = LlvmTools(int(os.environ.get("MLBRIDGE_LLVM_MAJOR", "19")))
@@ -231,9 +232,15 @@ def check_deployment(service: str, tmp: Path, info: Dict[str, Any], module: Path
     run(service, "--runner", f"constant:{instcombine}", "--module", str(module), "-o", str(out),
         "--max-steps", "2", "--stats", str(stats), expect=0)  # fmt: skip
     assert out.read_bytes()[:4] == b"BC\xc0\xde"
-    line = json.loads(stats.read_text())
-    assert line["steps"] == 2 and line["fallback"] is False and line["error"] == "", line
-    assert line["runner"] == f"constant:{instcombine}" and line["module"] == str(module)
+    (record,) = read_run_stats(stats)
+    assert (record.tool, record.decisions, record.answered, record.fallbacks) == (
+        "phase-service",
+        2,
+        2,
+        0,
+    ), record
+    assert record.first_error is None and record.details == {"failed_steps": 0}, record
+    assert record.runner == f"constant:{instcombine}" and record.unit == str(module)
     done = run(service, "--runner", "constant:-1", "--module", str(module), "-o", str(out),
                expect=0)  # fmt: skip
     assert done.stderr == "" or "Suppressions used" in done.stderr, done.stderr
@@ -241,8 +248,9 @@ def check_deployment(service: str, tmp: Path, info: Dict[str, Any], module: Path
     done = run(service, "--runner", f"onnx:{missing}", "--module", str(module), "-o", str(out),
                "--stats", str(stats), expect=0)  # fmt: skip
     assert "falling back to default<Oz>" in done.stderr, done.stderr
-    second = json.loads(stats.read_text().splitlines()[1])
-    assert second["fallback"] is True and "missing.onnx" in second["error"], second
+    second = read_run_stats(stats)[1]
+    assert (second.decisions, second.answered, second.fallbacks) == (1, 0, 1), second
+    assert second.first_error is not None and "missing.onnx" in second.first_error, second
     done = run(service, "--runner", "constant:0", "--module", str(tmp / "none.bc"), "-o",
                str(out), expect=1)  # fmt: skip
     assert "none.bc" in done.stderr

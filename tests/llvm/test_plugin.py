@@ -7,18 +7,18 @@ advice, and the training log and statistics are right."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
 from conftest import TOOLS
 from hostile_paths import KINDS, plant
 
+from mlbridge.run_stats import read_run_stats
 from mlbridge.training_log import read_training_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +68,16 @@ def run(
     return done
 
 
+def records(path: Path) -> List[Dict[str, Any]]:
+    """The plugin's statistics records (checked by mlbridge.run_stats), each
+    with its details beside its own keys."""
+    return [{**vars(r), **r.details} for r in read_run_stats(path)]
+
+
 def stats(path: Path) -> Dict[str, int]:
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = records(path)
     assert rows, "the plugin wrote no statistics"
+    assert all(r["tool"] == "inline-advisor" for r in rows), rows
     return {
         k: sum(r[k] for r in rows)
         for k in ("decisions", "inlined", "fallbacks", "compared", "agreed", "deferred")
@@ -171,7 +178,7 @@ def test_environment_names_are_mlbridge_inline_and_the_old_ones_are_not_read(
     out = tmp_path / "out.ll"
     settings = {"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_STATS": str(stats)}
     opt(ir, out, plugin, compiler_env, extra=settings)
-    row = json.loads(stats.read_text().splitlines()[0])
+    row = records(stats)[0]
     assert out.read_text().count("call ") > plain and row["runner"] == "constant:0"
     stats.unlink()
     opt(
@@ -696,7 +703,7 @@ def test_default_runner_lifts_the_size_cap(plugin, compiler_env, tmp_path):
         ["-mlbridge-runner=default", f"-mlbridge-stats={rows}"],
     )
     assert (tmp_path / "plain.ll").read_text() == (tmp_path / "default.ll").read_text()
-    row = json.loads(rows.read_text())
+    (row,) = records(rows)
     assert row["size_increase_threshold"] is None and row["size_stopped"] is False
     rows.unlink()
     opt_o2(
@@ -711,7 +718,7 @@ def test_default_runner_lifts_the_size_cap(plugin, compiler_env, tmp_path):
         ],
     )
     assert (tmp_path / "plain.ll").read_text() != (tmp_path / "capped.ll").read_text()
-    row = json.loads(rows.read_text())
+    (row,) = records(rows)
     assert row["size_increase_threshold"] == 2 and row["size_stopped"] is True
     assert row["after_size_stop"] > 0 and row["decisions"] > 0
     # LLVM's own option, given explicitly, wins over the plugin's choice.
@@ -797,7 +804,7 @@ def test_defers_when_gives_llvms_decision_without_asking_a_served_policy(
         [],
         {**settings, "MLBRIDGE_INLINE_DEFERS_WHEN": "is_callee_linkonce_odr"},
     )
-    rows = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    rows = records(tmp_path / "c.jsonl")
     assert rows[0]["deferred"] == 0 and rows[1]["deferred"] > 0, rows
     # Every call site is asked about or deferred (the call sites themselves
     # differ: inlining makes new ones).

@@ -23,6 +23,7 @@ from compiler_plugins import plugin_under_test
 from hostile_paths import KINDS, plant
 
 from mlbridge.gcc import FACTORS, FEATURE_NAMES, UnrollPolicy, read_decision_log
+from mlbridge.run_stats import read_run_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPS = ROOT / "tests" / "data" / "gcc_loops.c"
@@ -316,6 +317,34 @@ def test_a_peer_that_dies_mid_compilation_leaves_the_rest_to_gcc(plugin, tmp_pat
     sources = [s for _, _, s in decisions(log) if s != "pragma"]
     assert sources[:2] == ["model", "model"] and set(sources[2:]) == {"fallback"}
     assert f"{ASKED - 2} of {ASKED} loops fell back" in done.stderr
+
+
+def test_the_statistics_record_counts_what_the_log_shows(plugin, tmp_path):
+    """One record per translation unit (mlbridge.run_stats): every loop is a
+    decision; the model's answers, the fallbacks and the pragma agree with
+    the decision log, whichever way the option is given."""
+    log, stats = tmp_path / "log.jsonl", tmp_path / "stats.jsonl"
+    gcc(LOOPS, tmp_path / "a.o", plugin, ["runner=constant:99", f"log={log}", f"stats={stats}"])
+    gcc(
+        LOOPS,
+        tmp_path / "b.o",
+        plugin,
+        settings={"MLBRIDGE_GCC_RUNNER": "constant:4", "MLBRIDGE_GCC_STATS": str(stats)},
+    )
+    gcc(LOOPS, tmp_path / "c.o", plugin, [f"stats={stats}"])
+    fell, model, none = read_run_stats(stats)
+    sources = [s for _, _, s in decisions(log)]
+    assert (fell.tool, fell.unit, fell.runner) == ("gcc-unroll", str(LOOPS), "constant:99")
+    assert fell.decisions == len(sources) == ASKED + 1 and fell.details["pragmas"] == 1
+    assert (fell.answered, fell.fallbacks) == (0, sources.count("fallback")) == (0, ASKED)
+    assert fell.first_error is not None and "outside [0, 16]" in fell.first_error
+    assert (model.answered, model.fallbacks, model.first_error) == (ASKED, 0, None)
+    assert (none.runner, none.decisions, none.answered, none.by_design) == (
+        "none",
+        ASKED + 1,
+        0,
+        ASKED + 1,
+    )
 
 
 def test_a_peer_that_stalls_costs_one_deadline(plugin, tmp_path):

@@ -22,6 +22,7 @@ if shutil.which("llc-19") is None or shutil.which("clang-19") is None:
     pytest.skip("needs llc-19 and clang-19", allow_module_level=True)
 
 from mlbridge.native import NativeError, interactive_host_path  # noqa: E402
+from mlbridge.run_stats import read_run_stats  # noqa: E402
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"
 
@@ -113,10 +114,12 @@ def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy
             "mask",
         )
         assert done.returncode == 0, done.stderr
-        (line,) = stats.read_text().splitlines()
-        report = json.loads(line)
-        assert report["decisions"] == python.decisions and report["error"] is None
-        assert report["compiler_status"] == 0 and report["evaluate_seconds"] > 0
+        (report,) = read_run_stats(stats)
+        assert report.tool == "interactive-host" and report.runner == runner
+        assert report.decisions == report.answered == python.decisions
+        assert report.fallbacks == 0 and report.first_error is None
+        assert report.details["advisor"] == "evict" and report.details["compiler_status"] == 0
+        assert report.details["evaluate_seconds"] > 0  # type: ignore[operator]
         assert (tmp_path / f"{kind}.mir").read_bytes() == (tmp_path / "py.mir").read_bytes()
 
 
@@ -124,7 +127,7 @@ def test_a_compiler_that_asks_nothing_is_served_nothing(host, bitcode, policy, t
     stats = tmp_path / "s.jsonl"
     done = _run(host, f"onnx:{policy}", ["llc-19", "-O0", str(bitcode), "-o", "/dev/null"], stats)
     assert done.returncode == 0, done.stderr
-    assert json.loads(stats.read_text())["decisions"] == 0
+    assert read_run_stats(stats)[0].decisions == 0
 
 
 def test_an_illegal_answer_stops_the_compiler(host, bitcode, tmp_path):
@@ -132,8 +135,9 @@ def test_an_illegal_answer_stops_the_compiler(host, bitcode, tmp_path):
     done = _run(host, "constant:5", _llc(bitcode, tmp_path / "x.mir"), stats, "--mask", "mask")
     assert done.returncode == 1
     assert "not a legal index of mask" in done.stderr and "the compiler was stopped" in done.stderr
-    report = json.loads(stats.read_text())
-    assert report["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
+    (report,) = read_run_stats(stats)
+    assert report.details["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
+    assert report.first_error is not None and "not a legal index" in report.first_error
     assert children() == []
 
 
@@ -245,9 +249,9 @@ def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
     assert "budget of 67108864 bytes" in stderr, stderr
     assert "the compiler was stopped" in stderr
     assert time.monotonic() - start < 20
-    report = json.loads(stats.read_text())
-    assert report["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
-    assert report["decisions"] == 0 and "budget" in report["error"]
+    (report,) = read_run_stats(stats)
+    assert report.details["compiler_status"] == 128 + 15  # SIGTERM, before the FIFOs closed
+    assert report.decisions == 0 and report.first_error and "budget" in report.first_error
     assert wait_for(lambda: gone(int(pid_file.read_text())), 10)
     # nothing of the declared size was allocated (peak RSS in KiB)
     assert int(peak.read_text()) < 256 * 1024, peak.read_text()

@@ -24,6 +24,7 @@ from hostile_paths import KINDS, plant
 from mlbridge.linear_policy import Layout, LinearChoicePolicy
 from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels, read_tiling_log
 from mlbridge.mlir.policy import LAYOUT
+from mlbridge.run_stats import read_run_stats
 
 
 @pytest.fixture(scope="module")
@@ -333,6 +334,25 @@ def test_a_peer_that_dies_leaves_the_rest_to_the_pass(plugin, tmp_path):
     assert [n["source"] for n in nests] == ["model", "fallback"]
     assert nests[0]["tile_sizes"] == [8, 8, 8] and nests[1]["tile_sizes"] == [32, 32, 32]
     assert "1 of 2 nests fell back" in done.stderr
+
+
+def test_the_statistics_record_counts_what_the_log_shows(plugin, tmp_path):
+    """One record per module (mlbridge.run_stats), from the pass option or
+    the environment: its nests are decisions, the model's and the
+    fallbacks counted as the log shows them."""
+    source, stats = tmp_path / "k.mlir", tmp_path / "stats.jsonl"
+    source.write_text(kernels.matmul(64, 96, 80).module(1))
+    tile(plugin, source, tmp_path / "a.mlir", ["runner=constant:0", f"stats={stats}"])
+    tile(plugin, source, tmp_path / "b.mlir", [], {"MLBRIDGE_MLIR_STATS": str(stats)})
+    refused, plain = read_run_stats(stats)
+    assert (refused.tool, refused.unit, refused.runner) == (
+        "mlir-tiling",
+        str(source),
+        "constant:0",
+    )
+    assert (refused.decisions, refused.answered, refused.fallbacks) == (1, 0, 1)
+    assert refused.first_error is not None
+    assert (plain.runner, plain.decisions, plain.answered, plain.by_design) == ("none", 1, 0, 1)
 
 
 def test_bad_configurations_and_logs_are_reported(plugin, tmp_path):

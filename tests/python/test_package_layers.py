@@ -113,6 +113,7 @@ LAYERS: List[Set[str]] = [
         "framing",
         "linear_policy",
         "plugin_logs",
+        "run_stats",
         "onnx_policy",
         "onnx_tools",
     },

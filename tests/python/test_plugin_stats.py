@@ -17,30 +17,42 @@ from mlbridge.llvm.plugin_stats import read_inline_stats
 
 
 def line(**counts) -> str:
-    record = {"module": "m.c", "runner": "onnx:x.onnx", "decisions": 0, "inlined": 0}
-    record.update({"fallbacks": 0, "compared": 0, "agreed": 0, "first_error": ""})
-    record.update(counts)
+    """A record of the inline advisor (mlbridge.run_stats) with ``counts``:
+    the record's own keys, else details."""
+    record = {"tool": "inline-advisor", "unit": "m.c", "runner": "onnx:x.onnx"}
+    record.update({"decisions": 0, "answered": 0, "fallbacks": 0, "first_error": None})
+    details = {"inlined": 0, "compared": 0, "agreed": 0}
+    for key, value in counts.items():
+        (record if key in record else details)[key] = value
+    record["details"] = details
     return json.dumps(record) + "\n"
 
 
-def test_lines_are_summed_and_a_missing_file_is_no_module(tmp_path: Path):
+def test_records_are_summed_and_a_missing_file_is_no_module(tmp_path: Path):
     path = tmp_path / "s.jsonl"
     assert read_inline_stats(path).modules == 0
     path.write_text(
-        line(decisions=3, inlined=1, compared=3, agreed=2, deferred=1, after_size_stop=4)
-        + line()
-        + line(decisions=2, fallbacks=2, first_error="runner: timed out", deferred=True)
+        line(decisions=3, answered=2, inlined=1, compared=3, agreed=2, deferred=1)
+        + line(after_size_stop=4)
+        + line(decisions=2, fallbacks=2, first_error="runner: timed out", size_stopped=True)
     )
     stats = read_inline_stats(path)
     assert (stats.modules, stats.decisions, stats.inlined, stats.deciding) == (3, 5, 1, 2)
-    assert (stats.fallbacks, stats.compared, stats.agreed) == (2, 3, 2)
-    # The counters older plugins lack are summed where they are numbers.
+    assert (stats.answered, stats.fallbacks, stats.compared, stats.agreed) == (2, 2, 3, 2)
     assert (stats.deferred, stats.after_size_stop) == (1, 4)
     assert stats.first_error == "runner: timed out"
 
 
 @pytest.mark.parametrize(
-    "text", ["not json\n", "[1]\n", line(decisions="3"), line(fallbacks=True), '{"decisions": 1}\n']
+    "text",
+    [
+        "not json\n",
+        "[1]\n",
+        line(decisions="3"),
+        line(fallbacks=True),
+        '{"decisions": 1}\n',
+        line(tool="phase-service"),
+    ],
 )
 def test_a_malformed_line_is_a_codec_error_naming_it(tmp_path: Path, text: str):
     path = tmp_path / "s.jsonl"

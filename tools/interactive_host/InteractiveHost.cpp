@@ -22,16 +22,17 @@
 //
 // Exit status: the compiler's (0 when it compiled), 1 a host error (the
 // runner, the protocol, a timeout: the compiler was killed), 2 usage. With
-// --stats FILE, one JSON line: decisions, seconds in evaluate, wall seconds,
-// the compiler's status, the error (or null).
+// --stats FILE, the run's statistics record (docs/run-stats.md): decisions,
+// the error (or null); in details the advisor, seconds in evaluate, wall
+// seconds and the compiler's status.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlbridge/RunnerConfig.h"
 #include "pipe/Fifo.h"
 #include "pipe/InteractiveProtocol.h"
-#include "support/AppendFile.h"
 #include "support/Json.h"
+#include "support/RunStats.h"
 #ifdef MLBRIDGE_HAVE_ONNXRUNTIME
 #include "mlbridge/OnnxModelRunner.h"
 #endif
@@ -87,7 +88,8 @@ constexpr const char *Usage =
     "                    largest finite float (as mlbridge's environments)\n"
     "  --mask FEATURE    refuse an advice that is not an index of FEATURE\n"
     "                    whose element is non-zero (the eviction mask)\n"
-    "  --stats FILE      append one JSON line of what happened\n";
+    "  --stats FILE      append the run's statistics record (one JSON line,\n"
+    "                    docs/run-stats.md)\n";
 
 int usage(const std::string &Message) {
   std::fprintf(stderr, "%s: %s\n%s", Tool, Message.c_str(), Usage);
@@ -495,28 +497,24 @@ Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
   }
 }
 
-void writeStats(const std::string &Path, const Stats &S) {
-  std::string Line = "{\"decisions\":";
-  json::appendUInt(Line, S.Decisions);
-  Line.append(",\"evaluate_seconds\":");
-  json::appendDouble(Line, S.EvaluateSeconds);
-  Line.append(",\"wall_seconds\":");
-  json::appendDouble(Line, S.WallSeconds);
-  Line.append(",\"compiler_status\":");
-  json::appendInt(Line, S.CompilerStatus);
-  Line.append(",\"error\":");
-  if (S.Error.empty())
-    Line.append("null");
-  else
-    json::appendString(Line, S.Error);
-  Line.append("}\n");
-  AppendFile File;
+/// The run's statistics record: every question answered by the runner (an
+/// error stops the compiler: nothing falls back).
+void writeStats(const Options &O, const RunnerConfig &Config, const Stats &S) {
+  RunStats R;
+  R.Tool = "interactive-host";
+  for (const std::string &A : O.Command)
+    R.Unit += (R.Unit.empty() ? "" : " ") + A;
+  R.Runner = Config.str();
+  R.Decisions = R.Answered = S.Decisions;
+  R.FirstError = S.Error;
+  R.detailString("advisor", O.Advisor)
+      .detailNumber("evaluate_seconds", S.EvaluateSeconds)
+      .detailNumber("wall_seconds", S.WallSeconds)
+      .detail("compiler_status", S.CompilerStatus);
   std::string Problem;
-  if (!File.open(Path, Problem))
-    std::fprintf(stderr, "%s: --stats %s: %s\n", Tool, Path.c_str(),
+  if (!R.append(O.Stats, Problem))
+    std::fprintf(stderr, "%s: --stats %s: %s\n", Tool, O.Stats.c_str(),
                  Problem.c_str());
-  else if (!File.append(Line))
-    std::fprintf(stderr, "%s: --stats %s: cannot write\n", Tool, Path.c_str());
 }
 
 } // namespace
@@ -563,7 +561,7 @@ int main(int Argc, char **Argv) {
   S.WallSeconds =
       chrono::duration<double>(chrono::steady_clock::now() - Start).count();
   if (!O->Stats.empty())
-    writeStats(O->Stats, S);
+    writeStats(*O, *Config, S);
   if (!S.Error.empty())
     return ExitFailure;
   return S.CompilerStatus == 0

@@ -20,8 +20,7 @@
 #include "mlbridge/RunnerConfig.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
 #include "mlbridge/llvm/PhaseProtocol.h"
-#include "support/AppendFile.h"
-#include "support/Json.h"
+#include "support/RunStats.h"
 #ifdef MLBRIDGE_HAVE_GRPC
 #include "mlbridge/GrpcModelRunner.h"
 #endif
@@ -63,8 +62,8 @@ constexpr const char *Usage =
     "  --module IN         deployment: the module to optimise\n"
     "  -o, --output FILE   where WRITE (training) or the result goes\n"
     "  --max-steps N       deployment: at most N actions (default 32)\n"
-    "  --stats FILE        deployment: append one JSON line of what the\n"
-    "                      runner did (steps, failed_steps, fallback, error)\n"
+    "  --stats FILE        deployment: append the run's statistics record\n"
+    "                      (one JSON line, docs/run-stats.md)\n"
     "  --rollback previous|pristine\n"
     "                      where a step that breaks the module goes back to\n"
     "                      (default previous)\n"
@@ -279,24 +278,20 @@ int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   if (Error E = S.writeBitcode(O.Output))
     return fail(E.message());
   if (!O.Stats.empty()) {
-    std::string Line = "{\"module\":";
-    json::appendString(Line, O.Module);
-    Line += ",\"runner\":";
-    json::appendString(Line, Config.str());
-    Line += ",\"steps\":";
-    json::appendInt(Line, R.Steps);
-    Line += ",\"failed_steps\":";
-    json::appendInt(Line, R.FailedSteps);
-    Line += R.RunnerError ? ",\"fallback\":true" : ",\"fallback\":false";
-    Line += ",\"error\":";
-    json::appendString(Line, Fallback);
-    Line += "}\n";
-    AppendFile Stats;
+    // Each step is a decision; a runner that failed made one more, the
+    // fallback to default<Oz> for the rest of the sequence.
+    RunStats Stats;
+    Stats.Tool = "phase-service";
+    Stats.Unit = O.Module;
+    Stats.Runner = Config.str();
+    Stats.Answered = static_cast<uint64_t>(R.Steps);
+    Stats.Fallbacks = R.RunnerError ? 1 : 0;
+    Stats.Decisions = Stats.Answered + Stats.Fallbacks;
+    Stats.FirstError = Fallback;
+    Stats.detail("failed_steps", R.FailedSteps);
     std::string Problem;
-    if (!Stats.open(O.Stats, Problem))
+    if (!Stats.append(O.Stats, Problem))
       return fail("--stats: " + Problem);
-    if (!Stats.append(Line))
-      return fail("cannot write " + O.Stats);
   }
   return ExitOk;
 }

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
-from mlbridge.jsontext import load_json
+from mlbridge.run_stats import read_run_stats
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
 
@@ -75,9 +75,10 @@ def evaluate_phase_ordering(
         start = time.monotonic()
         run_tool(command, timeout=DEPLOY_TIMEOUT, what=f"{module.name}: {' '.join(command)}")
         seconds[module.name] = time.monotonic() - start
-        stats = load_json((work / f"{i}.stats.jsonl").read_bytes(), "the service's --stats")
-        if stats.get("fallback") is not False:
-            raise MlbridgeError(f"{module.name}: the policy did not run: {stats.get('error')}")
+        records = read_run_stats(work / f"{i}.stats.jsonl")
+        if len(records) != 1 or records[0].fallbacks:
+            why = records[0].first_error if records else "the service wrote no statistics"
+            raise MlbridgeError(f"{module.name}: the policy did not run: {why}")
         deployed.append(Module(f"deployed-{i}", out, module.program, module.split))
     before = _counts(service, modules)
     after = _counts(service, deployed)

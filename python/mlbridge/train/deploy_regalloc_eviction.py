@@ -23,7 +23,6 @@ from typing import Any, Dict, List, Optional, Sequence
 from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
-from mlbridge.jsontext import load_json
 from mlbridge.llvm.regalloc_score import (
     LLC,
     AllocationError,
@@ -32,6 +31,7 @@ from mlbridge.llvm.regalloc_score import (
     default_allocation,
 )
 from mlbridge.problems.regalloc_eviction import MASK
+from mlbridge.run_stats import read_run_stats
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
 
@@ -67,11 +67,14 @@ def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path)
         stdout=subprocess.DEVNULL,
     )
     seconds = time.monotonic() - start
-    report = load_json(stats.read_bytes(), "the host's --stats")
-    if not isinstance(report, dict) or report.get("error") is not None:
-        raise MlbridgeError(f"{runner.kind}: the host reports {report!r}")
-    report["seconds"] = seconds
-    return report
+    records = read_run_stats(stats)
+    if len(records) != 1 or records[0].first_error is not None:
+        raise MlbridgeError(f"{runner.kind}: the host reports {records!r}")
+    return {
+        "seconds": seconds,
+        "decisions": records[0].decisions,
+        "evaluate_seconds": records[0].details.get("evaluate_seconds"),
+    }
 
 
 def _plain_seconds(command: List[str]) -> float:
