@@ -13,15 +13,16 @@ pinned for both by tests/golden/runner_configs.json::
     echo:inlining_default
 
 The LLVM plugin reads it from ``-mlbridge-runner=`` or ``MLBRIDGE_INLINE_RUNNER``; the C API from
-``mlbridge_runner_create()``. Python tooling builds configurations here and hands the
-compiler ``plugin_env()``.
+``mlbridge_runner_create()``: the compiler side parses it, once, in C++. Python tooling
+only builds configurations here (checked as the C++ side checks them) and prints them
+(``str``, ``plugin_env()``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Dict, Tuple
+from typing import Dict, Tuple
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.limits import DEFAULT_MAX_BYTES
@@ -39,20 +40,6 @@ DEFAULT_TIMEOUT_MS = 10000
 #: Longest timeout accepted (INT32_MAX ms, about 24 days).
 MAX_TIMEOUT_MS = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
-#: The keys each kind accepts.
-_KEYS: Dict[str, Tuple[str, ...]] = {
-    "pipe": (
-        "protocol",
-        "format",
-        "timeout_ms",
-        "connect_timeout_ms",
-        "call_timeout_ms",
-        "max_message_bytes",
-    ),
-    "grpc": ("mode", "timeout_ms", "connect_timeout_ms", "call_timeout_ms", "max_message_bytes"),
-    "onnx": ("threads", "load"),
-    "torch": ("threads",),
-}
 _NEEDS = {
     "grpc": "a target (grpc:unix:PATH or grpc:HOST:PORT)",
     "onnx": "a model file (onnx:FILE)",
@@ -63,7 +50,7 @@ _NEEDS = {
 
 
 class RunnerConfigError(MlbridgeError, ValueError):
-    """A runner configuration that cannot be parsed or is incomplete."""
+    """A runner configuration the compiler side would refuse, or cannot print."""
 
 
 @dataclass(frozen=True)
@@ -85,32 +72,14 @@ class RunnerConfig:
     load: str = "lazy"
     max_message_bytes: int = DEFAULT_MAX_BYTES
 
-    @classmethod
-    def parse(cls, text: str) -> "RunnerConfig":
-        """Parses the string form; errors name the part that is wrong."""
-        head, *items = text.split(",")
-        kind, colon, argument = head.partition(":")
-        if kind not in KINDS:
-            raise RunnerConfigError(
-                f"runner configuration '{text}': unknown runner '{kind}' ({', '.join(KINDS)})"
-            )
-        fields: Dict[str, object] = {"kind": kind, "argument": argument if colon else ""}
-        for item in items:
-            key, eq, value = item.partition("=")
-            if not eq or not key:
-                raise RunnerConfigError(
-                    f"runner configuration '{text}': expected KEY=VALUE, got '{item}'"
-                )
-            _apply(fields, key, value)
-        config = cls(**fields)  # type: ignore[arg-type]
-        config.check()
-        return config
-
     def check(self) -> None:
-        """Raises RunnerConfigError for what parse() would refuse."""
+        """Raises RunnerConfigError for a configuration the compiler side
+        refuses (a missing argument, a format without the extended protocol,
+        ...)."""
         if self.kind not in KINDS:
             raise RunnerConfigError(f"unknown runner '{self.kind}' ({', '.join(KINDS)})")
         _choice("protocol", self.protocol, PROTOCOLS)
+        _choice("format", self.format, FORMATS)
         _choice("load", self.load, LOADS)
         if self.kind == "pipe" and self.protocol != "extended" and self.format != "bitstream":
             raise RunnerConfigError(
@@ -129,7 +98,8 @@ class RunnerConfig:
         return _integer(self.argument, *_INT64, "the constant")
 
     def __str__(self) -> str:
-        """The canonical string form: parse(str(c)) == c."""
+        """The canonical string form, as the C++ ``RunnerConfig::str()``
+        prints it (the compiler side parses it back to these fields)."""
         if "," in self.argument:
             raise RunnerConfigError(
                 f"runner configuration: the argument '{self.argument}' "
@@ -188,39 +158,3 @@ def _choice(key: str, value: str, accepted: Tuple[str, ...]) -> str:
         words = ", ".join(accepted[:-1]) + " or " + accepted[-1]
         raise RunnerConfigError(f"runner configuration: {key} must be {words}, got '{value}'")
     return value
-
-
-def _set_timeouts(fields: Dict[str, object], key: str, value: str) -> None:
-    ms = _integer(value, 0, MAX_TIMEOUT_MS, key)
-    if key != "call_timeout_ms":
-        fields["connect_timeout_ms"] = ms
-    if key != "connect_timeout_ms":
-        fields["timeout_ms"] = ms
-
-
-_APPLY: Dict[str, Callable[[Dict[str, object], str, str], None]] = {
-    "protocol": lambda f, k, v: f.__setitem__("protocol", _choice(k, v, PROTOCOLS)),
-    "format": lambda f, k, v: f.__setitem__("format", _choice(k, v, FORMATS)),
-    "mode": lambda f, k, v: f.__setitem__(
-        "streaming", _choice(k, v, ("unary", "streaming")) == "streaming"
-    ),
-    "timeout_ms": _set_timeouts,
-    "connect_timeout_ms": _set_timeouts,
-    "call_timeout_ms": _set_timeouts,
-    "max_message_bytes": lambda f, k, v: f.__setitem__(
-        "max_message_bytes", _integer(v, 1, _INT64[1], k)
-    ),
-    "threads": lambda f, k, v: f.__setitem__("threads", _integer(v, 1, 1024, k)),
-    "load": lambda f, k, v: f.__setitem__("load", _choice(k, v, LOADS)),
-}
-
-
-def _apply(fields: Dict[str, object], key: str, value: str) -> None:
-    kind = str(fields["kind"])
-    keys = _KEYS.get(kind, ())
-    if key not in keys:
-        raise RunnerConfigError(
-            f"runner configuration: '{kind}' takes no key '{key}' "
-            f"(its keys: {', '.join(keys) or 'none'})"
-        )
-    _APPLY[key](fields, key, value)
