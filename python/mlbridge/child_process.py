@@ -22,7 +22,7 @@ Every compiler, service, host or tool the package runs is started by
 - starts from **this process's environment without the plugins' variables**
   (:func:`child_environment`; the default of ``env``): a variable the user
   set for mlbridge's plugins in their own builds (``MLBRIDGE_INLINE_LOG``,
-  ``MLBRIDGE_DEFERS_WHEN``, ``MLBRIDGE_GCC_RUNNER``...) never reaches a
+  ``MLBRIDGE_INLINE_DEFERS_WHEN``, ``MLBRIDGE_GCC_RUNNER``...) never reaches a
   compiler mlbridge runs, which gets exactly the settings its caller adds.
   ``env=os.environ`` passes the environment unchanged (``mlbridge llvm``
   does, to the user's own command, when it loads no plugin itself).

@@ -15,14 +15,14 @@ pinned for both by tests/golden/runner_configs.json::
 The LLVM plugin reads it from ``-mlbridge-runner=`` or ``MLBRIDGE_INLINE_RUNNER``; the C API from
 ``mlbridge_runner_create()``: the compiler side parses it, once, in C++. Python tooling
 only builds configurations here (checked as the C++ side checks them) and prints them
-(``str``, ``plugin_env()``).
+(``str``; the LLVM plugin's settings: :mod:`mlbridge.llvm.plugin_settings`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Tuple
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.limits import DEFAULT_MAX_BYTES
@@ -130,10 +130,6 @@ class RunnerConfig:
         if self.kind == "onnx" and self.load != default.load:
             out += f",load={self.load}"
         return out
-
-    def plugin_env(self) -> Dict[str, str]:
-        """The environment that makes the LLVM plugin use this runner."""
-        return {"MLBRIDGE_INLINE_RUNNER": str(self)}
 
     def replace(self, **changes: object) -> "RunnerConfig":
         """A copy with some fields changed, checked."""

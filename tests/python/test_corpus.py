@@ -304,6 +304,7 @@ def test_a_thinlto_mlgo_corpus_compiles_with_cross_module_inlining(tmp_path: Pat
 def test_a_plugin_clang_does_not_load_is_an_error_not_llvms_decisions(tmp_path: Path) -> None:
     """clang-19 loads no pass plugin into a distributed ThinLTO backend: a
     deployment measured there would be LLVM's decisions under the model's name."""
+    from mlbridge.llvm.plugin_settings import InlinePluginSettings
     from mlbridge.native import NativeError, plugin_path
     from mlbridge.runner_config import RunnerConfig
     from mlbridge.train.toolchain import Plugin, compile_program
@@ -313,7 +314,10 @@ def test_a_plugin_clang_does_not_load_is_an_error_not_llvms_decisions(tmp_path: 
     except NativeError as err:
         pytest.skip(f"no plugin: {err}")
     a, _ = load_corpus(make_thinlto_mlgo(tmp_path))
-    echo = Plugin(plugin, RunnerConfig(kind="echo", argument="inlining_default").plugin_env())
+    echo = Plugin(
+        plugin,
+        InlinePluginSettings(RunnerConfig(kind="echo", argument="inlining_default")).environment(),
+    )
     with pytest.raises(MlbridgeError, match="served 0 of 1 modules.*ThinLTO"):
         compile_program(a, tmp_path / "out", echo, jobs=1)
     plain = Program("plain", (tmp_path / "build" / "b.c",), (), TRAIN)  # unused() calls helper()

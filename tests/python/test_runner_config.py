@@ -44,9 +44,31 @@ def test_the_builder_refuses_what_the_compiler_side_refuses():
             RunnerConfig(**fields).check()  # type: ignore[arg-type]
 
 
-def test_plugin_env_carries_the_string_form():
+def test_the_plugin_settings_carry_the_string_form():
+    from mlbridge.llvm import size_cap
+    from mlbridge.llvm.plugin_settings import InlinePluginSettings
+
     config = RunnerConfig(kind="onnx", argument="/m/inline.onnx", threads=2)
-    assert config.plugin_env() == {"MLBRIDGE_INLINE_RUNNER": "onnx:/m/inline.onnx,threads=2"}
+    assert InlinePluginSettings(config).environment() == {
+        "MLBRIDGE_INLINE_RUNNER": "onnx:/m/inline.onnx,threads=2"
+    }
+    settings = InlinePluginSettings(
+        config,
+        stats="/s.jsonl",
+        size_increase_threshold=size_cap.NO_CAP,
+        defers_when="is_callee_linkonce_odr",
+        compare_default=True,
+    )
+    assert settings.environment() == {
+        "MLBRIDGE_INLINE_RUNNER": "onnx:/m/inline.onnx,threads=2",
+        "MLBRIDGE_INLINE_STATS": "/s.jsonl",
+        "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": "none",
+        "MLBRIDGE_INLINE_DEFERS_WHEN": "is_callee_linkonce_odr",
+        "MLBRIDGE_INLINE_COMPARE_DEFAULT": "1",
+    }
+    assert settings.options()[2] == "-mlbridge-size-increase-threshold=none"
+    with pytest.raises(ValueError, match="defers_when"):
+        InlinePluginSettings(config, defers_when="always")
 
 
 def test_replace_checks_the_result():

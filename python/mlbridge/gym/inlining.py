@@ -45,7 +45,7 @@ from mlbridge.gym.served_compilation import (
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
-from mlbridge.llvm.plugin_channel import check_defers_when
+from mlbridge.llvm.plugin_settings import InlinePluginSettings, check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command, tools
 from mlbridge.policy import Session
@@ -210,7 +210,7 @@ class InliningEnv(ServedCompilerEnv):
       ``plugin``: mlbridge's plugin for it (default: ``mlbridge config
       --plugin --llvm N``), used by the gRPC transport and on LLVM 16.
     - ``defers_when``: call sites the compiler decides as LLVM would without
-      asking the agent (one of :data:`mlbridge.llvm.plugin_channel.DEFERS_WHEN`;
+      asking the agent (one of :data:`mlbridge.llvm.plugin_settings.DEFERS_WHEN`;
       None: it asks at every call site), as the plugin does for a deployed
       model that says it answers LLVM's decision there
       (``Problem.defers_when``): episodes then hold the decisions such a
@@ -379,16 +379,13 @@ class InliningEnv(ServedCompilerEnv):
             connect_timeout_ms=deadline_ms,
             timeout_ms=deadline_ms,
         )
-        settings = {
-            "MLBRIDGE_INLINE_RUNNER": str(runner),
-            "MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD": (
-                "none" if self.size_increase_threshold is None else f"{threshold:g}"
-            ),
-            "MLBRIDGE_INLINE_STATS": str(episode.stats),
-        }
-        if defers_when is not None:
-            settings["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
-        environ = child_process.child_environment(settings)
+        settings = InlinePluginSettings(
+            runner,
+            stats=str(episode.stats),
+            size_increase_threshold=threshold,
+            defers_when=defers_when,
+        )
+        environ = child_process.child_environment(settings.environment())
         served = self._grpc_policy
 
         def serve_grpc(decide: Any) -> RunResult:

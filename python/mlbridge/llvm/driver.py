@@ -36,7 +36,8 @@ from mlbridge.errors import CodecError
 from mlbridge.llvm import size_cap
 from mlbridge.llvm.advisors import get_advisor, restore_inlining_default
 from mlbridge.llvm.command import with_llvm_options
-from mlbridge.llvm.plugin_channel import PluginChannel, check_defers_when
+from mlbridge.llvm.plugin_channel import PluginChannel
+from mlbridge.llvm.plugin_settings import check_defers_when
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
 from mlbridge.policy import Policy
@@ -210,7 +211,7 @@ def run_compiler(
     - ``defers_when``: call sites where the compiler gives LLVM's own
       decision without asking the inline policy (the plugin's
       ``-mlbridge-defers-when``, one of
-      :data:`mlbridge.llvm.plugin_channel.DEFERS_WHEN`), as it does for a
+      :data:`mlbridge.llvm.plugin_settings.DEFERS_WHEN`), as it does for a
       deployed model that says so; the inliner is then served through
       ``plugin`` whatever the major.
     - ``through_plugin``: the inliner is served through ``plugin`` whatever

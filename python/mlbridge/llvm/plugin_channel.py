@@ -21,25 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from mlbridge.llvm import size_cap
 from mlbridge.llvm.command import compiler_kind
+from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.plugin_stats import InlineStats, read_inline_stats
 from mlbridge.runner_config import RunnerConfig
 
 #: The plugin's statistics are at most this large (one short line per module).
 MAX_STATS_BYTES = 1 << 20
-#: Call sites where the plugin can give LLVM's own decision without asking
-#: its runner (``-mlbridge-defers-when``): calls of ``linkonce_odr``
-#: functions (C++ inline functions and template instances).
-DEFERS_WHEN = ("is_callee_linkonce_odr",)
-
-
-def check_defers_when(defers_when: Optional[str]) -> None:
-    """ValueError unless ``defers_when`` is None or one of :data:`DEFERS_WHEN`."""
-    if defers_when is not None and defers_when not in DEFERS_WHEN:
-        raise ValueError(
-            f"defers_when must be one of {', '.join(DEFERS_WHEN)} or None, got {defers_when!r}"
-        )
 
 
 @dataclass(frozen=True)
@@ -69,21 +57,18 @@ class PluginChannel:
         (``threshold`` as :func:`mlbridge.llvm.size_cap.effective_threshold`
         gives it: None keeps LLVM's) and the call sites where the plugin
         gives LLVM's decision without asking (``defers_when``, one of
-        :data:`DEFERS_WHEN`; None: none)."""
-        runner = RunnerConfig(
-            kind="pipe",
-            argument=self.base,
-            connect_timeout_ms=self.wait_ms,
-            timeout_ms=self.wait_ms,
-        )
-        env = {**runner.plugin_env(), "MLBRIDGE_INLINE_STATS": self.stats_path}
-        if threshold is not None:
-            env["MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD"] = (
-                "none" if threshold >= size_cap.NO_CAP else f"{threshold:g}"
-            )
-        if defers_when is not None:
-            env["MLBRIDGE_INLINE_DEFERS_WHEN"] = defers_when
-        return env
+        :data:`mlbridge.llvm.plugin_settings.DEFERS_WHEN`; None: none)."""
+        return InlinePluginSettings(
+            RunnerConfig(
+                kind="pipe",
+                argument=self.base,
+                connect_timeout_ms=self.wait_ms,
+                timeout_ms=self.wait_ms,
+            ),
+            stats=self.stats_path,
+            size_increase_threshold=threshold,
+            defers_when=defers_when,
+        ).environment()
 
     def stats(self) -> InlineStats:
         """The plugin's statistics of the compilation (none written: zeros)."""

@@ -25,6 +25,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
+from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.versions import LlvmTools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import CompilerSession
@@ -51,9 +52,8 @@ def plugin_for(
         return None
     if configuration not in runners:
         raise ValueError(f"unknown configuration {configuration}")
-    return Plugin(
-        plugin, {"MLBRIDGE_INLINE_COMPARE_DEFAULT": "1", **runners[configuration].plugin_env()}
-    )
+    settings = InlinePluginSettings(runners[configuration], compare_default=True)
+    return Plugin(plugin, settings.environment())
 
 
 def evaluate(

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
+from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.train.imitation import build_aot_module
@@ -40,7 +41,9 @@ def deployment_plugins(
     return {
         "-Oz": None,
         "onnx": onnx_plugin(plugin, policy),
-        "aot": Plugin(plugin, RunnerConfig(kind="aot", argument=str(aot)).plugin_env()),
+        "aot": Plugin(
+            plugin, InlinePluginSettings(RunnerConfig(kind="aot", argument=str(aot))).environment()
+        ),
     }
 
 

@@ -20,6 +20,7 @@ from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import CodeBytes, code_bytes
+from mlbridge.llvm.plugin_settings import InlinePluginSettings, variable
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
@@ -44,9 +45,8 @@ class Plugin:
 def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None) -> Plugin:
     """The plugin running ``model`` in-process under ONNX Runtime, with the
     extra environment ``env``."""
-    return Plugin(
-        path, {**RunnerConfig(kind="onnx", argument=str(model)).plugin_env(), **(env or {})}
-    )
+    settings = InlinePluginSettings(RunnerConfig(kind="onnx", argument=str(model)))
+    return Plugin(path, {**settings.environment(), **(env or {})})
 
 
 @dataclass
@@ -108,7 +108,7 @@ def compile_program(
         stats = Path(tmp) / "stats.jsonl"
         if plugin is not None:
             settings.update(plugin.env)
-            settings["MLBRIDGE_INLINE_STATS"] = str(stats)
+            settings[variable("stats")] = str(stats)
         env = child_process.child_environment(settings)
 
         def one(source: Path) -> Path:
