@@ -6,6 +6,7 @@
 
 #include "PluginOptions.h"
 #include "InlineRunners.h"
+#include "support/PluginSettings.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -64,29 +65,50 @@ cl::opt<std::string> DefersWhenOpt(
              "input is 1: is_callee_linkonce_odr, or none (env "
              "MLBRIDGE_INLINE_DEFERS_WHEN; default none)"));
 
-/// The environment variable MLBRIDGE_INLINE_\p Name, else null. Every plugin
-/// names its variables MLBRIDGE_<PLUGIN>_<OPTION> (INLINE, GCC, MLIR).
-const char *env(const char *Name) {
-  return std::getenv((std::string("MLBRIDGE_INLINE_") + Name).c_str());
+/// The plugin's options, declared once: LLVM's -mlbridge-KEY above, else
+/// MLBRIDGE_INLINE_KEY (support/PluginSettings.h).
+const std::vector<mlbridge::OptionSpec> &optionSpecs() {
+  using mlbridge::OptionKind;
+  static const std::vector<mlbridge::OptionSpec> Specs = {
+      {"runner", OptionKind::Text},
+      {"model", OptionKind::Text},
+      {"channel", OptionKind::Text},
+      {"grpc-target", OptionKind::Text},
+      {"timeout-ms", OptionKind::Integer, 0, mlbridge::MaxRunnerTimeoutMs},
+      {"constant", OptionKind::Integer},
+      {"log", OptionKind::Text},
+      {"stats", OptionKind::Text},
+      {"compare-default", OptionKind::Flag},
+      {"size-increase-threshold", OptionKind::Text},
+      {"defers-when", OptionKind::Text},
+  };
+  return Specs;
 }
 
-/// The option's value if given on the command line, else \p Env's.
-std::string pick(const cl::opt<std::string> &Opt, const char *Env) {
-  if (Opt.getNumOccurrences())
-    return Opt;
-  const char *V = env(Env);
-  return V ? V : "";
-}
-
-int64_t pickInt(const cl::opt<int64_t> &Opt, const char *Env, int64_t Default) {
-  if (Opt.getNumOccurrences())
-    return Opt;
-  const char *V = env(Env);
-  if (!V || !*V)
-    return Default;
-  char *End = nullptr;
-  long long N = std::strtoll(V, &End, 10);
-  return End && !*End ? N : Default;
+/// What LLVM's command line gave, as (key, value) pairs.
+std::vector<std::pair<std::string, std::string>> givenOptions() {
+  std::vector<std::pair<std::string, std::string>> Given;
+  auto Text = [&](const char *Key, const cl::opt<std::string> &Opt) {
+    if (Opt.getNumOccurrences())
+      Given.emplace_back(Key, Opt.getValue());
+  };
+  auto Number = [&](const char *Key, const cl::opt<int64_t> &Opt) {
+    if (Opt.getNumOccurrences())
+      Given.emplace_back(Key, std::to_string(Opt.getValue()));
+  };
+  Text("runner", RunnerOpt);
+  Text("model", ModelOpt);
+  Text("channel", ChannelOpt);
+  Text("grpc-target", GrpcOpt);
+  Number("timeout-ms", TimeoutOpt);
+  Number("constant", ConstantOpt);
+  Text("log", LogOpt);
+  Text("stats", StatsOpt);
+  if (CompareOpt.getNumOccurrences())
+    Given.emplace_back("compare-default", CompareOpt ? "1" : "0");
+  Text("size-increase-threshold", SizeThresholdOpt);
+  Text("defers-when", DefersWhenOpt);
+  return Given;
 }
 
 /// A size threshold: a factor >= 1, or "none" (no cap, infinity).
@@ -99,6 +121,8 @@ std::optional<double> parseThreshold(const std::string &Text,
   char *End = nullptr;
   double V = std::strtod(Text.c_str(), &End);
   if (End == Text.c_str() || *End || !(V >= 1.0)) {
+    if (!Problem.empty())
+      return std::nullopt;
     Problem = "-mlbridge-size-increase-threshold must be a factor >= 1 or "
               "'none', got '" +
               Text + "'";
@@ -160,24 +184,25 @@ namespace mlbridge {
 const PluginOptions &pluginOptions() {
   static const PluginOptions Options = [] {
     PluginOptions O;
-    O.Runner = pick(RunnerOpt, "RUNNER");
+    PluginSettings Settings = PluginSettings::resolve(
+        "INLINE", optionSpecs(), givenOptions(), "-mlbridge-",
+        [](const char *Name) -> const char * { return std::getenv(Name); });
+    O.Problem = Settings.Problem;
+    O.Runner = Settings.text("runner");
     if (O.Runner.empty())
       O.Runner = "none";
-    O.Model = pick(ModelOpt, "MODEL");
-    O.Channel = pick(ChannelOpt, "CHANNEL");
-    O.GrpcTarget = pick(GrpcOpt, "GRPC_TARGET");
+    O.Model = Settings.text("model");
+    O.Channel = Settings.text("channel");
+    O.GrpcTarget = Settings.text("grpc-target");
     O.Timeout =
-        std::chrono::milliseconds(pickInt(TimeoutOpt, "TIMEOUT_MS", 10000));
-    O.Constant = pickInt(ConstantOpt, "CONSTANT", 0);
-    O.LogPath = pick(LogOpt, "LOG");
-    O.StatsPath = pick(StatsOpt, "STATS");
-    const char *Compare = env("COMPARE_DEFAULT");
-    O.CompareDefault = CompareOpt.getNumOccurrences()
-                           ? bool(CompareOpt)
-                           : (Compare && std::string(Compare) == "1");
-    O.SizeIncreaseThreshold = parseThreshold(
-        pick(SizeThresholdOpt, "SIZE_INCREASE_THRESHOLD"), O.Problem);
-    O.DefersWhen = pick(DefersWhenOpt, "DEFERS_WHEN");
+        std::chrono::milliseconds(Settings.integer("timeout-ms", 10000));
+    O.Constant = Settings.integer("constant", 0);
+    O.LogPath = Settings.text("log");
+    O.StatsPath = Settings.text("stats");
+    O.CompareDefault = Settings.flag("compare-default");
+    O.SizeIncreaseThreshold =
+        parseThreshold(Settings.text("size-increase-threshold"), O.Problem);
+    O.DefersWhen = Settings.text("defers-when");
     if (O.DefersWhen == "none")
       O.DefersWhen.clear();
     if (!O.DefersWhen.empty() && O.DefersWhen != OdrCalleeFeature &&

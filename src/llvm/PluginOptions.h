@@ -8,8 +8,8 @@
 /// What the inline-advisor plugin is told: LLVM command-line options
 /// (-mlbridge-runner=... with opt, `-mllvm -mlbridge-runner=...` with clang,
 /// which must then also load the plugin with -fplugin), each with an
-/// environment-variable fallback (MLBRIDGE_INLINE_RUNNER=...) for build systems that
-/// cannot pass compiler flags through.
+/// environment-variable fallback (MLBRIDGE_INLINE_RUNNER=...) for build systems
+/// that cannot pass compiler flags through.
 ///
 //===----------------------------------------------------------------------===//
 

@@ -28,6 +28,7 @@
 #include "mlbridge/mlir/TileSizeAdvisor.h"
 
 #include "support/AppendFile.h"
+#include "support/PluginSettings.h"
 #include "support/RunStats.h"
 
 #include "modules/RunnerModules.h"
@@ -113,19 +114,34 @@ struct TilingPass
                      "$MLBRIDGE_MLIR_STATS"),
       llvm::cl::init("")};
 
+  /// The pass's options, declared once (support/PluginSettings.h): those
+  /// given to the pass, else MLBRIDGE_MLIR_KEY.
+  PluginSettings settings() const {
+    static const std::vector<OptionSpec> Specs = {
+        {"runner", OptionKind::Text},
+        {"log", OptionKind::Text},
+        {"stats", OptionKind::Text},
+    };
+    std::vector<std::pair<std::string, std::string>> Given;
+    for (const auto &[Key, Value] :
+         {std::pair<const char *, std::string>{"runner", RunnerOption},
+          {"log", LogOption},
+          {"stats", StatsOption}})
+      if (!Value.empty())
+        Given.emplace_back(Key, Value);
+    return PluginSettings::resolve(
+        "MLIR", Specs, Given, "mlbridge-tile option ",
+        [](const char *Name) -> const char * { return std::getenv(Name); });
+  }
+
   void runOnOperation() override {
-    std::string Config = RunnerOption;
-    if (Config.empty())
-      if (const char *Env = std::getenv("MLBRIDGE_MLIR_RUNNER"))
-        Config = Env;
+    const PluginSettings Settings = settings();
+    std::string Config = Settings.text("runner");
     // The runner is made at the first nest (a module without one never
     // connects to a model).
     std::optional<TileSizeAdvisor> Advisor;
     std::string CreationProblem;
-    std::string LogPath = LogOption;
-    if (LogPath.empty())
-      if (const char *Env = std::getenv("MLBRIDGE_MLIR_LOG"))
-        LogPath = Env;
+    std::string LogPath = Settings.text("log");
     AppendFile Log;
     std::string LogProblem;
     if (!LogPath.empty() && !Log.open(LogPath, LogProblem))
@@ -180,10 +196,7 @@ struct TilingPass
     // Remarks at the module's location, without the module attached (which
     // mlir-opt would print whole).
     mlir::Location Where = getOperation().getLoc();
-    std::string StatsPath = StatsOption;
-    if (StatsPath.empty())
-      if (const char *Env = std::getenv("MLBRIDGE_MLIR_STATS"))
-        StatsPath = Env;
+    const std::string StatsPath = Settings.text("stats");
     if (!StatsPath.empty()) {
       RunStats S;
       S.Tool = "mlir-tiling";

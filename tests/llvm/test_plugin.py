@@ -559,6 +559,9 @@ def test_a_missing_runner_module_falls_back_to_llvm(plugin, compiler_env, ir, tm
         {"MLBRIDGE_INLINE_RUNNER": "onnx:/nonexistent/model.onnx"},
         {"MLBRIDGE_INLINE_RUNNER": "pipe:/nonexistent/channel,timeout_ms=500"},
         {"MLBRIDGE_INLINE_RUNNER": "pipe:/tmp/x,format=json"},
+        # Options the one parser refuses (support/PluginSettings.h).
+        {"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_TIMEOUT_MS": "5s"},
+        {"MLBRIDGE_INLINE_RUNNER": "constant:0", "MLBRIDGE_INLINE_COMPARE_DEFAULT": "yes"},
     ],
     ids=[
         "pipe-without-peer",
@@ -569,6 +572,8 @@ def test_a_missing_runner_module_falls_back_to_llvm(plugin, compiler_env, ir, tm
         "config-missing-onnx-model",
         "config-pipe-without-peer",
         "config-malformed",
+        "bad-timeout",
+        "bad-flag",
     ],
 )
 def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setting):
@@ -579,10 +584,14 @@ def test_runner_failures_fall_back_to_llvm(plugin, compiler_env, tmp_path, setti
         tmp_path / "fallback.o",
         plugin,
         compiler_env,
-        extra={**setting, "MLBRIDGE_INLINE_TIMEOUT_MS": "500"},
+        extra={"MLBRIDGE_INLINE_TIMEOUT_MS": "500", **setting},
     )
     assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "fallback.o").read_bytes()
     assert "using LLVM's default advice" in done.stderr
+    if "MLBRIDGE_INLINE_TIMEOUT_MS" in setting:
+        assert "MLBRIDGE_INLINE_TIMEOUT_MS must be an integer" in done.stderr
+    if "MLBRIDGE_INLINE_COMPARE_DEFAULT" in setting:
+        assert "MLBRIDGE_INLINE_COMPARE_DEFAULT must be 1 or 0" in done.stderr
     assert done.stdout == ""
 
 

@@ -83,20 +83,27 @@ def _leak(monkeypatch: pytest.MonkeyPatch, name: str, tmp_path: Path) -> Path:
 
 
 def test_the_dropped_names_are_those_the_plugins_read() -> None:
-    llvm = (SRC / "llvm" / "PluginOptions.cpp").read_text()
-    # Every option is read as MLBRIDGE_INLINE_NAME, and only so.
-    assert 'getenv((std::string("MLBRIDGE_INLINE_") + Name)' in llvm
-    assert len(re.findall(r"getenv\(", llvm)) == 1
-    options = set(re.findall(r'\bpick(?:Int)?\(\w+,\s*"([A-Z_]+)"', llvm))
-    options |= set(re.findall(r'\benv\("([A-Z_]+)"\)', llvm))
-    assert {"RUNNER", "LOG", "STATS", "DEFERS_WHEN", "COMPARE_DEFAULT"} <= options
-    assert not any(child_process.is_plugin_variable(f"MLBRIDGE_{o}") for o in options)
-    assert all(child_process.is_plugin_variable(f"MLBRIDGE_INLINE_{o}") for o in options)
-    # The GCC and MLIR plugins name theirs in full.
-    sources = [p.read_text() for p in SRC.rglob("*") if p.suffix in (".cpp", ".h", ".c")]
-    named = {n for text in sources for n in re.findall(r'"(MLBRIDGE_[A-Z0-9_]+)"', text)}
-    assert {"MLBRIDGE_GCC_RUNNER", "MLBRIDGE_MLIR_RUNNER"} <= named
+    """Every plugin declares its options once (support/PluginSettings.h) and
+    reads them as MLBRIDGE_<PLUGIN>_<KEY>: the names the package drops."""
+    tables = {
+        "INLINE": SRC / "llvm" / "PluginOptions.cpp",
+        "GCC": SRC / "gcc" / "PluginOptions.cpp",
+        "MLIR": SRC / "mlir" / "TilingPass.cpp",
+    }
+    named = set()
+    for plugin, path in tables.items():
+        text = path.read_text()
+        assert re.search(rf'PluginSettings::resolve\(\s*"{plugin}"', text), path
+        keys = re.findall(r'\{"([a-z-]+)", OptionKind::', text)
+        assert {"runner", "log", "stats"} <= set(keys), (path, keys)
+        named |= {f"MLBRIDGE_{plugin}_{k.upper().replace('-', '_')}" for k in keys}
+    assert {"MLBRIDGE_INLINE_DEFERS_WHEN", "MLBRIDGE_INLINE_COMPARE_DEFAULT"} <= named
     assert all(child_process.is_plugin_variable(name) for name in named), named
+    # Only the option parser reads the environment for them.
+    for path in tables.values():
+        assert len(re.findall(r"getenv\(", path.read_text())) <= 1, path
+    # The names without INLINE_ (aliases before 0.2.0) are no plugin's.
+    assert not child_process.is_plugin_variable("MLBRIDGE_RUNNER")
     # The package's own variables are not the plugins'.
     for own in ("MLBRIDGE_PREFIX", "MLBRIDGE_BUILD_DIR", "MLBRIDGE_CACHE", "MLBRIDGE_DEBUG"):
         assert not child_process.is_plugin_variable(own)
@@ -159,6 +166,7 @@ def test_a_deployed_compile_writes_no_log_the_user_asked_for(
     """``mlbridge train``/``evaluate``/``loop`` measure a deployed model with
     :func:`mlbridge.train.toolchain.compile_program`."""
     from mlbridge.corpus.program import Program
+    from mlbridge.llvm.plugin_settings import InlinePluginSettings
     from mlbridge.runner_config import RunnerConfig
     from mlbridge.train.toolchain import Plugin, compile_program
 
@@ -168,7 +176,10 @@ def test_a_deployed_compile_writes_no_log_the_user_asked_for(
         logs.append(tmp_path / f"{name}.log")
         monkeypatch.setenv(name, str(logs[-1]))
     program = Program("odr", (odr_source,), (), "train")
-    echo = Plugin(plugin, RunnerConfig(kind="echo", argument="inlining_default").plugin_env())
+    echo = Plugin(
+        plugin,
+        InlinePluginSettings(RunnerConfig(kind="echo", argument="inlining_default")).environment(),
+    )
     result = compile_program(program, tmp_path / "out", echo, jobs=1, llvm=LlvmTools(19))
     assert result.decisions == ODR_CALL_SITES and result.deciding == 1
     assert not any(log.exists() for log in logs)
