@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "slow: runs compilers, builds, trainings or studies for a second or more; "
+        "slow(seconds=N): runs compilers, builds, trainings or studies for a second "
+        "or more (N: about how many, on the 2-vCPU machine, when it is much more); "
         "scripts/test --quick leaves these out (-m 'not slow')",
     )
 
@@ -32,10 +33,20 @@ def onnx_models(tmp_path_factory) -> Path:
     return out
 
 
+def _cost(item: pytest.Item) -> float:
+    """About how many seconds ``item`` takes: its ``slow`` marker's
+    ``seconds``, 1 for another slow test, 0 for a fast one."""
+    marker = item.get_closest_marker("slow")
+    return 0.0 if marker is None else float(marker.kwargs.get("seconds", 1.0))
+
+
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    """Files with the most ``slow`` tests first (a stable sort: the order of
-    tests within a file is kept). ``pytest -n --dist loadfile`` hands files
-    to workers in this order, so the long files start early and the short
-    ones fill the gaps at the end instead of one long file running alone."""
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow[item.path])
+    """The costliest files first (the seconds of their ``slow`` tests; a
+    stable sort: the order of tests within a file is kept). ``pytest -n
+    --dist loadfile`` hands files to workers in this order, so the long
+    files start early and the short ones fill the gaps at the end instead
+    of one long file (a single minute-long test included) running alone."""
+    cost: Counter = Counter()
+    for item in items:
+        cost[item.path] += _cost(item)
+    items.sort(key=lambda item: -cost[item.path])

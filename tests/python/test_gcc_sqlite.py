@@ -28,7 +28,7 @@ plugin = _plugin
 @pytest.mark.skipif(
     bool(os.environ.get("MLBRIDGE_GCC_PLUGIN_PRELOAD")), reason="minutes under the sanitizers"
 )
-@pytest.mark.slow
+@pytest.mark.slow(seconds=75)
 def test_sqlite_with_a_model_answering_zero_is_plain_gccs_object(plugin, tmp_path):
     gcc(SQLITE, tmp_path / "plain.o")
     log = tmp_path / "log.jsonl"

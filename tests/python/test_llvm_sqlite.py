@@ -67,7 +67,7 @@ def _served(ir: Path, policy: str, tmp_path: Path) -> tuple:
     return out.read_bytes(), json.loads(stats.read_text())
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_default_policy_reproduces_llvm_on_sqlite(sqlite_ir, tmp_path):
     out, stats = _served(sqlite_ir, "default", tmp_path)
     assert stats["decisions"] > 10000

@@ -29,7 +29,7 @@ __all__ = ["gcc_plugin", "mlir_plugin"]  # fixtures of the plugins' own tests
 @pytest.mark.skipif(
     bool(os.environ.get("MLBRIDGE_GCC_PLUGIN")), reason="the study uses the installed plugin"
 )
-@pytest.mark.slow
+@pytest.mark.slow(seconds=21)
 def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
     """studies/gcc_unroll.py, a thin use of the GccUnroll environment: every
     factor keeps every kernel's result (the environment checks checksums),
@@ -57,7 +57,7 @@ def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
 @pytest.mark.skipif(
     bool(os.environ.get("MLBRIDGE_MLIR_PLUGIN")), reason="the study uses the installed plugin"
 )
-@pytest.mark.slow
+@pytest.mark.slow(seconds=27)
 def test_the_tiling_study_searches_fits_and_deploys(mlir_plugin, tmp_path):
     """studies/mlir_tiling.py, a thin use of the MlirTiling environment, on the
     first kernel of each split: every tiling keeps every kernel's result (the

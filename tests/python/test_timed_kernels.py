@@ -111,7 +111,7 @@ def _all_gcc_kernels(directory):
     return [m for split in SPLITS for m in suite_modules(split, directory)]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=16)
 def test_every_gcc_kernel_keeps_its_checksum_under_every_factor(tmp_path):
     from mlbridge.gym.timed_kernels import EnvError
 
