@@ -152,8 +152,7 @@ def sandboxed(
     for work in writable:
         if not work.is_absolute() or any(work == Path(d) for d in PRIVATE_DIRS):
             raise CorpusError(f"{work}: not a directory a build step may write")
-    command = ["prlimit", f"--as={limits.memory_bytes}", "--", bubblewrap()]
-    command += ["--die-with-parent", "--new-session"]
+    command = [bubblewrap(), "--die-with-parent", "--new-session"]
     if user is None:
         command += ["--unshare-all"]
     else:  # no user namespace: the switch below is to a real, unprivileged uid
@@ -165,7 +164,19 @@ def sandboxed(
             "setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",
             "--inh-caps=-all", "--no-new-privs", "--",
         ]  # fmt: skip
-    return command + list(args)
+    return command + _limited(list(args), limits)
+
+
+def _limited(args: List[str], limits: BuildLimits) -> List[str]:
+    """``args`` with the build's processes under the address-space limit.
+    Under ``bear``, the limit goes on the build command bear runs, not on
+    bear's own interceptor: that gRPC server, starved of address space for
+    its threads, can deadlock once the build has ended."""
+    limit = ["prlimit", f"--as={limits.memory_bytes}", "--"]
+    if args[:1] == ["bear"] and "--" in args:
+        cut = args.index("--") + 1
+        return [*args[:cut], *limit, *args[cut:]]
+    return [*limit, *args]
 
 
 def hand_over(work: Path, owner: Tuple[int, int]) -> None:

@@ -435,12 +435,7 @@ class InliningEnv(ServedCompilerEnv):
             sent = episode.header_names or ()
         # mlbridge's plugin (gRPC, LLVM 16) always sends LLVM's decision too.
         names = tuple(n for n in sent if n != DEFAULT_FEATURE or self.include_default)
-        if names != self.feature_names:
-            episode.stop()
-            raise EnvError(
-                f"{module.name}: the compiler sent the features {list(names)}, "
-                f"not those of the observation space {list(self.feature_names)}"
-            )
+        self._require_features(episode, names, self.feature_names, "the compiler")
         return self._hand(episode, event), self._info(episode)
 
     def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:

@@ -226,16 +226,8 @@ class RegallocEvictionEnv(ServedCompilerEnv):
             )
 
         event = self._open(episode, serve)
-        sent = tuple(
-            (s.name, s.element_count) for s in (episode.header.features if episode.header else ())
-        )
         expected = tuple((name, count) for name, _, count in FEATURES)
-        if sent != expected:
-            episode.stop()
-            raise EnvError(
-                f"{module.name}: {self.llc} sent the eviction features {list(sent)}, "
-                f"not those of the observation space {list(expected)}"
-            )
+        self._require_features(episode, self._sent_features(episode), expected, self.llc)
         return self._hand(episode, event), self._info(episode)
 
     def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:

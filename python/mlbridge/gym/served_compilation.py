@@ -137,6 +137,26 @@ class ServedCompilerEnv(CompilerEnv):
 
     # -- the life cycle ------------------------------------------------------
 
+    def _require_features(
+        self, episode: ServedEpisode, sent: Tuple[Any, ...], expected: Tuple[Any, ...], who: str
+    ) -> None:
+        """The header check every served environment makes once its
+        compilation asked its first question: the features ``who`` (the
+        compiler, the plugin) ``sent`` must be the observation space's
+        (``expected``), else the episode is stopped and EnvError says which."""
+        if sent != expected:
+            episode.stop()
+            raise EnvError(
+                f"{episode.module.name}: {who} sent the features {list(sent)}, "
+                f"not those of the observation space {list(expected)}"
+            )
+
+    @staticmethod
+    def _sent_features(episode: ServedEpisode) -> Tuple[Tuple[str, int], ...]:
+        """(name, element count) of each feature the session header names."""
+        header = episode.header.features if episode.header else ()
+        return tuple((spec.name, spec.element_count) for spec in header)
+
     def _open(
         self, episode: ServedEpisode, serve: Callable[[Callable[..., Any]], RunResult]
     ) -> Request:

@@ -384,15 +384,7 @@ class TimedKernelEnv(ServedCompilerEnv):
             )
 
         event = self._open(episode, serve)
-        sent = tuple(
-            (s.name, s.element_count) for s in (episode.header.features if episode.header else ())
-        )
-        if sent != self.features:
-            episode.stop()
-            raise EnvError(
-                f"{module.name}: the plugin sent the features {list(sent)}, "
-                f"not those of the observation space {list(self.features)}"
-            )
+        self._require_features(episode, self._sent_features(episode), self.features, "the plugin")
         return self._hand(episode, event), self._info(episode)
 
     def _observe(self, features: Dict[str, np.ndarray]) -> np.ndarray:
