@@ -208,8 +208,11 @@ def test_a_build_past_its_time_limit_is_stopped(tmp_path):
 
 @needs_tools
 def test_a_build_past_its_memory_limit_fails(tmp_path):
-    rule = "python3 -c \"b = bytearray(1 << 30); open('ate', 'w').write('yes')\""
-    limits = BuildLimits(memory_bytes=512 << 20)
+    # 4 GiB asked under a 2 GiB limit: bear's interceptor and its wrappers
+    # (gRPC, which reserves much address space) need far less than 2 GiB,
+    # while under 512 MiB they could fail before the build's command ran.
+    rule = "python3 -c \"b = bytearray(4 << 30); open('ate', 'w').write('yes')\""
+    limits = BuildLimits(memory_bytes=2 << 30)
     report, out = _build(tmp_path, [_make_project(tmp_path, "big", rule)], limits)
     assert "big" in report.failed
     assert "MemoryError" in (out / "projects" / "big" / "build.log").read_text()
