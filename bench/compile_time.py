@@ -67,10 +67,10 @@ def main() -> int:
 
     from mlbridge.corpus.fetched import fetched_programs
     from mlbridge.native import plugin_path
+    from mlbridge.problems.inlining.deploy import CONFIGS as DEPLOYED
+    from mlbridge.problems.inlining.deploy import deployment_plugins
+    from mlbridge.problems.inlining.toolchain import Plugin, compile_program
     from mlbridge.runner_config import RunnerConfig
-    from mlbridge.train.deploy_inlining import CONFIGS as DEPLOYED
-    from mlbridge.train.deploy_inlining import deployment_plugins
-    from mlbridge.train.toolchain import Plugin, compile_program
 
     # ONNX Runtime loaded by every compiler process, as before load=lazy.
     CONFIGS = (*DEPLOYED, "onnx eager")

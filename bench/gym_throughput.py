@@ -111,9 +111,10 @@ def main() -> int:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     chosen = _problem(args.env)
-    if args.policy == "default" and not (
-        chosen.warm_start_feature or chosen.warm_start_policy or chosen.baseline_action is not None
-    ):
+    from mlbridge.problems.capabilities import AnswerTable, CompilerDecision, Heuristic
+
+    follows = (CompilerDecision, Heuristic, AnswerTable)
+    if args.policy == "default" and not any(chosen.get(kind) for kind in follows):
         args.policy = "random"  # no decision of the compiler's own to follow
     rounds = [[measure(args, w) for w in args.workers] for _ in range(args.repeats)]
     results = []

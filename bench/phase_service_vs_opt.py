@@ -115,7 +115,7 @@ def paired(
 def same_results(service: List[int], opt: List[str], step_timeout: float) -> int:
     """How many of opt's final modules have the instruction count the
     service reached with the same actions (counted by the service)."""
-    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+    from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
     env = PhaseOrderingEnv(opt, max_steps=1, step_timeout=step_timeout)
     try:
@@ -147,7 +147,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
-    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+    from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
     env = PhaseOrderingEnv(
         corpus=args.corpus, split="all", quick=True, max_steps=args.steps, rollback=args.rollback

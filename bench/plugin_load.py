@@ -85,7 +85,7 @@ def _policy_onnx(path: Path) -> None:
 
 def _configs(plugin: Path, work: Path) -> Dict[str, Optional[List[str]]]:
     """Configuration -> the plugin's options (None: plain clang)."""
-    from mlbridge.train.imitation import build_aot_module
+    from mlbridge.aot.loadable import build_aot_module
 
     model = work / "policy.onnx"
     _policy_onnx(model)

@@ -26,8 +26,8 @@ import numpy as np
 import onnx
 from mlbridge.corpus.defaults import load_corpus
 from mlbridge.models import model_file
+from mlbridge.problems.inlining.size_training import validation_measure
 from mlbridge.train.export import DEFERENCE_KEY
-from mlbridge.train.inlining_size import validation_measure
 from onnx import numpy_helper
 
 

@@ -25,8 +25,8 @@ from mlbridge.corpus.program import VALIDATION
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.models import model_file
 from mlbridge.native import plugin_path
-from mlbridge.train.inlining_size import validation_sample
-from mlbridge.train.toolchain import compile_program, onnx_plugin
+from mlbridge.problems.inlining.size_training import validation_sample
+from mlbridge.problems.inlining.toolchain import compile_program, onnx_plugin
 
 
 def breakdown(oz: List[CodeBytes], model: List[CodeBytes]) -> Dict[str, int]:

@@ -39,8 +39,12 @@ from mlbridge.corpus.program import TRAIN, Program
 from mlbridge.llvm.outcomes import linked_code
 from mlbridge.models import model_file
 from mlbridge.native import plugin_path
-from mlbridge.train.inlining_size import ValidationSet, validation_measure, validation_sample
-from mlbridge.train.toolchain import compile_program, onnx_plugin
+from mlbridge.problems.inlining.size_training import (
+    ValidationSet,
+    validation_measure,
+    validation_sample,
+)
+from mlbridge.problems.inlining.toolchain import compile_program, onnx_plugin
 from mlbridge.training_log import read_training_log
 from onnx import TensorProto, helper
 

@@ -6,7 +6,7 @@ A thin use of the ``mlbridge/GccUnroll-v0`` environment's deployment
 (``GccUnrollEnv.deploy``: a kernel built with a runner and with GCC's own
 factors, both run in turn, checksums compared):
 
-1. Search: every kernel of the suite (``mlbridge.gcc.kernels``, every split)
+1. Search: every kernel of the suite (``mlbridge.problems.gcc_unroll.kernels``, every split)
    with one constant factor for all its loops (runner ``constant:F``), F in
    1, 2, 4, 8.
 2. Fit: the loops of each *training* kernel are labelled with the kernel's
@@ -27,10 +27,11 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from mlbridge.gcc import FACTORS, UnrollPolicy, kernels
-from mlbridge.gym.gcc_unroll import GccUnrollEnv, suite_modules
+from mlbridge.aot.loadable import build_aot_module
+from mlbridge.gcc import FACTORS, UnrollPolicy
+from mlbridge.problems.gcc_unroll import kernels
+from mlbridge.problems.gcc_unroll.environment import GccUnrollEnv, suite_modules
 from mlbridge.runner_config import RunnerConfig
-from mlbridge.train.imitation import build_aot_module
 
 #: How much faster than GCC's own a factor must be to be preferred.
 MARGIN = 0.03

@@ -1,5 +1,5 @@
 """How much of what per-unit search saves survives linking? Every unit of
-one project of a corpus is searched (:func:`mlbridge.train.inlining_search.search_module`),
+one project of a corpus is searched (:func:`mlbridge.problems.inlining.search.search_module`),
 and the project is measured two ways with LLVM's decisions and with the best
 flips found: the sum of the objects' ``.text``, and the code
 the linker keeps, each COMDAT group once (:func:`mlbridge.llvm.outcomes.linked_code`).
@@ -20,7 +20,7 @@ from typing import List
 
 from mlbridge.corpus import load_corpus
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
-from mlbridge.train.inlining_search import search_module
+from mlbridge.problems.inlining.search import search_module
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ from typing import Dict, FrozenSet, Optional, Sequence
 
 from mlbridge.corpus import load_corpus
 from mlbridge.corpus.program import TRAIN, Program
-from mlbridge.train.inlining_search import Trace, compile_with_flips, search_module
+from mlbridge.problems.inlining.search import Trace, compile_with_flips, search_module
 
 #: Units searched: as many questions as this, at least and at most.
 QUESTIONS = (8, 60)

@@ -7,7 +7,7 @@ A thin use of the ``mlbridge/MlirTiling-v0`` environment's deployment
 own sizes, both lowered and run in turn by mlir-cpu-runner-19, checksums
 compared):
 
-1. Search: every kernel of ``mlbridge.mlir.kernels.suite()`` (every split)
+1. Search: every kernel of ``mlbridge.problems.mlir_tiling.kernels.suite()`` (every split)
    tiled with each row of TILE_CHOICES (a constant policy, in-process under
    ONNX Runtime).
 2. Fit: each *training* kernel's nests are labelled with its fastest choice
@@ -29,11 +29,12 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from mlbridge.gym.mlir_tiling import MlirTilingEnv, suite_modules
-from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels
+from mlbridge.aot.loadable import build_aot_module
+from mlbridge.mlir import TILE_CHOICES, TilePolicy
 from mlbridge.mlir.policy import LAYOUT
+from mlbridge.problems.mlir_tiling import kernels
+from mlbridge.problems.mlir_tiling.environment import MlirTilingEnv, suite_modules
 from mlbridge.runner_config import RunnerConfig
-from mlbridge.train.imitation import build_aot_module
 
 #: How much faster than the heuristic's a choice must be to be preferred.
 MARGIN = 0.03

@@ -28,7 +28,7 @@ from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import tools
 from mlbridge.models import model_file
 from mlbridge.native import plugin_path
-from mlbridge.train.toolchain import onnx_plugin
+from mlbridge.problems.inlining.toolchain import onnx_plugin
 
 
 def main() -> int:

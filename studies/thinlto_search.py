@@ -2,7 +2,7 @@
 corpus project (its objects and libraries as its build links them) is built
 with ``-Oz -flto=thin`` and linked by lld as a distributed ThinLTO build.
 Every module's backend is then searched
-(:func:`mlbridge.train.inlining_search.search_module`): the functions of other
+(:func:`mlbridge.problems.inlining.search.search_module`): the functions of other
 modules it imported are inlining decisions too. The program is linked with
 each module's best flips and measured against plain ``-Oz`` (file by file)
 and ThinLTO ``-Oz``.
@@ -27,7 +27,7 @@ from thinlto_program import LinkedProgram, run
 
 from mlbridge.llvm.outcomes import text_size
 from mlbridge.llvm.versions import tools
-from mlbridge.train.inlining_search import compile_with_flips, search_module
+from mlbridge.problems.inlining.search import compile_with_flips, search_module
 
 
 def main() -> int:

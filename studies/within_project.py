@@ -28,7 +28,7 @@ from mlbridge.corpus import load_corpus
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import held_out_score
 from mlbridge.native import plugin_path
-from mlbridge.train.inlining_size import (
+from mlbridge.problems.inlining.size_training import (
     POLICY,
     SizeTraining,
     ValidationSet,

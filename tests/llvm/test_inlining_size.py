@@ -17,8 +17,14 @@ from conftest import TOOLS
 from mlbridge.corpus.program import TRAIN, VALIDATION, Program
 from mlbridge.llvm.outcomes import CodeBytes
 from mlbridge.problems.inlining import DEFAULT_FEATURE
-from mlbridge.train.imitation import Policy
-from mlbridge.train.inlining_size import CURVE, OZ, SizeTraining, ValidationSet, train_size_policy
+from mlbridge.problems.inlining.imitation import Policy
+from mlbridge.problems.inlining.size_training import (
+    CURVE,
+    OZ,
+    SizeTraining,
+    ValidationSet,
+    train_size_policy,
+)
 
 UNIT = """
 static int mix(int a, int b) {{
@@ -139,7 +145,7 @@ def built_corpus(root: Path) -> Path:
 def test_ppo_is_validated_through_the_plugin_at_every_checkpoint(plugin, plugin_env, tmp_path):
     pytest.importorskip("stable_baselines3")
     from mlbridge.corpus.defaults import load_corpus
-    from mlbridge.train.inlining_size import validation_measure
+    from mlbridge.problems.inlining.size_training import validation_measure
     from mlbridge.train.ppo import TrainConfig, train
 
     corpus = built_corpus(tmp_path / "corpus")

@@ -281,9 +281,9 @@ def test_where_the_model_says_it_answers_llvm_the_plugin_skips_it_exactly(
     MLGO's features or running it. The objects are those of the same model
     asked everywhere, byte for byte; a training log turns it off."""
     import onnx
+    from mlbridge.aot.loadable import build_aot_module
     from mlbridge.models import model_path
     from mlbridge.train.export import DEFERS_WHEN_KEY
-    from mlbridge.train.imitation import build_aot_module
 
     if TOOLS.major != 19:
         pytest.skip("the shipped model reads LLVM 19's features (LLVM 16 lacks some)")
@@ -415,7 +415,7 @@ def test_served_default_policy_reproduces_clang_oz(
 def test_in_process_model_of_llvm_rule_reproduces_clang_oz(
     plugin, compiler_env, plain_objects, tmp_path, kind
 ):
-    from mlbridge.train.imitation import build_aot_module
+    from mlbridge.aot.loadable import build_aot_module
 
     model = tmp_path / "rule.onnx"
     llvm_rule_model(model)

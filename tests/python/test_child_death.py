@@ -96,7 +96,7 @@ from pathlib import Path
 
 from mlbridge.corpus import Program
 from mlbridge.loop.evaluate import pipe_server, plugin_for
-from mlbridge.train.toolchain import compile_program
+from mlbridge.problems.inlining.toolchain import compile_program
 
 plugin, policy, source, work = sys.argv[1:5]
 base = str(Path(work) / "inline")

@@ -74,7 +74,7 @@ def test_a_c_object_has_no_group(tmp_path):
 @needs_clang
 def test_compile_program_reports_each_objects_code(tmp_path):
     from mlbridge.corpus.program import Program
-    from mlbridge.train.toolchain import compile_program, object_path
+    from mlbridge.problems.inlining.toolchain import compile_program, object_path
 
     sources = []
     for name, body in (

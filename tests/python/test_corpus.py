@@ -62,7 +62,7 @@ def names(programs: List[Program]) -> List[str]:
 
 def compile_sizes(programs: List[Program], out: Path) -> Dict[str, int]:
     """``.text`` bytes of each program, compiled by the loop's toolchain."""
-    from mlbridge.train.toolchain import compile_all
+    from mlbridge.problems.inlining.toolchain import compile_all
 
     return {r.program: r.text_bytes for r in compile_all(programs, out, jobs=2)}
 
@@ -283,7 +283,7 @@ def make_thinlto_mlgo(root: Path) -> Path:
 
 @needs_lld
 def test_a_thinlto_mlgo_corpus_compiles_with_cross_module_inlining(tmp_path: Path) -> None:
-    from mlbridge.train.inlining_search import compile_with_flips
+    from mlbridge.problems.inlining.search import compile_with_flips
 
     corpus = make_thinlto_mlgo(tmp_path)
     a, b = load_corpus(corpus)
@@ -306,8 +306,8 @@ def test_a_plugin_clang_does_not_load_is_an_error_not_llvms_decisions(tmp_path: 
     deployment measured there would be LLVM's decisions under the model's name."""
     from mlbridge.llvm.plugin_settings import InlinePluginSettings
     from mlbridge.native import NativeError, plugin_path
+    from mlbridge.problems.inlining.toolchain import Plugin, compile_program
     from mlbridge.runner_config import RunnerConfig
-    from mlbridge.train.toolchain import Plugin, compile_program
 
     try:
         plugin = plugin_path()

@@ -261,7 +261,7 @@ def compile_like_the_loop(corpus: Path, work: Path) -> List[str]:
     """mlbridge loop: its corpus (with the bundled programs), each program
     compiled by the toolchain (corpus programs only); the failures."""
     from mlbridge.corpus.defaults import load_corpus as loop_corpus
-    from mlbridge.train.toolchain import compile_program
+    from mlbridge.problems.inlining.toolchain import compile_program
 
     failures = []
     for program in loop_corpus(corpus):
@@ -354,7 +354,7 @@ def test_relative_database_paths_give_absolute_sources(
 
 @needs_clang
 def test_an_mlgo_corpus_s_recorded_options_are_not_used(tmp_path: Path) -> None:
-    from mlbridge.train.toolchain import compile_program
+    from mlbridge.problems.inlining.toolchain import compile_program
 
     corpus, work = tmp_path / "corpus", tmp_path / "work"
     corpus.mkdir()

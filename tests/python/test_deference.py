@@ -1,7 +1,7 @@
 """Deference to the compiler's own decision (mlbridge.train.export.Deference,
 ``mlbridge train --deference``): the deployed model adds a bonus to the
 logit of the compiler's action; with 0 it is the policy, with a large one
-the compiler; a flag input (``Problem.defers_when``) makes the compiler's
+the compiler; a flag input (a problem's ``Deferral``) makes the compiler's
 action the answer; the AOT-compiled model decides as ONNX Runtime does; the
 bonus survives export and fine-tuning; validation measures each bonus at
 every checkpoint and keeps the best, the largest of equal ratios."""
@@ -23,6 +23,7 @@ pytest.importorskip("gymnasium")
 from counts_task import Counts, counts_task, tiny_config  # noqa: E402
 
 from mlbridge.errors import MlbridgeError  # noqa: E402
+from mlbridge.problems.capabilities import CompilerDecision, Deferral  # noqa: E402
 from mlbridge.train.export import DEFERENCE_KEY, DEFERS_TO_KEY, DEFERS_WHEN_KEY  # noqa: E402
 from mlbridge.train.ppo import train  # noqa: E402
 from mlbridge.train.ppo_init import load_actor  # noqa: E402
@@ -41,9 +42,10 @@ FLAGGED = "flag-deferring-counts"
 
 @pytest.fixture(scope="module", autouse=True)
 def task():
-    with counts_task(TASK, warm_start_feature="d"):
+    decision = CompilerDecision("d")
+    with counts_task(TASK, capabilities=(decision,)):
         with counts_task("undeferring-counts"):
-            with counts_task(FLAGGED, warm_start_feature="d", defers_when="odr"):
+            with counts_task(FLAGGED, capabilities=(decision, Deferral("odr"))):
                 yield
 
 

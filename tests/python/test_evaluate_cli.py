@@ -35,7 +35,7 @@ def test_a_residual_policy_that_never_flips_measures_exactly_oz(tmp_path, capsys
     pytest.importorskip("onnx")
     from mlbridge.native import NativeError, plugin_path
     from mlbridge.problems.inlining import DEFAULT_FEATURE
-    from mlbridge.train.imitation import Policy
+    from mlbridge.problems.inlining.imitation import Policy
 
     try:
         plugin_path()

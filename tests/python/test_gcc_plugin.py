@@ -203,7 +203,7 @@ def test_the_extended_protocol_serves_too(plugin, tmp_path, fmt):
 @pytest.mark.parametrize("kind", ["onnx", "aot"])
 @pytest.mark.slow
 def test_in_process_models_make_the_python_policys_decisions(plugin, tmp_path, kind):
-    from mlbridge.train.imitation import build_aot_module
+    from mlbridge.aot.loadable import build_aot_module
 
     policy = mixed_policy()
     model = tmp_path / "unroll.onnx"

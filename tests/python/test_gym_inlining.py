@@ -1,4 +1,4 @@
-"""mlbridge/Inlining-v0 (mlbridge.gym.inlining, docs/gym.md) on stock clang-19.
+"""mlbridge/Inlining-v0 (mlbridge.problems.inlining.environment, docs/gym.md) on stock clang-19.
 
 LLVM's own decision answered at every call site reproduces -Oz exactly
 (reward 0.0); seeded runs repeat; every fault (invalid action, killed or
@@ -26,8 +26,8 @@ gym = pytest.importorskip("gymnasium")
 
 import mlbridge.gym  # noqa: E402, F401  (registers the ids)
 from mlbridge.corpus.defaults import bundled_programs  # noqa: E402
-from mlbridge.gym.inlining import DEFAULT_FEATURE, EnvError, InliningEnv  # noqa: E402
 from mlbridge.gym.modules import prepare_modules  # noqa: E402
+from mlbridge.problems.inlining.environment import DEFAULT_FEATURE, EnvError, InliningEnv  # noqa: E402
 
 ENV_ID = "mlbridge/Inlining-v0"
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,13 +78,13 @@ def test_importing_registers_the_id_without_loading_the_env():
     code = (
         "import sys, gymnasium, mlbridge.gym\n"
         f"assert {ENV_ID!r} in gymnasium.registry\n"
-        "assert 'mlbridge.gym.inlining' not in sys.modules\n"
+        "assert 'mlbridge.problems.inlining.environment' not in sys.modules\n"
         "assert 'mlbridge.llvm.driver' not in sys.modules\n"
         "from mlbridge.gym import InliningEnv\n"
-        "assert InliningEnv.__module__ == 'mlbridge.gym.inlining'\n"
+        "assert InliningEnv.__module__ == 'mlbridge.problems.inlining.environment'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-    assert gym.spec(ENV_ID).entry_point == "mlbridge.gym.inlining:InliningEnv"
+    assert gym.spec(ENV_ID).entry_point == "mlbridge.problems.inlining.environment:InliningEnv"
 
 
 def test_spaces_and_features_come_from_the_compiler(bundled):

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from mlbridge.gym.episode_limits import runner_ms, seconds
-from mlbridge.gym.inlining import InliningEnv
-from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+from mlbridge.problems.inlining.environment import InliningEnv
+from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 from mlbridge.runner_config import MAX_TIMEOUT_MS
 
 BAD = [math.nan, math.inf, -math.inf, 0, -1.0, "soon", None]

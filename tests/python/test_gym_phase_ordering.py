@@ -1,4 +1,4 @@
-"""mlbridge/PhaseOrdering-v0 (mlbridge.gym.phase_ordering, docs/gym.md) on
+"""mlbridge/PhaseOrdering-v0 (mlbridge.problems.phase_ordering.environment, docs/gym.md) on
 mlbridge-phase-service, LLVM 19.
 
 The spaces come from the service's --list-actions; default<Oz> as the only
@@ -31,7 +31,7 @@ gym = pytest.importorskip("gymnasium")
 import mlbridge.gym  # noqa: E402, F401  (registers the ids)
 from mlbridge.corpus.defaults import bundled_programs  # noqa: E402
 from mlbridge.gym.modules import prepare_modules  # noqa: E402
-from mlbridge.gym.phase_ordering import (  # noqa: E402
+from mlbridge.problems.phase_ordering.environment import (  # noqa: E402
     EnvError,
     PhaseOrderingEnv,
     describe_service,
@@ -103,13 +103,16 @@ def test_importing_registers_the_id_without_loading_the_env():
     code = (
         "import sys, gymnasium, mlbridge.gym\n"
         f"assert {ENV_ID!r} in gymnasium.registry\n"
-        "assert 'mlbridge.gym.phase_ordering' not in sys.modules\n"
+        "assert 'mlbridge.problems.phase_ordering.environment' not in sys.modules\n"
         "assert 'mlbridge.pipe_host' not in sys.modules\n"
         "from mlbridge.gym import PhaseOrderingEnv\n"
-        "assert PhaseOrderingEnv.__module__ == 'mlbridge.gym.phase_ordering'\n"
+        "assert PhaseOrderingEnv.__module__ == 'mlbridge.problems.phase_ordering.environment'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-    assert gym.spec(ENV_ID).entry_point == "mlbridge.gym.phase_ordering:PhaseOrderingEnv"
+    assert (
+        gym.spec(ENV_ID).entry_point
+        == "mlbridge.problems.phase_ordering.environment:PhaseOrderingEnv"
+    )
 
 
 def test_spaces_and_names_come_from_the_service(bundled, service):
@@ -428,7 +431,7 @@ def test_a_stopped_service_hits_step_timeout_and_is_killed(bundled):
 
 @pytest.mark.slow
 def test_a_service_left_waiting_exits_and_is_replaced(bundled, monkeypatch):
-    from mlbridge.gym import phase_ordering
+    from mlbridge.problems.phase_ordering import environment as phase_ordering
 
     monkeypatch.setattr(phase_ordering, "IDLE_TIMEOUT", 1.0)
     env = PhaseOrderingEnv(bundled)

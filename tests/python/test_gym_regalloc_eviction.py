@@ -1,4 +1,4 @@
-"""mlbridge/RegallocEviction-v0 (mlbridge.gym.regalloc_eviction,
+"""mlbridge/RegallocEviction-v0 (mlbridge.problems.regalloc_eviction.environment,
 docs/regalloc.md) on stock llc-19: an episode answers every eviction
 question, its reward is MLGO's regalloc score against the default advisor's
 on the same module; the candidate mask is enforced; every fault ends the
@@ -28,9 +28,9 @@ from mlbridge.gym.modules import (  # noqa: E402
     OPTIMIZED_MODULE_FLAGS,
     prepare_modules,
 )
-from mlbridge.gym.regalloc_eviction import EnvError, RegallocEvictionEnv  # noqa: E402
 from mlbridge.problems import get_problem, resolve  # noqa: E402
 from mlbridge.problems.regalloc_eviction import CANDIDATES, FEATURES  # noqa: E402
+from mlbridge.problems.regalloc_eviction.environment import EnvError, RegallocEvictionEnv  # noqa: E402
 
 ENV_ID = "mlbridge/RegallocEviction-v0"
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"

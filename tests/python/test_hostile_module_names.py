@@ -21,9 +21,9 @@ if not all(shutil.which(t) for t in ("clang-19", "llc-19", "llvm-as-19", "llvm-r
     pytest.skip("needs clang-19, llc-19, llvm-as-19 and llvm-readobj-19", allow_module_level=True)
 
 import mlbridge.gym  # noqa: E402, F401  (registers the ids)
-from mlbridge.gym.inlining import InliningEnv  # noqa: E402
 from mlbridge.gym.modules import OPTIMIZED_MODULE_FLAGS, prepare_modules  # noqa: E402
-from mlbridge.gym.regalloc_eviction import EnvError, RegallocEvictionEnv  # noqa: E402
+from mlbridge.problems.inlining.environment import InliningEnv  # noqa: E402
+from mlbridge.problems.regalloc_eviction.environment import EnvError, RegallocEvictionEnv  # noqa: E402
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"
 
@@ -197,7 +197,7 @@ def test_evaluate_skips_a_module_that_cannot_be_measured(regalloc_modules, tmp_p
     from mlbridge.gym.modules import Module
     from mlbridge.native import NativeError, find_native, interactive_host_path
     from mlbridge.problems.regalloc_eviction import CANDIDATES, deploy_inputs, observation_names
-    from mlbridge.train.deploy_regalloc_eviction import evaluate_regalloc_eviction
+    from mlbridge.problems.regalloc_eviction.deploy import evaluate_regalloc_eviction
     from mlbridge.train.export import export_policy
 
     try:

@@ -1,4 +1,4 @@
-"""Searching a module's inlining decisions (mlbridge.train.inlining_search):
+"""Searching a module's inlining decisions (mlbridge.problems.inlining.search):
 LLVM's own decisions are exactly -Oz, a flip set is a deterministic policy,
 and the greedy search keeps only what makes .text smaller."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mlbridge.llvm.outcomes import CodeBytes, text_size
-from mlbridge.train.inlining_search import Trace, compile_with_flips, search_module
+from mlbridge.problems.inlining.search import Trace, compile_with_flips, search_module
 
 needs_clang = pytest.mark.skipif(not shutil.which("clang-19"), reason="needs clang-19")
 
@@ -75,7 +75,7 @@ def test_the_search_never_returns_more_than_oz_and_its_trace_is_its_flips(tmp_pa
 
 @needs_clang
 def test_a_unit_that_does_not_compile_is_an_error_naming_clangs_message(tmp_path):
-    from mlbridge.train.inlining_search import SearchError
+    from mlbridge.problems.inlining.search import SearchError
 
     source = tmp_path / "bad.c"
     source.write_text("int f(void) { return undeclared_function(); }\n")
@@ -130,7 +130,12 @@ def test_greedy_adds_flips_that_still_help_and_samples_within_the_budget(tmp_pat
 @needs_clang
 def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
     from mlbridge.corpus.program import TRAIN, Program
-    from mlbridge.train.search_labels import per_project, read_results, search_programs, unit_key
+    from mlbridge.problems.inlining.search_labels import (
+        per_project,
+        read_results,
+        search_programs,
+        unit_key,
+    )
 
     good = tmp_path / "m.c"
     good.write_text(SOURCE)
@@ -168,7 +173,7 @@ def test_searching_a_corpus_records_each_unit_once_and_resumes(tmp_path):
 @pytest.mark.slow
 def test_searching_units_at_once_gives_the_labels_of_searching_them_in_turn(tmp_path):
     from mlbridge.corpus.program import TRAIN, Program
-    from mlbridge.train.search_labels import read_results, search_programs, unit_key
+    from mlbridge.problems.inlining.search_labels import read_results, search_programs, unit_key
 
     programs = []
     for n in range(4):
@@ -191,7 +196,7 @@ def test_labels_become_a_dataset_with_flipped_rows_repeated(tmp_path):
 
     from mlbridge.corpus.program import TRAIN, Program
     from mlbridge.errors import MlbridgeError
-    from mlbridge.train.search_labels import RESULTS, labels_dataset, unit_key
+    from mlbridge.problems.inlining.search_labels import RESULTS, labels_dataset, unit_key
 
     programs = [Program(f"p/{n}.c", (tmp_path / f"{n}.c",), (), TRAIN) for n in "abc"]
     lines = []
@@ -245,7 +250,7 @@ def test_single_flips_become_a_weighted_dataset_of_flips_that_paid(tmp_path):
     from mlbridge.corpus.program import TRAIN, Program
     from mlbridge.errors import MlbridgeError
     from mlbridge.problems.inlining import DEFAULT_FEATURE
-    from mlbridge.train.search_labels import RESULTS, flip_dataset, unit_key
+    from mlbridge.problems.inlining.search_labels import RESULTS, flip_dataset, unit_key
 
     program = Program("p/a.c", (tmp_path / "a.c",), (), TRAIN)
     n = 4

@@ -1,5 +1,5 @@
 """The rounds of ``mlbridge train inlining --method search``
-(mlbridge.train.inlining_size) without a compiler: search, fit and the
+(mlbridge.problems.inlining.size_training) without a compiler: search, fit and the
 validation measure replaced by scripted stand-ins, so that the curve, the
 choice of the best round, early stopping and resuming are checked exactly.
 The same rounds on clang-19 with the plugin: tests/llvm/test_inlining_size.py."""
@@ -18,9 +18,9 @@ from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION, Program
 from mlbridge.corpus.split import set_aside_validation
 from mlbridge.errors import MlbridgeError
 from mlbridge.problems.inlining import DEFAULT_FEATURE
-from mlbridge.train import inlining_size
-from mlbridge.train.imitation import Policy
-from mlbridge.train.inlining_size import (
+from mlbridge.problems.inlining import size_training as inlining_size
+from mlbridge.problems.inlining.imitation import Policy
+from mlbridge.problems.inlining.size_training import (
     CURVE,
     POLICY,
     SizeTraining,

@@ -64,7 +64,7 @@ READERS = {
     ),
     "train --init (search)": (
         "model.onnx",
-        "from pathlib import Path\nfrom mlbridge.train.imitation import Policy",
+        "from pathlib import Path\nfrom mlbridge.problems.inlining.imitation import Policy",
         "Policy.from_onnx(Path(PATH))",
         "MlbridgeError",
     ),

@@ -79,9 +79,9 @@ def _llc(bitcode, out, *flags):
 
 @pytest.mark.slow
 def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy, tmp_path):
+    from mlbridge.aot.loadable import build_aot_module
     from mlbridge.llvm.driver import run_compiler
     from mlbridge.onnx_policy import OnnxPolicy
-    from mlbridge.train.imitation import build_aot_module
 
     class Finite:  # what the environment observes and the host feeds
         def __init__(self):

@@ -167,8 +167,8 @@ def test_mlbridge_llvm_on_clang_16(
 
 
 def test_an_inlining_episode_through_the_plugin(llvm16: LlvmTools, tmp_path: Path) -> None:
-    from mlbridge.gym.inlining import InliningEnv
     from mlbridge.gym.modules import prepare_modules
+    from mlbridge.problems.inlining.environment import InliningEnv
 
     modules = prepare_modules(bundled_programs(), tmp_path / "modules", clang=llvm16.clang)
     env = InliningEnv(modules, llvm=16)
@@ -191,7 +191,7 @@ def test_an_inlining_episode_through_the_plugin(llvm16: LlvmTools, tmp_path: Pat
 
 def test_a_phase_ordering_episode_on_opt_16s_passes(llvm16: LlvmTools, tmp_path: Path) -> None:
     from mlbridge.gym.modules import prepare_modules
-    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+    from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
     modules = prepare_modules(bundled_programs(), tmp_path / "modules", clang=llvm16.clang)
     env = PhaseOrderingEnv(modules, llvm=16, max_steps=3)

@@ -15,15 +15,15 @@ from typing import List
 import numpy as np
 import pytest
 
+from mlbridge.aot.loadable import build_aot_module
 from mlbridge.loop import search
 from mlbridge.loop.report import Progress
 from mlbridge.loop.run import summary_markdown
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
-from mlbridge.train.imitation import (
+from mlbridge.problems.inlining.imitation import (
     EXCLUDED,
     Dataset,
     Policy,
-    build_aot_module,
     signed_log,
     train_imitation,
 )

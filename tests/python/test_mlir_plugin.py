@@ -22,8 +22,9 @@ from compiler_plugins import compiler_env, plugin_under_test
 from hostile_paths import KINDS, plant
 
 from mlbridge.linear_policy import Layout, LinearChoicePolicy
-from mlbridge.mlir import TILE_CHOICES, TilePolicy, kernels, read_tiling_log
+from mlbridge.mlir import TILE_CHOICES, TilePolicy, read_tiling_log
 from mlbridge.mlir.policy import LAYOUT
+from mlbridge.problems.mlir_tiling import kernels
 from mlbridge.run_stats import read_run_stats
 
 
@@ -199,7 +200,7 @@ def test_in_process_models_make_the_python_policys_decisions(plugin, tmp_path, k
     model = tmp_path / "tile.onnx"
     policy.to_onnx(model)
     if kind == "aot":
-        from mlbridge.train.imitation import build_aot_module
+        from mlbridge.aot.loadable import build_aot_module
 
         model = build_aot_module(model, tmp_path / "aot", "TilePolicy")
     if kind == "torch":

@@ -1,7 +1,9 @@
 """The packages of ``mlbridge`` form layers (docs/architecture.md): no
 package imports one of a layer above its own, and no import cycle between them
-(each subpackage and each top-level module is one node; every import
-statement counts, those inside functions too)."""
+(each subpackage, each problem's folder and each top-level module is one
+node; every import statement counts, those inside functions too). No problem
+imports another (test_problems.py: reading the registry loads no problem's
+environment)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,18 @@ ROOT = Path(mlbridge.__file__).parent
 SKIP = {"v1"}
 
 
+#: The problems' folders.
+PROBLEM_FOLDERS = sorted(p.parent.name for p in (ROOT / "problems").glob("*/__init__.py"))
+
+
 def node_of(module: str) -> Optional[str]:
-    """``mlbridge.x.y`` -> ``x`` (a subpackage or a top-level module)."""
+    """``mlbridge.x.y`` -> ``x`` (a subpackage or a top-level module), or
+    ``problems.NAME`` for a problem's folder."""
     parts = module.split(".")
     if parts[0] != "mlbridge" or len(parts) < 2 or parts[1] in SKIP:
         return None
+    if parts[1] == "problems" and len(parts) > 2 and parts[2] in PROBLEM_FOLDERS:
+        return f"problems.{parts[2]}"
     return parts[1]
 
 
@@ -33,6 +42,8 @@ def import_graph() -> Dict[str, Dict[str, str]]:
         if relative.parts[0] in SKIP:
             continue
         source = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        if source == "problems" and len(relative.parts) > 2:
+            source = f"problems.{relative.parts[1]}"
         for item in ast.walk(ast.parse(path.read_text("utf-8"))):
             targets: List[Optional[str]] = []
             if isinstance(item, ast.ImportFrom) and item.level == 0 and item.module:
@@ -65,7 +76,7 @@ def cycle_through(graph: Dict[str, Dict[str, str]], start: str) -> Optional[List
 
 def test_the_packages_have_no_import_cycle():
     graph = import_graph()
-    assert graph["train"] and graph["gym"], "the graph was not read"
+    assert graph["train"] and graph["gym"] and graph["problems.inlining"], "the graph was not read"
     cycles = []
     for start in sorted(graph):
         path = cycle_through(graph, start)
@@ -75,19 +86,30 @@ def test_the_packages_have_no_import_cycle():
     assert not cycles, "\n".join(cycles)
 
 
-#: What the problem registry may import: tensor specs, and the plugins'
-#: own declarations of their features and answers (mlbridge.gcc,
-#: mlbridge.mlir), which are below the environments and training.
-REGISTRY_IMPORTS = {"tensor_spec", "gcc", "mlir"}
+#: What the problem registry may import: tensor specs (the problems'
+#: folders are found, not imported by name).
+REGISTRY_IMPORTS = {"tensor_spec"}
 #: What the environments, training and the compiler drivers are.
-UPPER_LAYERS = {"gym", "train", "loop", "llvm", "problems", "cli", "demo"}
+UPPER_LAYERS = {"gym", "train", "loop", "llvm", "corpus", "problems", "cli", "demo"}
 
 
 def test_the_problem_registry_is_a_bottom_layer():
     graph = import_graph()
     assert set(graph["problems"]) <= REGISTRY_IMPORTS, graph["problems"]
-    for package in REGISTRY_IMPORTS - {"tensor_spec"}:
+    for package in ("gcc", "mlir"):
         assert not set(graph.get(package, {})) & UPPER_LAYERS, (package, graph[package])
+
+
+def test_no_problem_imports_another():
+    graph = import_graph()
+    crossing = [
+        f"{source} imports {target} at {where}"
+        for source, targets in sorted(graph.items())
+        if source.startswith("problems.")
+        for target, where in sorted(targets.items())
+        if target.startswith("problems.")
+    ]
+    assert not crossing, "\n".join(crossing)
 
 
 #: The documented order (docs/architecture.md, Layers), bottom first: a
@@ -142,6 +164,8 @@ LAYERS: List[Set[str]] = [
     {"gym"},
     # Training, export, deployment.
     {"train"},
+    # The problems' folders: environment, deployment, score, trainers.
+    {f"problems.{name}" for name in PROBLEM_FOLDERS},
     # Applications on the library.
     {"loop", "demo"},
     # The command line.

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from mlbridge.errors import CodecError
-from mlbridge.gym.inlining import InliningEnv, _Episode
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.driver import RunResult
 from mlbridge.llvm.plugin_stats import read_inline_stats
+from mlbridge.problems.inlining.environment import InliningEnv, _Episode
 
 
 def line(**counts) -> str:

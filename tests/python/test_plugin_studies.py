@@ -36,7 +36,7 @@ def test_the_unroll_study_searches_fits_and_deploys(gcc_plugin, tmp_path):
     and the policy fitted on the training kernels decides every kernel's
     loops, reported per split. Times are printed, not asserted."""
     from mlbridge.gcc import FACTORS
-    from mlbridge.gcc import kernels as gcc_kernels
+    from mlbridge.problems.gcc_unroll import kernels as gcc_kernels
 
     results = tmp_path / "study.json"
     study = ROOT / "studies" / "gcc_unroll.py"

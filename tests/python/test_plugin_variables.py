@@ -164,11 +164,11 @@ def test_a_deployed_compile_writes_no_log_the_user_asked_for(
     odr_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``mlbridge train``/``evaluate``/``loop`` measure a deployed model with
-    :func:`mlbridge.train.toolchain.compile_program`."""
+    :func:`mlbridge.problems.inlining.toolchain.compile_program`."""
     from mlbridge.corpus.program import Program
     from mlbridge.llvm.plugin_settings import InlinePluginSettings
+    from mlbridge.problems.inlining.toolchain import Plugin, compile_program
     from mlbridge.runner_config import RunnerConfig
-    from mlbridge.train.toolchain import Plugin, compile_program
 
     plugin = _plugin(19)
     logs: List[Path] = []
@@ -258,7 +258,7 @@ def test_run_compiler_refuses_the_llvm_19_plugin_for_clang_16(tmp_path: Path) ->
 def test_the_inlining_environment_refuses_a_plugin_of_another_major_than_its_clang(
     tmp_path: Path,
 ) -> None:
-    from mlbridge.gym.inlining import InliningEnv
+    from mlbridge.problems.inlining.environment import InliningEnv
 
     _clang(16)
     _plugin(19)

@@ -27,6 +27,12 @@ from mlbridge.gym.corpus_modules import EnvError  # noqa: E402
 from mlbridge.gym.modules import module_flags, prepare_modules  # noqa: E402
 from mlbridge.native import NativeError  # noqa: E402
 from mlbridge.problems import PROBLEMS  # noqa: E402
+from mlbridge.problems.capabilities import (  # noqa: E402
+    ActionMask,
+    AnswerTable,
+    KernelSuite,
+    OptimizedModules,
+)
 
 
 @pytest.fixture(scope="module", params=sorted(PROBLEMS))
@@ -36,17 +42,17 @@ def problem(request):
 
 @pytest.fixture(scope="module")
 def modules(problem, tmp_path_factory):
-    if problem.suite is not None:
+    if problem.get(KernelSuite) is not None:
         return None  # the environment's own suite
     return prepare_modules(
         bundled_programs(),
         tmp_path_factory.mktemp(problem.name),
-        module_flags=module_flags(problem.optimized_modules),
+        module_flags=module_flags(problem.get(OptimizedModules) is not None),
     )
 
 
 def _make(problem, modules, **kwargs):
-    if problem.suite is not None:
+    if problem.get(KernelSuite) is not None:
         kwargs.setdefault("rounds", 1)  # timing is not what is tested
     try:
         return gym.make(problem.env_id, modules=modules, **kwargs)
@@ -94,7 +100,7 @@ def test_gymnasiums_check_env_passes(problem, modules):
     masked problem is checked with legal actions above instead."""
     from gymnasium.utils.env_checker import check_env
 
-    if problem.action_mask is not None:
+    if problem.get(ActionMask) is not None:
         pytest.skip("check_env samples illegal actions: checked with legal ones above")
     env = _make(problem, modules)
     try:
@@ -139,8 +145,9 @@ def test_a_baseline_episode_runs_to_its_end(problem, modules):
             assert steps < 100_000
         assert "error" not in info, info.get("error")
         assert math.isfinite(reward)
-        if problem.baseline_action is not None:
-            assert inner.baseline_action() == problem.baseline_action
+        table = problem.get(AnswerTable)
+        if table is not None:
+            assert inner.baseline_action() == table.keeps_default
     finally:
         env.close()
 

@@ -10,6 +10,14 @@ import pytest
 
 from mlbridge import problems
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
+from mlbridge.problems.capabilities import (
+    ActionMask,
+    AnswerTable,
+    Capability,
+    Deferral,
+    PluginFeatures,
+    Trainer,
+)
 
 
 def test_names_and_environment_ids_are_unique_and_each_entry_point_resolves():
@@ -33,18 +41,36 @@ def test_the_gym_and_train_read_the_registry():
 
 
 def test_the_registry_imports_neither_gymnasium_nor_the_training_stack():
+    """Nor any module of a problem's folder but its declaration (the
+    environment, deployment and trainers are entry points)."""
     code = (
-        "import sys, mlbridge.problems; "
-        "print(sorted(m for m in ('gymnasium', 'torch', 'mlbridge.gym', 'mlbridge.train') "
-        "if m in sys.modules))"
+        "import sys, mlbridge.problems\n"
+        "heavy = ('gymnasium', 'torch', 'mlbridge.gym', 'mlbridge.train', 'mlbridge.llvm',\n"
+        "         'mlbridge.corpus', 'mlbridge.session')\n"
+        "print(sorted(m for m in sys.modules if m in heavy or m.count('.') > 2\n"
+        "             and m.startswith('mlbridge.problems.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr + done.stdout
 
 
 def test_bad_declarations_are_refused():
-    with pytest.raises(ValueError, match="session"):
-        Problem("p", "x/P-v0", "m:C", (), "out", "m:f", session="daemon")
+    def problem(*capabilities, hidden=()):
+        return Problem("p", "x/P-v0", "m:C", "out", "a toy", hidden, capabilities=capabilities)
+
+    with pytest.raises(ValueError, match="two ActionMask"):
+        problem(ActionMask("a"), ActionMask("b"))
+    with pytest.raises(ValueError, match="distinct names"):
+        problem(Trainer("ppo", "m:f"))
+    with pytest.raises(ValueError, match="among the hidden"):
+        problem(PluginFeatures(("x",)))
+    with pytest.raises(ValueError, match="compiler's decision"):
+        problem(Deferral("odr"))
+    with pytest.raises(ValueError, match="not an answer"):
+        AnswerTable((1, 2), keeps_default=2)
+    with pytest.raises(ValueError, match="not a capability"):
+        problem(Capability())
+    assert problem(Trainer("search", "m:f")).methods() == ("ppo", "search")
     with pytest.raises(ValueError, match="unknown problem"):
         get_problem("regalloc")
     with pytest.raises(ValueError, match="module:attribute"):

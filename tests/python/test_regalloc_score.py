@@ -1,5 +1,5 @@
 """MLGO's regalloc score computed from MIR text and -print-machine-bfi
-(mlbridge.llvm.regalloc_score): each kind of instruction, block weights, the
+(mlbridge.problems.regalloc_eviction.score): each kind of instruction, block weights, the
 last frequencies printed winning, and refusals; then on real llc-19 output."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mlbridge.llvm.regalloc_score import (
+from mlbridge.problems.regalloc_eviction.score import (
     RegallocScore,
     ScoreError,
     ScoreWeights,
@@ -131,7 +131,7 @@ def test_a_zero_entry_frequency_is_refused():
 
 
 def test_read_text_checks_the_size_first(tmp_path, monkeypatch):
-    import mlbridge.llvm.regalloc_score as module
+    import mlbridge.problems.regalloc_eviction.score as module
 
     path = tmp_path / "big.mir"
     path.write_text("x" * 100)
@@ -297,7 +297,7 @@ needs_llc = pytest.mark.skipif(
 
 @needs_llc
 def test_names_inject_no_code_into_the_allocation(tmp_path):
-    from mlbridge.llvm.regalloc_score import default_allocation
+    from mlbridge.problems.regalloc_eviction.score import default_allocation
 
     plain = _module(tmp_path, "plain")
     # the slot's name (printed raw in the MIR as %stack.0.NAME) held ten
@@ -320,7 +320,7 @@ def test_names_inject_no_code_into_the_allocation(tmp_path):
 @needs_llc
 @pytest.mark.parametrize("digits", [400, 5000])
 def test_a_function_name_forging_frequencies_is_no_measurement(tmp_path, digits):
-    from mlbridge.llvm.regalloc_score import AllocationError, default_allocation
+    from mlbridge.problems.regalloc_eviction.score import AllocationError, default_allocation
 
     # llc prints the name raw: " - BB9" became a block of f with 400 digits
     # (OverflowError) or 5000 (ValueError), out of the environment and evaluate
@@ -332,7 +332,7 @@ def test_a_function_name_forging_frequencies_is_no_measurement(tmp_path, digits)
 
 @needs_llc
 def test_a_diagnostic_forging_frequencies_is_no_measurement(tmp_path):
-    from mlbridge.llvm.regalloc_score import AllocationError, default_allocation
+    from mlbridge.problems.regalloc_eviction.score import AllocationError, default_allocation
 
     # h's call of w makes llc warn with w's message, printed among the
     # frequencies after f's: they gave f's loop a weight of a million
@@ -352,7 +352,7 @@ def test_a_diagnostic_forging_frequencies_is_no_measurement(tmp_path):
 
 @needs_llc
 def test_textual_ir_is_allocated_as_its_bitcode(tmp_path):
-    from mlbridge.llvm.regalloc_score import default_allocation, llc_input
+    from mlbridge.problems.regalloc_eviction.score import default_allocation, llc_input
 
     work = tmp_path / "work"
     work.mkdir()

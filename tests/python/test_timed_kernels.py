@@ -14,9 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-from mlbridge.gcc import kernels as gcc_kernels
-from mlbridge.mlir import kernels as mlir_kernels
 from mlbridge.problems import PROBLEMS
+from mlbridge.problems.capabilities import AnswerTable
+from mlbridge.problems.gcc_unroll import kernels as gcc_kernels
+from mlbridge.problems.mlir_tiling import kernels as mlir_kernels
 from mlbridge.train.export import answer_rows
 
 SPLITS = ("train", "validation", "held-out")
@@ -73,7 +74,8 @@ def test_the_exported_model_answers_what_the_environment_would(name, tmp_path):
     names = [n if len(v) == 1 else f"{n}[{i}]" for n, v in features.items() for i in range(len(v))]
     env = gymnasium.make("CartPole-v1")  # only its spaces matter below
     env.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (len(names),), np.float32)
-    env.action_space = gymnasium.spaces.Discrete(len(problem.answers))
+    answers = problem.get(AnswerTable).answers
+    env.action_space = gymnasium.spaces.Discrete(len(answers))
     model = PPO("MlpPolicy", env, n_steps=64, seed=0, device="cpu")
     path = tmp_path / "policy.onnx"
     export(problem, model.policy, path, names)
@@ -86,7 +88,7 @@ def test_the_exported_model_answers_what_the_environment_would(name, tmp_path):
         raw = np.concatenate(list(features.values())).astype(np.float32)
         action, _ = model.predict(signed_log(raw), deterministic=True)
         chosen.add(int(action))
-        want = answer_value(problem.answers[int(action)], features)
+        want = answer_value(answers[int(action)], features)
         np.testing.assert_array_equal(got, want)
     from mlbridge.aot import compile_model
 
@@ -106,7 +108,7 @@ def _gcc_env(**kwargs):
 
 
 def _all_gcc_kernels(directory):
-    from mlbridge.gym.gcc_unroll import suite_modules
+    from mlbridge.problems.gcc_unroll.environment import suite_modules
 
     return [m for split in SPLITS for m in suite_modules(split, directory)]
 

@@ -120,7 +120,7 @@ def test_a_run_checkpoints_logs_exports_and_resumes(tmp_path):
 def test_each_round_of_the_deployment_compiles_every_way_once_in_a_rotated_order():
     """Compile CPU is the fastest of the rounds; in each round every
     configuration compiles once, and which goes first moves round by round."""
-    from mlbridge.train.deploy_inlining import CONFIGS, rounds
+    from mlbridge.problems.inlining.deploy import CONFIGS, rounds
 
     order = rounds(CONFIGS, 4)
     assert len(order) == 4
@@ -136,7 +136,7 @@ def test_the_policy_deploys_in_clang(tmp_path):
     """policy.onnx in the plugin under ONNX Runtime and AOT-compiled: same code."""
     from mlbridge.gym.modules import Module
     from mlbridge.native import NativeError, plugin_path
-    from mlbridge.train.deploy_inlining import evaluate_inlining
+    from mlbridge.problems.inlining.deploy import evaluate_inlining
 
     try:
         plugin = plugin_path()
@@ -168,7 +168,7 @@ def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
     onnx = pytest.importorskip("onnx")
     from mlbridge.gym.modules import Module
     from mlbridge.native import NativeError, plugin_path
-    from mlbridge.train.deploy_inlining import evaluate_inlining
+    from mlbridge.problems.inlining.deploy import evaluate_inlining
 
     try:
         plugin = plugin_path()
@@ -207,7 +207,7 @@ def test_a_policy_trained_through_the_plugin_reads_the_callee_size(tmp_path):
 @pytest.mark.parametrize("defer", [False, True])
 def test_training_can_defer_where_the_deployed_model_does(tmp_path, monkeypatch, defer):
     """With --defer-in-training the inlining environment of a run gives
-    LLVM's decision where the deployed model does (Problem.defers_when);
+    LLVM's decision where the deployed model does (its Deferral);
     by default the policy is asked everywhere."""
     from mlbridge.train import ppo
 

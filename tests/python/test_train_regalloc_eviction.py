@@ -24,7 +24,7 @@ if shutil.which("llc-19") is None or shutil.which("clang-19") is None:
 from mlbridge.corpus.program import Program  # noqa: E402
 from mlbridge.gym.modules import OPTIMIZED_MODULE_FLAGS, prepare_modules  # noqa: E402
 from mlbridge.problems.regalloc_eviction import CANDIDATES, FEATURES  # noqa: E402
-from mlbridge.train.deploy_regalloc_eviction import evaluate_regalloc_eviction  # noqa: E402
+from mlbridge.problems.regalloc_eviction.deploy import evaluate_regalloc_eviction  # noqa: E402
 from mlbridge.train.ppo import TrainConfig, train  # noqa: E402
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"

@@ -1,18 +1,12 @@
 """Gymnasium environments on stock compilers (docs/gym.md).
 
-Importing this package registers the environment ids with gymnasium (when
+This package is the environments' shared core (the compiler bridge, the
+served compilation, module sets, episode limits, worker pools); each
+problem's own environment lives in its folder of :mod:`mlbridge.problems`.
+Importing this package registers every problem's gymnasium id (when
 gymnasium is installed: ``pip install 'mlbridge-compiler[gym]'``); the
 environments themselves, and what they import, load on first use
-(``gymnasium.make``, or an attribute of this package):
-
-- ``mlbridge/Inlining-v0``: :class:`mlbridge.gym.inlining.InliningEnv`,
-  inlining for size on clang-19, one call site per step.
-- ``mlbridge/PhaseOrdering-v0``: :class:`mlbridge.gym.phase_ordering.PhaseOrderingEnv`,
-  pass ordering for IR size on LLVM 19's ``mlbridge-phase-service``, one
-  pass (or sub-sequence of ``-Oz``) per step.
-- ``mlbridge/RegallocEviction-v0``:
-  :class:`mlbridge.gym.regalloc_eviction.RegallocEvictionEnv`, eviction in
-  llc-19's greedy register allocator, one eviction question per step.
+(``gymnasium.make``, or an attribute of this package named like the class).
 
 .. code-block:: python
 
@@ -25,31 +19,11 @@ environments themselves, and what they import, load on first use
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Dict
 
-from mlbridge.problems import environments, get_problem
+from mlbridge.problems import environments
 
-if TYPE_CHECKING:
-    from mlbridge.gym.inlining import InliningEnv
-    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
-    from mlbridge.gym.regalloc_eviction import RegallocEvictionEnv
-
-__all__ = [
-    "ENVIRONMENTS",
-    "INLINING_ID",
-    "PHASE_ORDERING_ID",
-    "REGALLOC_EVICTION_ID",
-    "InliningEnv",
-    "PhaseOrderingEnv",
-    "RegallocEvictionEnv",
-]
-
-#: The id of the inlining environment.
-INLINING_ID = get_problem("inlining").env_id
-#: The id of the phase-ordering environment.
-PHASE_ORDERING_ID = get_problem("phase-ordering").env_id
-#: The id of the register-allocation eviction environment.
-REGALLOC_EVICTION_ID = get_problem("regalloc-eviction").env_id
+__all__ = ["ENVIRONMENTS"]
 
 #: Every environment: gymnasium id -> entry point ("module:class"), one per
 #: problem of :mod:`mlbridge.problems`.
@@ -70,7 +44,7 @@ _register()
 
 
 def __getattr__(name: str) -> Any:
-    """The environment classes, imported on first access."""
+    """A problem's environment class, imported on first access."""
     for entry_point in ENVIRONMENTS.values():
         module, _, attribute = entry_point.partition(":")
         if attribute == name:

@@ -50,7 +50,8 @@ from mlbridge.gym.served_compilation import (
     StepResult,
 )
 from mlbridge.llvm.driver import RunResult, run_served
-from mlbridge.problems.problem import Answer, Problem
+from mlbridge.problems.capabilities import Answer, AnswerTable
+from mlbridge.problems.problem import Problem
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import ToolError, run_tool
 
@@ -138,6 +139,10 @@ class TimedKernelEnv(ServedCompilerEnv):
         render_mode: Optional[str] = None,
     ) -> None:
         del quick  # every kernel of a suite is small
+        answers = self.problem.get(AnswerTable)
+        if answers is None:
+            raise TypeError(f"{self.problem.name}: a timed-kernel problem has an answer table")
+        self._answers: AnswerTable = answers
         if render_mode is not None:
             raise ValueError(f"{type(self).__name__} renders nothing (render_mode={render_mode!r})")
         if corpus is not None:
@@ -186,8 +191,7 @@ class TimedKernelEnv(ServedCompilerEnv):
             for i in range(count)
         )
         self.observation_space = self._box(self.feature_names)
-        assert self.problem.answers is not None
-        self.action_space = spaces.Discrete(len(self.problem.answers))
+        self.action_space = spaces.Discrete(len(self._answers.answers))
 
     @staticmethod
     def _as_module(item: Union[Module, str, os.PathLike], split: str) -> Module:
@@ -393,21 +397,19 @@ class TimedKernelEnv(ServedCompilerEnv):
 
     def baseline_action(self) -> int:
         """The action keeping the compiler's own decision."""
-        assert self.problem.baseline_action is not None
-        return self.problem.baseline_action
+        return self._answers.keeps_default
 
     def step(self, action: Any) -> StepResult:
         """Answers the current decision with the problem's answer of ``action``."""
         episode = self._running()
         if not self.action_space.contains(action):
-            count = len(self.problem.answers or ())
+            count = len(self._answers.answers)
             return self._fault(
                 episode,
                 f"invalid action {action!r} (a {type(action).__name__}): "
                 f"expected 0..{count - 1}, Discrete({count})",
             )
-        assert self.problem.answers is not None
-        value = answer_value(self.problem.answers[int(action)], episode.features)
+        value = answer_value(self._answers.answers[int(action)], episode.features)
         self._given.append(tuple(int(v) for v in value))
         return self._answer(episode, value)
 

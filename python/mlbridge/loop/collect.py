@@ -18,8 +18,8 @@ from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import InlineDefault
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
-from mlbridge.train.imitation import Dataset
-from mlbridge.train.toolchain import OPT_LEVEL
+from mlbridge.problems.inlining.imitation import Dataset
+from mlbridge.problems.inlining.toolchain import OPT_LEVEL
 from mlbridge.training_log import read_training_log
 
 

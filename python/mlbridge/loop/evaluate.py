@@ -27,9 +27,9 @@ from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.versions import LlvmTools
+from mlbridge.problems.inlining.toolchain import Plugin, ProgramResult, compile_all
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import CompilerSession
-from mlbridge.train.toolchain import Plugin, ProgramResult, compile_all
 
 CONFIGURATIONS = ("oz", "baseline", "aot", "onnx", "pipe")
 

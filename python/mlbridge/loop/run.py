@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
+from mlbridge.aot.loadable import build_aot_module
 from mlbridge.corpus import HELD_OUT, TRAIN, Program, split
 from mlbridge.corpus.defaults import (
     CORPUS_VARIABLE,
@@ -30,8 +31,8 @@ from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
 from mlbridge.loop.report import Progress, plot_sizes, plot_training
 from mlbridge.loop.search import evolve
 from mlbridge.native import plugin_path
-from mlbridge.train.imitation import agreement_by_program, build_aot_module, train_imitation
-from mlbridge.train.toolchain import compile_all, onnx_plugin
+from mlbridge.problems.inlining.imitation import agreement_by_program, train_imitation
+from mlbridge.problems.inlining.toolchain import compile_all, onnx_plugin
 
 
 def _require(tool: str) -> None:

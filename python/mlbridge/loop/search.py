@@ -22,8 +22,8 @@ import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.llvm.versions import LlvmTools
-from mlbridge.train.imitation import Policy
-from mlbridge.train.toolchain import compile_all, onnx_plugin
+from mlbridge.problems.inlining.imitation import Policy
+from mlbridge.problems.inlining.toolchain import compile_all, onnx_plugin
 
 
 @dataclass

@@ -3,9 +3,8 @@
 The plugin (``mlbridge-mlir-tiling.so`` in stock ``mlir-opt-19``, pass
 ``mlbridge-tile``) asks a model for the tile sizes of every linalg
 operation's first three loops, from the features in :data:`FEATURES`.
-:mod:`mlbridge.mlir.policy` is a policy for it; :mod:`mlbridge.mlir.kernels`
-a suite of linalg kernels that lower to LLVM and run under
-``mlir-cpu-runner-19``, timed.
+:mod:`mlbridge.mlir.policy` is a policy for it (the tiling problem and its
+kernel suite: :mod:`mlbridge.problems.mlir_tiling`).
 """
 
 from mlbridge.mlir.features import FEATURES, OUTPUT_NAME, read_tiling_log

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
+from mlbridge.problems.capabilities import KernelSuite, Trainer, Validation
 
 #: mlbridge.gym.pool.BACKENDS, written here so that building the parser
 #: imports nothing of the optional dependencies (a test checks they agree).
@@ -228,7 +229,7 @@ def _seeds(text: str) -> Tuple[int, ...]:
     return seeds
 
 
-def _seed(args: argparse.Namespace) -> int:
+def run_seed(args: argparse.Namespace) -> int:
     """The seed of a run, and of the validation sample: ``--seed``, or the
     first of ``--seeds`` (default 0)."""
     if args.seeds:
@@ -236,7 +237,7 @@ def _seed(args: argparse.Namespace) -> int:
     return 0 if args.seed is None else int(args.seed)
 
 
-def _init_model(init: Optional[str]) -> Optional[Path]:
+def init_model(init: Optional[str]) -> Optional[Path]:
     """The file of ``--init``: a shipped model's ONNX file, or the path given."""
     from mlbridge.models import SHIPPED, model_file
 
@@ -247,7 +248,7 @@ def _init_model(init: Optional[str]) -> Optional[Path]:
     return model_file(init)
 
 
-def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
+def validated_programs(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
     """The programs of ``corpus``, and how many of its training files were
     set aside for validation because it names no validation programs."""
     from mlbridge.corpus.defaults import load_corpus, validation_set_aside
@@ -260,61 +261,12 @@ def _validated(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
     return programs, sum(p.split == VALIDATION for p in programs)
 
 
-def _say_aside(aside: int) -> None:
+def say_aside(aside: int) -> None:
     if aside:
         print(
             f"the corpus names no validation programs: {aside} of its training files "
             "are set aside for validation (docs/inlining-size.md)"
         )
-
-
-def _train_by_search(args: argparse.Namespace, out: Path) -> None:
-    from mlbridge.corpus.defaults import default_corpus
-    from mlbridge.errors import MlbridgeError
-    from mlbridge.native import NativeError, plugin_path
-    from mlbridge.train.imitation import Policy
-    from mlbridge.train.inlining_size import SizeTraining, train_size_policy
-
-    corpus = Path(args.corpus) if args.corpus else default_corpus()
-    if corpus is None:
-        fail("--method search needs a --corpus (docs/inlining-size.md)", USAGE)
-    try:
-        plugin = Path(args.tool) if args.tool else plugin_path(llvm=args.llvm)
-    except NativeError as err:
-        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
-    try:
-        config = SizeTraining(
-            units_per_round=args.units_per_round,
-            max_rounds=args.rounds,
-            patience=args.patience,
-            validation_units=args.validation_units,
-            seed=_seed(args),
-            jobs=args.workers,
-            **({} if args.margin is None else {"margin": args.margin}),
-        )
-    except ValueError as err:
-        fail(f"--margin: {err}", USAGE)
-    try:
-        start = _init_model(args.init)
-        init = Policy.from_onnx(start) if start else None
-        programs, aside = _validated(corpus, not args.full)
-        _say_aside(aside)
-        result = train_size_policy(
-            programs,
-            out,
-            plugin,
-            config,
-            init,
-            progress=None if args.no_progress else print,
-            llvm=args.llvm,
-        )
-    except MlbridgeError as err:
-        raise CommandError(str(err), ENVIRONMENT) from None
-    best = f"round {result.best_round}, {result.best_ratio:.4f}x -Oz on the validation projects"
-    print(f"stopped: {result.stopped}; best: {best}")
-    if not (out / "policy.onnx").is_file():
-        fail("no round did better than LLVM's own decisions: no policy written", ENVIRONMENT)
-    print(f"policy: {out}/policy.onnx")
 
 
 def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) -> Any:
@@ -329,18 +281,19 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
 
     problem = TASKS[args.task]
     corpus = Path(args.corpus) if args.corpus else default_corpus()
-    if problem.validate is None or problem.suite is not None or corpus is None:
+    validation = problem.get(Validation)
+    if validation is None or problem.get(KernelSuite) is not None or corpus is None:
         return None
     try:
-        programs, aside = _validated(corpus, not args.full)
-        measure = resolve(problem.validate)(
+        programs, aside = validated_programs(corpus, not args.full)
+        measure = resolve(validation.measure)(
             programs,
             out,
             args.workers,
             Path(args.tool) if args.tool else None,
             args.llvm,
             args.validation_units,
-            _seed(args),
+            run_seed(args),
         )
     except NativeError as err:
         # Training itself needs no plugin: it goes on, without a curve.
@@ -351,7 +304,7 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
     if measure is None:
         print("the corpus names no validation programs: no validation curve")
     elif aside:
-        _say_aside(aside)
+        say_aside(aside)
         env["validation_aside"] = True
     return measure
 
@@ -359,16 +312,16 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
     from mlbridge.train.ppo import TrainConfig, train
-    from mlbridge.train.tasks import TASKS, llvm_choice
+    from mlbridge.train.tasks import TASKS, llvm_choice, resolve
 
     out = Path(args.out)
     if args.corpus and not Path(args.corpus).exists():
         fail(f"--corpus {args.corpus}: no such file or directory", USAGE)
-    if args.corpus and TASKS[args.task].suite is not None:
+    if args.corpus and TASKS[args.task].get(KernelSuite) is not None:
         fail(f"--corpus: {args.task} runs on its own kernel suite", USAGE)
     if args.address and args.backend != "ray":
         fail("--address is for --backend ray", USAGE)
-    methods = TASKS[args.task].methods
+    methods = TASKS[args.task].methods()
     if args.method not in methods:
         fail(f"--method {args.method}: {args.task} is trained by {', '.join(methods)}", USAGE)
     if args.max_programs and args.method == "search":
@@ -378,9 +331,9 @@ def run(args: argparse.Namespace) -> int:
     if args.init and args.resume:
         fail("--init starts a run: --resume goes on with one", USAGE)
     ppo_only = [k for k, v in PPO_ONLY.items() if getattr(args, k) != v]
-    if ppo_only and args.method == "search":
+    if ppo_only and args.method != "ppo":
         given = ", ".join("--" + k.replace("_", "-") for k in ppo_only)
-        fail(f"{given}: for --method ppo, not read by --method search", USAGE)
+        fail(f"{given}: for --method ppo, not read by --method {args.method}", USAGE)
     if args.margin is not None and args.method != "search":
         fail("--margin is for --method search", USAGE)
     if args.deference is not None and args.method != "ppo":
@@ -393,8 +346,9 @@ def run(args: argparse.Namespace) -> int:
         llvm_kwargs = llvm_choice(TASKS[args.task], args.llvm)
     except ValueError as err:
         fail(str(err), USAGE)
-    if args.method == "search" and not args.evaluate_only:
-        _train_by_search(args, out)
+    if args.method != "ppo" and not args.evaluate_only:
+        trainer = next(t for t in TASKS[args.task].all(Trainer) if t.method == args.method)
+        resolve(trainer.train)(args, out)
     elif not args.evaluate_only:
         config = TrainConfig(
             task=args.task,
@@ -403,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             backend=args.backend,
             address=args.address,
-            seed=_seed(args),
+            seed=run_seed(args),
             corpus=Path(args.corpus) if args.corpus else None,
             n_steps=args.n_steps,
             batch_size=min(128, args.n_steps * args.workers),
@@ -415,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
-            init=_init_model(args.init),
+            init=init_model(args.init),
             defer_in_training=args.defer_in_training,
             plugin_features=args.plugin_features,
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},

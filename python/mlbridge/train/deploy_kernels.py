@@ -12,7 +12,6 @@ speedups.
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -41,7 +40,7 @@ def evaluate_with(
     """Deploys ``policy`` on ``modules`` (kernels) with the plugin of the
     environment class ``environment`` (entry point; ``tool``: that plugin,
     None: ``mlbridge config``); its report, with ``summary`` lines."""
-    from mlbridge.train.imitation import build_aot_module
+    from mlbridge.aot.loadable import build_aot_module
 
     work.mkdir(parents=True, exist_ok=True)
     aot = build_aot_module(policy, work / "aot", "KernelPolicy")
@@ -92,8 +91,3 @@ def evaluate_with(
         summary.append(f"failed: {name}: {why}")
     report["summary"] = summary
     return report
-
-
-#: ``Problem.evaluate`` of GCC unrolling and of MLIR tiling.
-gcc_unroll = functools.partial(evaluate_with, "mlbridge.gym.gcc_unroll:GccUnrollEnv")
-mlir_tiling = functools.partial(evaluate_with, "mlbridge.gym.mlir_tiling:MlirTilingEnv")

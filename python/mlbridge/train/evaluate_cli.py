@@ -78,6 +78,7 @@ def measure(
     from mlbridge.llvm.versions import tools
     from mlbridge.native import NativeError
     from mlbridge.problems import get_problem, resolve
+    from mlbridge.problems.capabilities import KernelSuite, OptimizedModules
     from mlbridge.train.tasks import evaluate, llvm_choice
 
     declared = get_problem(problem)
@@ -91,17 +92,18 @@ def measure(
         fail(f"{policy} does not exist: train first", ENVIRONMENT)
     if corpus is not None and not corpus.exists():
         fail(f"--corpus {corpus}: no such file or directory", USAGE)
-    if declared.suite is not None:
+    suite = declared.get(KernelSuite)
+    if suite is not None:
         if corpus is not None:
             fail(f"--corpus: {problem} runs on its own kernel suite", USAGE)
-        modules = resolve(declared.suite)(split, work / "kernels")[:max_programs]
+        modules = resolve(suite.modules)(split, work / "kernels")[:max_programs]
     else:
         modules = corpus_modules(
             corpus if corpus is not None else default_corpus(),
             split,
             not full,
             None,
-            module_flags(declared.optimized_modules),
+            module_flags(declared.get(OptimizedModules) is not None),
             max_programs,
             # Bitcode for the LLVM that reads it (the problem's default major
             # when it has one only).

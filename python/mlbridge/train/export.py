@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from mlbridge.onnx_tools import export_torch
-from mlbridge.problems.problem import Answer
+from mlbridge.problems.capabilities import Answer
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.masking import masked_logits
 

@@ -35,6 +35,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.pool import make_pool
 from mlbridge.problems import resolve
+from mlbridge.problems.capabilities import (
+    ActionMask,
+    AnswerTable,
+    CompilerDecision,
+    Deferral,
+    Heuristic,
+)
 from mlbridge.train.ppo_init import load_actor
 from mlbridge.train.tasks import (
     Task,
@@ -87,14 +94,15 @@ class TrainConfig:
     resume: bool = False
     progress: bool = True
     #: Where the deployed model answers the compiler's own action (the
-    #: task's ``defers_when``), the compiler gives it without asking the
-    #: policy, so that episodes hold the decisions the deployed model makes.
+    #: task's :class:`~mlbridge.problems.capabilities.Deferral`), the
+    #: compiler gives it without asking the policy, so that episodes hold
+    #: the decisions the deployed model makes.
     #: False: the policy is asked at every decision.
     defer_in_training: bool = False
     #: The compiler asks through mlbridge's plugin, as it asks a deployed
     #: model, and the policy sees the hidden features only the plugin sends
-    #: intact (the task's ``plugin_features``; inlining:
-    #: ``callee_basic_block_count``). False: they stay hidden.
+    #: intact (the task's :class:`~mlbridge.problems.capabilities.PluginFeatures`;
+    #: inlining: ``callee_basic_block_count``). False: they stay hidden.
     plugin_features: bool = False
     env_kwargs: Dict[str, Any] = field(default_factory=dict)
 
@@ -128,13 +136,16 @@ def warm_policy(task: Task, kept: Sequence[str]) -> Optional[Callable[[Any], int
     """What the actor imitates before PPO, over the features it sees
     (``kept``): the task's warm-start feature or heuristic, else its
     baseline action; None: nothing."""
-    if task.warm_start_feature is not None:
-        return FollowFeature(list(kept).index(task.warm_start_feature))
-    if task.warm_start_policy is not None:
-        follow: Callable[[Any], int] = resolve(task.warm_start_policy)(kept)
+    decision = task.get(CompilerDecision)
+    if decision is not None:
+        return FollowFeature(list(kept).index(decision.feature))
+    heuristic = task.get(Heuristic)
+    if heuristic is not None:
+        follow: Callable[[Any], int] = resolve(heuristic.make)(kept)
         return follow
-    if task.baseline_action is not None:
-        return Constant(task.baseline_action)
+    table = task.get(AnswerTable)
+    if table is not None:
+        return Constant(table.keeps_default)
     return None
 
 
@@ -171,8 +182,9 @@ def train(
     config.out.mkdir(parents=True, exist_ok=True)
     checkpoints = config.out / "checkpoints"
     kwargs = env_kwargs(config.corpus, "train", config.env_kwargs)
-    if task.defers_when is not None and config.defer_in_training:
-        kwargs["defers_when"] = task.defers_when
+    deferral = task.get(Deferral)
+    if deferral is not None and config.defer_in_training:
+        kwargs["defers_when"] = deferral.when
     if config.plugin_features:
         kwargs["through_plugin"] = True
     started = time.monotonic()
@@ -197,7 +209,7 @@ def train(
             state.save()
         ppo_kwargs = state.hyperparameters.ppo_kwargs()
         policy: Any = "MlpPolicy"
-        if task.action_mask is not None:
+        if task.get(ActionMask) is not None:
             from mlbridge.train.masked_policy import MaskedActorCriticPolicy
 
             policy = MaskedActorCriticPolicy
@@ -212,7 +224,10 @@ def train(
             if keep is not None:
                 raise MlbridgeError(f"{task.name}: its deployed model cannot be fine-tuned")
             warm = load_actor(
-                model.policy, config.init, [spec.name for spec in inputs], task.defers_when
+                model.policy,
+                config.init,
+                [spec.name for spec in inputs],
+                None if deferral is None else deferral.when,
             )
         elif resume_from is None and config.warm_start and follow is not None:
             warm = warm_start(model.policy, pool, follow, steps_per_worker=config.warm_start_steps)

@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from mlbridge.errors import MlbridgeError
 from mlbridge.problems import PROBLEMS, Problem, get_problem, resolve
+from mlbridge.problems.capabilities import (
+    ActionMask,
+    AnswerTable,
+    CompilerDecision,
+    Deferral,
+    PluginFeatures,
+)
 from mlbridge.tensor_spec import TensorSpec
 from mlbridge.train.export import Deference, export_policy
 from mlbridge.train.features import SignedLogFeatures, kept_features
@@ -43,11 +50,12 @@ def seen_through_plugin(problem: Problem, plugin_features: bool) -> Problem:
     hidden; else ``problem`` itself. MlbridgeError when it has none."""
     if not plugin_features:
         return problem
-    if not problem.plugin_features:
+    plugin = problem.get(PluginFeatures)
+    if plugin is None:
         raise MlbridgeError(f"{problem.name} has no feature that only its plugin sends")
-    shown = set(problem.plugin_features)
-    hidden = tuple(h for h in problem.hidden if h not in shown)
-    return replace(problem, hidden=hidden, plugin_features=())
+    hidden = tuple(h for h in problem.hidden if h not in plugin.names)
+    others = tuple(c for c in problem.capabilities if c is not plugin)
+    return replace(problem, hidden=hidden, capabilities=others)
 
 
 def wrapper(problem: Problem) -> SignedLogFeatures:
@@ -100,12 +108,14 @@ def export(
     bonus of the compiler's own action (0: none)."""
     inputs, keep = deployed_inputs(problem, names)
     when = None
-    if problem.defers_when is not None:
+    deferral = problem.get(Deferral)
+    if deferral is not None:
         # The flag comes last, read by the deference only.
         when = sum(spec.element_count for spec in inputs)
         if keep is None:
             keep = list(range(when))
-        inputs = [*inputs, TensorSpec(problem.defers_when, "int64_t", (1,))]
+        inputs = [*inputs, TensorSpec(deferral.when, "int64_t", (1,))]
+    table = problem.get(AnswerTable)
     export_policy(
         policy,
         path,
@@ -113,7 +123,7 @@ def export(
         problem.output,
         keep,
         action_mask(problem, policy, names),
-        problem.answers,
+        None if table is None else table.answers,
         _deference(problem, inputs, deference, when) if deference or when is not None else None,
     )
 
@@ -124,7 +134,8 @@ def _deference(
     """The deference of ``bonus`` to the compiler's own action: the
     problem's warm-start feature, among the deployed ``inputs``; ``when``,
     where its flag is in them (None: none)."""
-    feature = problem.warm_start_feature
+    decision = problem.get(CompilerDecision)
+    feature = None if decision is None else decision.feature
     where = next((i for i, spec in enumerate(inputs) if spec.name == feature), None)
     if feature is None or where is None or inputs[where].element_count != 1:
         raise MlbridgeError(
@@ -136,10 +147,11 @@ def _deference(
 def action_mask(problem: Problem, policy: Any, names: Sequence[str]) -> Optional[List[int]]:
     """Where the problem's action mask is in what the policy sees (the kept
     features of ``names``); None when it has none."""
-    if problem.action_mask is None:
+    mask = problem.get(ActionMask)
+    if mask is None:
         return None
     kept = [names[i] for i in kept_features(names, problem.hidden)]
-    return mask_indices(kept, problem.action_mask, int(policy.action_space.n))
+    return mask_indices(kept, mask.feature, int(policy.action_space.n))
 
 
 def evaluate(

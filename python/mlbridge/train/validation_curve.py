@@ -5,7 +5,7 @@ ratio to the compiler's own heuristic (1.0 is the heuristic; lower is
 better), and goes to ``curve.jsonl`` as one JSON line. The best candidate
 so far becomes the run's ``policy.onnx``; a worse one is deleted. Training
 stops once ``patience`` points in a row did not beat the best. Rounds of
-search (:mod:`mlbridge.train.inlining_size`) and PPO's checkpoints
+search (:mod:`mlbridge.problems.inlining.size_training`) and PPO's checkpoints
 (:mod:`mlbridge.train.ppo_validation`) record their own fields beside
 ``validation_ratio`` and ``best``.
 

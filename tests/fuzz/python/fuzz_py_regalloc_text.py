@@ -1,5 +1,5 @@
 """atheris target: the regalloc score's reading of llc's text
-(mlbridge.llvm.regalloc_score: block_frequencies on -print-machine-bfi
+(mlbridge.problems.regalloc_eviction.score: block_frequencies on -print-machine-bfi
 output, function_scores and module_score on MIR).
 
 The input is MIR text, a NUL byte, then frequency text, decoded as
@@ -22,7 +22,7 @@ import fuzz_support  # first: imports mlbridge instrumented
 
 with atheris.instrument_imports(include=["mlbridge"]):
     from mlbridge.errors import MlbridgeError
-    from mlbridge.llvm.regalloc_score import (
+    from mlbridge.problems.regalloc_eviction.score import (
         RegallocScore,
         block_frequencies,
         function_scores,

@@ -8,7 +8,7 @@ C++ (``aot:``) and under ONNX Runtime (``onnx:``, when the host has it),
 feeding NaN features as 0 as the environment observes them (``--finite``)
 and refusing any answer the mask forbids (``--mask mask``). Each module's
 allocated code is scored against the default advisor's
-(:mod:`mlbridge.llvm.regalloc_score`), and ``llc``'s wall time is measured
+(:mod:`mlbridge.problems.regalloc_eviction.score`), and ``llc``'s wall time is measured
 without a model and with each runner.
 """
 
@@ -23,14 +23,14 @@ from typing import Any, Dict, List, Optional, Sequence
 from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
-from mlbridge.llvm.regalloc_score import (
+from mlbridge.problems.regalloc_eviction import MASK
+from mlbridge.problems.regalloc_eviction.score import (
     LLC,
     AllocationError,
     ScoreError,
     allocation_command,
     default_allocation,
 )
-from mlbridge.problems.regalloc_eviction import MASK
 from mlbridge.run_stats import read_run_stats
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
@@ -99,7 +99,7 @@ def evaluate_regalloc_eviction(
     each of ``runners``; per project and in total, the ratio of the summed
     scores. The runners' allocations must agree. A module whose default
     allocation cannot be measured is skipped, with why in ``skipped``."""
-    from mlbridge.train.imitation import build_aot_module
+    from mlbridge.aot.loadable import build_aot_module
 
     work.mkdir(parents=True, exist_ok=True)
     configs: Dict[str, RunnerConfig] = {}

@@ -3,7 +3,7 @@
 Each held-out module is compiled by stock ``clang-19 -Oz -c`` three ways:
 without a model (LLVM's own inliner), with the plugin running the ONNX
 policy under ONNX Runtime, and with the plugin running the same policy
-AOT-compiled to C++ (:func:`mlbridge.train.imitation.build_aot_module`).
+AOT-compiled to C++ (:func:`mlbridge.aot.loadable.build_aot_module`).
 The report gives ``.text`` per module and in total, compile CPU time (the
 fastest of ``repeats`` rounds, each round compiling the module every way
 once, in an order rotated from round to round), and per project the code
@@ -18,14 +18,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from mlbridge.aot.loadable import build_aot_module
 from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.versions import LlvmTools, tools
+from mlbridge.problems.inlining.toolchain import Plugin, ProgramResult, compile_program, onnx_plugin
 from mlbridge.runner_config import RunnerConfig
-from mlbridge.train.imitation import build_aot_module
-from mlbridge.train.toolchain import Plugin, ProgramResult, compile_program, onnx_plugin
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")

@@ -1,5 +1,5 @@
 """Searching every translation unit of a corpus split
-(:func:`~mlbridge.train.inlining_search.search_module`), resumable: the
+(:func:`~mlbridge.problems.inlining.search.search_module`), resumable: the
 labels imitation of search learns from, and a measure of how much smaller
 than ``-Oz`` inlining decisions alone can make each project.
 
@@ -31,8 +31,8 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.versions import LlvmTools
 from mlbridge.output_files import open_output_file
 from mlbridge.problems.inlining import DEFAULT_FEATURE
-from mlbridge.train.imitation import Dataset
-from mlbridge.train.inlining_search import compile_with_flips, search_module
+from mlbridge.problems.inlining.imitation import Dataset
+from mlbridge.problems.inlining.search import compile_with_flips, search_module
 
 RESULTS = "results.jsonl"
 
@@ -202,7 +202,7 @@ def labels_dataset(out: Path, programs: Sequence[Program], repeat_flipped: int =
     """The call sites of the best compilations of ``programs`` searched into
     ``out`` (units with an error or not searched are left out), labelled with
     the answers that compilation gave: a Dataset for
-    :func:`mlbridge.train.imitation.train_imitation`. Rows whose answer is not
+    :func:`mlbridge.problems.inlining.imitation.train_imitation`. Rows whose answer is not
     LLVM's (the flips that made a unit smaller, rare) are repeated
     ``repeat_flipped`` times."""
     if repeat_flipped < 1:
@@ -237,7 +237,7 @@ def flip_dataset(
     ``inlining_default`` and whose label is 1 where the flip made ``.text``
     smaller, and a weight per row, the bytes at stake (``|delta|``, at most
     ``max_weight``; ``neutral_weight`` where the flip changed nothing), for
-    :func:`mlbridge.train.imitation.train_imitation` with ``flips=True``."""
+    :func:`mlbridge.problems.inlining.imitation.train_imitation` with ``flips=True``."""
     if neutral_weight <= 0 or max_weight < 1:
         raise ValueError("neutral_weight must be positive and max_weight at least 1")
     names: List[str] = []

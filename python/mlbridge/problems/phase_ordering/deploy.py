@@ -29,7 +29,7 @@ DEPLOY_TIMEOUT = 600.0
 def _counts(service: Path, modules: Sequence[Module]) -> Dict[str, Dict[str, int]]:
     """Module name -> its initial and -Oz instruction counts, read by loading
     each module in the phase-ordering environment."""
-    from mlbridge.gym.phase_ordering import PhaseOrderingEnv
+    from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
     env = PhaseOrderingEnv(modules=list(modules), service=service)
     try:

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
-
+from mlbridge.problems.capabilities import (
+    CompilerDecision,
+    Deferral,
+    PluginFeatures,
+    Trainer,
+    Validation,
+)
 from mlbridge.problems.problem import Problem
-from mlbridge.tensor_spec import TensorSpec
 
 #: LLVM's own decision, which LLVM sends besides the features proper (and
 #: the plugin computes for a model that reads it).
@@ -28,28 +32,24 @@ PLUGIN_FEATURES = ("callee_basic_block_count",)
 ODR_CALLEE = "is_callee_linkonce_odr"
 
 
-def deploy_inputs(
-    names: Sequence[str], kept: List[int]
-) -> Tuple[List[TensorSpec], Optional[List[int]]]:
-    """The plugin feeds a model the features it declares, by LLVM's names."""
-    return [TensorSpec(names[i], "int64_t", (1,)) for i in kept], None
-
-
 PROBLEM = Problem(
     name="inlining",
     env_id="mlbridge/Inlining-v0",
-    environment="mlbridge.gym.inlining:InliningEnv",
-    hidden=HIDDEN,
+    environment="mlbridge.problems.inlining.environment:InliningEnv",
     output=DECISION,
-    deploy_inputs=deploy_inputs,
     description="inline or not at each call site (clang-19 -Oz), reward: .text vs -Oz",
-    warm_start_feature=DEFAULT_FEATURE,
-    defers_when=ODR_CALLEE,
-    plugin_features=PLUGIN_FEATURES,
-    evaluate="mlbridge.train.deploy_inlining:evaluate_trained",
-    validate="mlbridge.train.inlining_size:validation_measure",
-    methods=("ppo", "search"),
+    hidden=HIDDEN,
+    # The plugin feeds a model the features it declares, by LLVM's names:
+    # the default, one int64 scalar each.
+    evaluate="mlbridge.problems.inlining.deploy:evaluate_trained",
+    llvm_majors=(19, 16),
     gamma=1.0,
     gae_lambda=1.0,
-    llvm_majors=(19, 16),
+    capabilities=(
+        CompilerDecision(DEFAULT_FEATURE),
+        Deferral(ODR_CALLEE),
+        PluginFeatures(PLUGIN_FEATURES),
+        Validation("mlbridge.problems.inlining.size_training:validation_measure"),
+        Trainer("search", "mlbridge.problems.inlining.trainers:train_by_search"),
+    ),
 )

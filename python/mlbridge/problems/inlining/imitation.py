@@ -15,7 +15,6 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.limits import DEFAULT_MAX_BYTES
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.problems.inlining import HIDDEN as INLINING_HIDDEN
-from mlbridge.session import ToolError, run_tool
 from mlbridge.train.features import signed_log
 
 #: Features the policy does not read: callee_basic_block_count, which LLVM
@@ -27,8 +26,6 @@ from mlbridge.train.features import signed_log
 EXCLUDED = INLINING_HIDDEN
 #: Standardised features are clipped to this range (outliers).
 CLIP = 8.0
-#: Longest the compilation of an AOT model module may take.
-AOT_COMPILE_TIMEOUT = 600.0
 
 
 @dataclass
@@ -311,35 +308,6 @@ def train_imitation(
     if progress:
         progress(epochs, epochs, f"loss {curve.loss[-1]:.4f}")
     return policy, curve
-
-
-def build_aot_module(
-    onnx_path: Path, out_dir: Path, class_name: str = "InlinePolicy", cxx: str = "c++"
-) -> Path:
-    """mlbridge-aot + the C++ compiler: a loadable module exporting the
-    model's C interface (what the plugin's ``aot`` runner loads)."""
-    from mlbridge.aot import compile_model
-
-    header, source = compile_model(onnx_path, class_name=class_name).write(out_dir)
-    module = out_dir / f"{class_name}.so"
-    command = [
-        cxx,
-        "-std=c++17",
-        "-O3",
-        "-ffp-contract=fast",
-        "-fPIC",
-        "-shared",
-        "-fvisibility=hidden",
-        "-DMLBRIDGE_AOT_ENTRY_POINT",
-        str(source),
-        "-o",
-        str(module),
-    ]
-    try:
-        run_tool(command, timeout=AOT_COMPILE_TIMEOUT, tail=2000)
-    except ToolError as err:
-        raise MlbridgeError(f"compiling the AOT model failed: {err}") from None
-    return module
 
 
 def agreement_by_program(policy: Policy, data: Dataset) -> Dict[str, float]:

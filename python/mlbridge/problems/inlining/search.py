@@ -31,7 +31,7 @@ from mlbridge.llvm.outcomes import CodeBytes, code_bytes
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
-from mlbridge.train.toolchain import OPT_LEVEL
+from mlbridge.problems.inlining.toolchain import OPT_LEVEL
 
 #: Longest one compilation of a search may take (seconds).
 COMPILE_TIMEOUT_S = 600.0

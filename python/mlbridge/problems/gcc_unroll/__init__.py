@@ -1,6 +1,6 @@
 """Loop unrolling in stock ``gcc-12 -O2``: the unroll factor of every loop,
 through mlbridge's GCC plugin; reward: the kernel's run time against GCC's
-own factors, on the kernel suite of :mod:`mlbridge.gcc.kernels`."""
+own factors, on the kernel suite of :mod:`mlbridge.problems.gcc_unroll.kernels`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from mlbridge.gcc.features import FEATURE_NAMES, OUTPUT_NAME
 from mlbridge.gcc.policy import FACTORS
+from mlbridge.problems.capabilities import AnswerTable, KernelSuite
 from mlbridge.problems.problem import Problem
 from mlbridge.tensor_spec import TensorSpec
 
@@ -28,17 +29,17 @@ def deploy_inputs(
 PROBLEM = Problem(
     name="gcc-unroll",
     env_id="mlbridge/GccUnroll-v0",
-    environment="mlbridge.gym.gcc_unroll:GccUnrollEnv",
-    hidden=(),
+    environment="mlbridge.problems.gcc_unroll.environment:GccUnrollEnv",
     output=OUTPUT_NAME,
-    deploy_inputs=deploy_inputs,
     description="the unroll factor of each loop (gcc-12 -O2, GCC plugin), "
     "reward: the kernel's run time vs GCC's own factors",
-    # 0: GCC decides, 1: no unrolling, then 2, 4, 8 times.
-    answers=tuple(FACTORS),
-    baseline_action=0,
-    suite="mlbridge.gym.gcc_unroll:suite_modules",
-    evaluate="mlbridge.train.deploy_kernels:gcc_unroll",
+    deploy_inputs=deploy_inputs,
+    evaluate="mlbridge.problems.gcc_unroll.deploy:evaluate_trained",
     gamma=1.0,
     gae_lambda=1.0,
+    capabilities=(
+        # 0: GCC decides, 1: no unrolling, then 2, 4, 8 times.
+        AnswerTable(tuple(FACTORS), keeps_default=0),
+        KernelSuite("mlbridge.problems.gcc_unroll.environment:suite_modules"),
+    ),
 )

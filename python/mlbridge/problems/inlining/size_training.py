@@ -2,9 +2,9 @@
 with a validation curve and early stopping (docs/inlining-size.md).
 
 Each round searches the next training units
-(:func:`~mlbridge.train.search_labels.search_programs`: every single flip of
+(:func:`~mlbridge.problems.inlining.search_labels.search_programs`: every single flip of
 LLVM's ``-Oz`` decisions, then the improving ones combined), fits a residual
-policy to what the single flips did (:func:`~mlbridge.train.search_labels.flip_dataset`:
+policy to what the single flips did (:func:`~mlbridge.problems.inlining.search_labels.flip_dataset`:
 flip LLVM's decision where flipping made ``.text`` smaller, weighed by the
 bytes at stake), and measures it through the plugin, in-process, on the
 validation projects against plain ``-Oz``. Round 0 is LLVM's own decisions
@@ -37,9 +37,9 @@ from mlbridge.errors import CorpusError, MlbridgeError
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
-from mlbridge.train.imitation import Policy, train_imitation
-from mlbridge.train.search_labels import flip_dataset, search_programs, unit_key
-from mlbridge.train.toolchain import Plugin, compile_program, onnx_plugin
+from mlbridge.problems.inlining.imitation import Policy, train_imitation
+from mlbridge.problems.inlining.search_labels import flip_dataset, search_programs, unit_key
+from mlbridge.problems.inlining.toolchain import Plugin, compile_program, onnx_plugin
 from mlbridge.train.validation_curve import CURVE, POLICY, ValidationCurve
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Tiling in stock ``mlir-opt-19``: the tile sizes of every linalg operation,
 through mlbridge's MLIR pass plugin; reward: the kernel's run time (lowered
 and run by ``mlir-cpu-runner-19``) against the pass's own sizes, on the
-kernel suite of :mod:`mlbridge.mlir.kernels`."""
+kernel suite of :mod:`mlbridge.problems.mlir_tiling.kernels`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from mlbridge.mlir.features import FEATURES, OUTPUT_NAME
 from mlbridge.mlir.policy import TILE_CHOICES
-from mlbridge.problems.problem import Answer, Problem
+from mlbridge.problems.capabilities import Answer, AnswerTable, KernelSuite
+from mlbridge.problems.problem import Problem
 from mlbridge.tensor_spec import TensorSpec
 
 #: Action 0 keeps the pass's own sizes; the others answer a row of TILE_CHOICES.
@@ -31,17 +32,17 @@ def deploy_inputs(
 PROBLEM = Problem(
     name="mlir-tiling",
     env_id="mlbridge/MlirTiling-v0",
-    environment="mlbridge.gym.mlir_tiling:MlirTilingEnv",
-    hidden=(),
+    environment="mlbridge.problems.mlir_tiling.environment:MlirTilingEnv",
     output=OUTPUT_NAME,
-    deploy_inputs=deploy_inputs,
     description="the tile sizes of each linalg operation (mlir-opt-19, MLIR pass plugin), "
     "reward: the kernel's run time vs the pass's own sizes",
-    answers=ANSWERS,
-    baseline_action=0,
-    suite="mlbridge.gym.mlir_tiling:suite_modules",
-    evaluate="mlbridge.train.deploy_kernels:mlir_tiling",
+    deploy_inputs=deploy_inputs,
+    evaluate="mlbridge.problems.mlir_tiling.deploy:evaluate_trained",
+    llvm_majors=(19,),
     gamma=1.0,
     gae_lambda=1.0,
-    llvm_majors=(19,),
+    capabilities=(
+        AnswerTable(ANSWERS, keeps_default=0),
+        KernelSuite("mlbridge.problems.mlir_tiling.environment:suite_modules"),
+    ),
 )

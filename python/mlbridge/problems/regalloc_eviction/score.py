@@ -481,7 +481,7 @@ class DefaultAllocation:
 
     def score_of(self, mir: Path) -> RegallocScore:
         """The score of another allocation of the same module (raises
-        :class:`~mlbridge.llvm.regalloc_score.ScoreError`)."""
+        :class:`~mlbridge.problems.regalloc_eviction.score.ScoreError`)."""
         return module_score(read_text(mir, "the allocated code"), self.frequencies)
 
 

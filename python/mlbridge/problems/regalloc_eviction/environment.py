@@ -11,7 +11,7 @@ candidate 32) and sends its features over a pipe channel
 whose ``mask`` is 0 is refused (the episode ends with an error), and
 :meth:`RegallocEvictionEnv.action_masks` gives the legal ones to a masking
 learner. When the allocation is done, the reward compares MLGO's regalloc
-score of the allocated code (:mod:`mlbridge.llvm.regalloc_score`) with that
+score of the allocated code (:mod:`mlbridge.problems.regalloc_eviction.score`) with that
 of the default advisor on the same module: ``(default - score) / default``.
 """
 
@@ -38,15 +38,7 @@ from mlbridge.gym.served_compilation import (
 )
 from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.functions import FunctionError, function_modules
-from mlbridge.llvm.regalloc_score import (
-    LLC,
-    AllocationError,
-    DefaultAllocation,
-    ScoreError,
-    allocation_command,
-    default_allocation,
-    llc_input,
-)
+from mlbridge.problems.capabilities import OptimizedModules
 from mlbridge.problems.regalloc_eviction import (
     CANDIDATES,
     FEATURES,
@@ -54,6 +46,15 @@ from mlbridge.problems.regalloc_eviction import (
     PROBLEM,
     DensityHeuristic,
     observation_names,
+)
+from mlbridge.problems.regalloc_eviction.score import (
+    LLC,
+    AllocationError,
+    DefaultAllocation,
+    ScoreError,
+    allocation_command,
+    default_allocation,
+    llc_input,
 )
 
 __all__ = ["EnvError", "RegallocEvictionEnv"]
@@ -138,7 +139,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
             split,
             quick,
             cache_dir,
-            module_flags(PROBLEM.optimized_modules),
+            module_flags(PROBLEM.get(OptimizedModules) is not None),
             max_programs,
         )
         if per_function:

@@ -2,7 +2,7 @@
 stock ``mlir-opt-19``, through mlbridge's MLIR pass plugin
 (docs/mlir-plugin.md).
 
-One episode is one kernel of :mod:`mlbridge.mlir.kernels` tiled by the
+One episode is one kernel of :mod:`mlbridge.problems.mlir_tiling.kernels` tiled by the
 plugin's ``mlbridge-tile`` pass; each step answers one operation (action 0:
 the pass's own sizes, the others a row of
 :data:`~mlbridge.mlir.policy.TILE_CHOICES`); the reward is the kernel's run
@@ -20,10 +20,10 @@ from typing import Any, Dict, List, Optional, Tuple
 from mlbridge.gym.corpus_modules import EnvError
 from mlbridge.gym.modules import Module
 from mlbridge.gym.timed_kernels import TimedKernelEnv, kernel_modules
-from mlbridge.mlir import kernels, read_tiling_log
+from mlbridge.mlir import read_tiling_log
 from mlbridge.native import mlir_plugin_path
 from mlbridge.problems.mlir_tiling import FEATURES as _FEATURES
-from mlbridge.problems.mlir_tiling import PROBLEM
+from mlbridge.problems.mlir_tiling import PROBLEM, kernels
 
 __all__ = ["EnvError", "MlirTilingEnv", "suite_modules"]
 
@@ -51,7 +51,7 @@ class MlirTilingEnv(TimedKernelEnv):
     Arguments as :class:`~mlbridge.gym.timed_kernels.TimedKernelEnv`. A module
     given as a path is an MLIR module of the suite's form (``@kernel`` and a
     ``@main`` printing the fastest time and a checksum,
-    :class:`mlbridge.mlir.kernels.Kernel`).
+    :class:`mlbridge.problems.mlir_tiling.kernels.Kernel`).
     """
 
     problem = PROBLEM

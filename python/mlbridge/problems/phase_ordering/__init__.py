@@ -8,14 +8,13 @@ from mlbridge.problems.problem import Problem
 PROBLEM = Problem(
     name="phase-ordering",
     env_id="mlbridge/PhaseOrdering-v0",
-    environment="mlbridge.gym.phase_ordering:PhaseOrderingEnv",
-    hidden=("status", "module"),
+    environment="mlbridge.problems.phase_ordering.environment:PhaseOrderingEnv",
     output="action",
-    # The service feeds a deployed model the same tensors as in training.
-    deploy_inputs="mlbridge.gym.phase_ordering:deploy_inputs",
     description="one pass (or sub-sequence) per step of mlbridge-phase-service, "
     "reward: IR instructions vs -Oz",
-    session="service",
-    evaluate="mlbridge.train.deploy_phase_ordering:evaluate_trained",
+    hidden=("status", "module"),
+    # The service feeds a deployed model the same tensors as in training.
+    deploy_inputs="mlbridge.problems.phase_ordering.environment:deploy_inputs",
+    evaluate="mlbridge.problems.phase_ordering.deploy:evaluate_trained",
     llvm_majors=(19, 16),
 )

@@ -1,7 +1,7 @@
 """``mlbridge/GccUnroll-v0``: the unroll factor of every loop of stock
 ``gcc-12 -O2``, through mlbridge's GCC plugin (docs/gcc-plugin.md).
 
-One episode is one kernel of :mod:`mlbridge.gcc.kernels` compiled with the
+One episode is one kernel of :mod:`mlbridge.problems.gcc_unroll.kernels` compiled with the
 plugin; each step answers one loop (the problem's factors: 0 lets GCC
 decide, 1 does not unroll, 2, 4, 8); the reward is the kernel's run time,
 linked with the suite's harness, against GCC's own factors
@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from mlbridge.gcc import kernels
 from mlbridge.gcc.features import read_decision_log
 from mlbridge.gym.corpus_modules import EnvError
 from mlbridge.gym.modules import Module
 from mlbridge.gym.timed_kernels import TimedKernelEnv, kernel_modules
 from mlbridge.native import gcc_plugin_path
-from mlbridge.problems.gcc_unroll import FEATURES, PROBLEM
+from mlbridge.problems.gcc_unroll import FEATURES, PROBLEM, kernels
 
 __all__ = ["EnvError", "GccUnrollEnv", "suite_modules"]
 
@@ -44,7 +43,7 @@ class GccUnrollEnv(TimedKernelEnv):
     ``calls`` / ``reps``: the harness's batches (the fastest of ``reps``
     batches of ``calls`` calls per run). A module given as a path is a C file
     defining ``double kernel(void)`` over the harness's arrays
-    (:data:`mlbridge.gcc.kernels.PRELUDE`).
+    (:data:`mlbridge.problems.gcc_unroll.kernels.PRELUDE`).
     """
 
     problem = PROBLEM

@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mlbridge.problems.capabilities import ActionMask, Heuristic, OptimizedModules
 from mlbridge.problems.problem import Problem
 from mlbridge.tensor_spec import TensorSpec
 
@@ -98,17 +99,14 @@ def deploy_inputs(
 PROBLEM = Problem(
     name="regalloc-eviction",
     env_id="mlbridge/RegallocEviction-v0",
-    environment="mlbridge.gym.regalloc_eviction:RegallocEvictionEnv",
-    hidden=(),
+    environment="mlbridge.problems.regalloc_eviction.environment:RegallocEvictionEnv",
     output=DECISION,
-    action_mask=MASK,
-    warm_start_policy=DensityHeuristic,
-    deploy_inputs=deploy_inputs,
     description="which live range the greedy allocator of llc-19 evicts, "
     "reward: MLGO's regalloc score vs the default advisor",
-    evaluate="mlbridge.train.deploy_regalloc_eviction:evaluate_trained",
-    optimized_modules=True,
+    deploy_inputs=deploy_inputs,
+    evaluate="mlbridge.problems.regalloc_eviction.deploy:evaluate_trained",
+    llvm_majors=(19,),
     gamma=1.0,
     gae_lambda=1.0,
-    llvm_majors=(19,),
+    capabilities=(ActionMask(MASK), Heuristic(DensityHeuristic), OptimizedModules()),
 )
