@@ -116,7 +116,10 @@ def toy(tmp_path_factory) -> Path:
 
 
 def _run(toy: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(toy), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(toy), os.environ.get("PYTHONPATH", "")]),
+    }
     return subprocess.run(
         [sys.executable, *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
     )
@@ -153,4 +156,3 @@ def test_mlbridge_trains_deploys_and_measures_the_toy(toy, tmp_path):
     done = _run(toy, *evaluate, "--split", "validation", "--out", str(tmp_path / "e"), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "of 6 right" in done.stdout
-

@@ -277,7 +277,7 @@ def test_the_margin_is_checked_and_only_for_search(tmp_path, capsys):
 
     common = ["train", "inlining", "--corpus", str(tmp_path), "--out", str(tmp_path / "run")]
     assert cli.main([*common, "--margin", "2"]) == USAGE
-    assert "--margin is for --method search" in capsys.readouterr().err
+    assert "--margin: for --method search" in capsys.readouterr().err
     tool = ["--method", "search", "--tool", str(tmp_path / "plugin.so")]
     assert cli.main([*common, *tool, "--margin", "-1"]) == USAGE
     assert "--margin: margin must be non-negative" in capsys.readouterr().err

@@ -61,7 +61,7 @@ def test_bad_declarations_are_refused():
     with pytest.raises(ValueError, match="two ActionMask"):
         problem(ActionMask("a"), ActionMask("b"))
     with pytest.raises(ValueError, match="distinct names"):
-        problem(Trainer("ppo", "m:f"))
+        problem(Trainer("ppo", "m:f", "PPO again"))
     with pytest.raises(ValueError, match="among the hidden"):
         problem(PluginFeatures(("x",)))
     with pytest.raises(ValueError, match="compiler's decision"):
@@ -70,7 +70,7 @@ def test_bad_declarations_are_refused():
         AnswerTable((1, 2), keeps_default=2)
     with pytest.raises(ValueError, match="not a capability"):
         problem(Capability())
-    assert problem(Trainer("search", "m:f")).methods() == ("ppo", "search")
+    assert problem(Trainer("search", "m:f", "a search")).methods() == ("ppo", "search")
     with pytest.raises(ValueError, match="unknown problem"):
         get_problem("regalloc")
     with pytest.raises(ValueError, match="module:attribute"):

@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mlbridge.gym.corpus_modules import EnvError, start_drawn
-from mlbridge.gym.episode_limits import FLOAT_MAX
+from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
 from mlbridge.gym.modules import Module
 
 
@@ -32,8 +32,29 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
     _by_name: Dict[str, Module]
     #: Modules that give no episode, with why.
     skipped: Dict[str, str]
+    render_mode: Optional[str]
+    #: Deadlines: of a step, and of an episode where the environment has one.
+    step_timeout: float
+    episode_timeout: float
     _episode: Any = None
     _tmp: Optional[str] = None
+
+    def _take_common(
+        self,
+        render_mode: Optional[str],
+        step_timeout: float,
+        episode_timeout: Optional[float] = None,
+    ) -> None:
+        """Checks and keeps the keywords every environment takes: it renders
+        nothing, and its deadlines (per step, per episode when it has one)
+        are positive seconds; no module is skipped yet."""
+        if render_mode is not None:
+            raise ValueError(f"{type(self).__name__} renders nothing (render_mode={render_mode!r})")
+        self.render_mode = render_mode
+        self.step_timeout = seconds("step_timeout", step_timeout)
+        if episode_timeout is not None:
+            self.episode_timeout = seconds("episode_timeout", episode_timeout)
+        self.skipped = {}
 
     def _make_workdir(self, prefix: str) -> str:
         """Creates the private work directory (removed by :meth:`close`)."""

@@ -37,7 +37,7 @@ OPTIMIZED_MODULE_FLAGS = ("-O2", "-emit-llvm", "-c", "-w")
 
 
 def module_flags(optimized: bool) -> Tuple[str, ...]:
-    """The flags making a problem's modules (``Problem.optimized_modules``)."""
+    """The flags making a problem's modules (``OptimizedModules``)."""
     return OPTIMIZED_MODULE_FLAGS if optimized else MODULE_FLAGS
 
 

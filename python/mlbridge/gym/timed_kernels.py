@@ -4,7 +4,7 @@ then run: the reward is run time against the compiler's own decisions.
 One episode is one kernel compiled by a stock compiler with an mlbridge
 plugin whose runner is a private pipe channel in LLVM's protocol
 (``pipe:BASE``): at every decision the plugin sends its features, ``step``
-answers (the problem's :attr:`~mlbridge.problems.Problem.answers`: a factor,
+answers (the problem's :class:`~mlbridge.problems.capabilities.AnswerTable`: a factor,
 a row of tile sizes, or the plugin's own decision). When the compilation is
 done, the program is built and run ``rounds`` times; its fastest time is
 compared with that of the compiler's own decisions (built once per kernel,
@@ -40,7 +40,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mlbridge.gym.corpus_modules import EnvError, SkipModule
-from mlbridge.gym.episode_limits import runner_ms, seconds
+from mlbridge.gym.episode_limits import runner_ms
 from mlbridge.gym.modules import Module
 from mlbridge.gym.served_compilation import (
     Outcome,
@@ -143,8 +143,7 @@ class TimedKernelEnv(ServedCompilerEnv):
         if answers is None:
             raise TypeError(f"{self.problem.name}: a timed-kernel problem has an answer table")
         self._answers: AnswerTable = answers
-        if render_mode is not None:
-            raise ValueError(f"{type(self).__name__} renders nothing (render_mode={render_mode!r})")
+        self._take_common(render_mode, step_timeout, episode_timeout)
         if corpus is not None:
             raise EnvError(
                 f"{self.problem.name} runs on its own kernel suite, not on a corpus "
@@ -152,10 +151,7 @@ class TimedKernelEnv(ServedCompilerEnv):
             )
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
-        self.render_mode = render_mode
         self.rounds = rounds
-        self.step_timeout = seconds("step_timeout", step_timeout)
-        self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.plugin = Path(plugin) if plugin is not None else self._default_plugin()
         work = Path(self._make_workdir(f"mlbridge-{self.problem.name}-"))
         if modules is None:
@@ -171,8 +167,6 @@ class TimedKernelEnv(ServedCompilerEnv):
         self._by_name = {m.name: m for m in self.modules}
         if len(self._by_name) != len(self.modules):
             raise EnvError("two kernels have the same name")
-        #: Kernels that give no episode (no decision, failed to build), with why.
-        self.skipped: Dict[str, str] = {}
         self._baselines: Dict[str, Baseline] = {}
         #: The outcome of each kernel and sequence of answers already
         #: measured: the same answers give the same program, timed once.

@@ -8,7 +8,7 @@ answered by its index."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 #: What one action answers the compiler: a number, a row of numbers, or the
 #: name of an input whose value the answer copies (the compiler's own decision).
@@ -118,11 +118,17 @@ class Validation(Capability):
 @dataclass(frozen=True)
 class Trainer(Capability):
     """A way ``mlbridge train --method METHOD`` trains the problem besides
-    PPO (entry point): (the parsed ``mlbridge train`` arguments, the run
-    directory) -> None, the policy written as ``policy.onnx`` there."""
+    PPO. ``train`` (entry point): (the parsed ``mlbridge train`` arguments,
+    the run directory) -> None, the policy written as ``policy.onnx``
+    there. ``options`` (entry point, None: none): (an argparse argument
+    group, the parser of whole numbers > 0) -> each option it added, by
+    destination, with its default (given with another method, it is a
+    usage error). ``summary``: what the method does, for ``--help``."""
 
     method: str
     train: _EntryPoint
+    summary: str
+    options: Optional[_EntryPoint] = None
 
 
 #: Every kind of capability.

@@ -34,6 +34,7 @@ PPO_ONLY: Dict[str, Any] = {
 
 def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
     """Adds ``train`` to the ``mlbridge`` subcommands."""
+    from mlbridge.problems import resolve
     from mlbridge.train.tasks import TASKS
 
     train = sub.add_parser(
@@ -41,7 +42,12 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         help="train a policy with PPO on a compiler environment (Ray workers), "
         "export it to ONNX, deploy and measure it on held-out modules",
     )
-    train.add_argument("task", choices=sorted(TASKS), help="what to learn")
+    train.add_argument(
+        "task",
+        choices=sorted(TASKS),
+        help="what to learn: "
+        + "; ".join(f"{name}: {p.description}" for name, p in sorted(TASKS.items())),
+    )
     train.add_argument("--out", default="train-out", help="run directory (default: train-out)")
     train.add_argument(
         "--timesteps",
@@ -161,26 +167,20 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
         action="store_true",
         help="only deploy and measure the policy already in --out",
     )
-    search = train.add_argument_group(
-        "imitation of search (--method search, inlining only: docs/inlining-size.md)"
-    )
-    search.add_argument(
+    trainers = {t.method: (p.name, t) for p in TASKS.values() for t in p.all(Trainer)}
+    train.add_argument(
         "--method",
-        choices=("ppo", "search"),
+        choices=("ppo", *sorted(trainers)),
         default="ppo",
-        help="ppo (default), or rounds of per-unit search imitated by a residual policy, "
-        "with a validation curve and early stopping",
+        help="ppo (default), or a problem's own trainer: "
+        + "; ".join(f"{m} ({name}): {t.summary}" for m, (name, t) in sorted(trainers.items())),
     )
-    search.add_argument("--rounds", type=natural, default=10, help="rounds at most (default 10)")
-    search.add_argument(
-        "--units-per-round", type=natural, default=40, help="training units searched per round"
-    )
-    search.add_argument(
-        "--margin",
-        type=float,
-        help="subtracted from the policy's flip logit: it flips LLVM's decision only where "
-        "it is this sure (default 1.0; larger flips less)",
-    )
+    options: Dict[str, Dict[str, Any]] = {}
+    for method, (name, trainer) in sorted(trainers.items()):
+        if trainer.options is not None:
+            group = train.add_argument_group(f"--method {method} ({name})")
+            options[method] = resolve(trainer.options)(group, natural)
+    train.set_defaults(method_options=options)
     train.add_argument(
         "--tool",
         help="the native half the deployment uses: the plugin for inlining, "
@@ -324,8 +324,8 @@ def run(args: argparse.Namespace) -> int:
     methods = TASKS[args.task].methods()
     if args.method not in methods:
         fail(f"--method {args.method}: {args.task} is trained by {', '.join(methods)}", USAGE)
-    if args.max_programs and args.method == "search":
-        fail("--max-programs is for --method ppo (search samples by --units-per-round)", USAGE)
+    if args.max_programs and args.method != "ppo":
+        fail(f"--max-programs is for --method ppo (--method {args.method} samples its own)", USAGE)
     if not args.learning_rate > 0:
         fail("--learning-rate must be positive", USAGE)
     if args.init and args.resume:
@@ -334,10 +334,13 @@ def run(args: argparse.Namespace) -> int:
     if ppo_only and args.method != "ppo":
         given = ", ".join("--" + k.replace("_", "-") for k in ppo_only)
         fail(f"{given}: for --method ppo, not read by --method {args.method}", USAGE)
-    if args.margin is not None and args.method != "search":
-        fail("--margin is for --method search", USAGE)
+    for method, defaults in args.method_options.items():
+        set_options = [k for k, v in defaults.items() if getattr(args, k) != v]
+        if set_options and args.method != method:
+            options = ", ".join("--" + k.replace("_", "-") for k in set_options)
+            fail(f"{options}: for --method {method}", USAGE)
     if args.deference is not None and args.method != "ppo":
-        fail("--deference is for --method ppo (search has --margin)", USAGE)
+        fail(f"--deference is for --method ppo, not {args.method}", USAGE)
     if args.seeds is not None and args.seed is not None:
         fail("--seed is one run's, --seeds several runs': give one of them", USAGE)
     if args.seeds is not None and (args.method != "ppo" or args.evaluate_only):

@@ -5,7 +5,7 @@ the runner's input specs: LLVM's feature names for the inliner, the phase
 service's tensors for phase ordering), does what the training wrapper did
 (:mod:`mlbridge.train.features`: keep some features, signed log), runs the
 actor network and answers the greedy action as one int64, or what the
-problem answers for it (``Problem.answers``: a factor, a row of tile sizes,
+problem answers for it (``AnswerTable``: a factor, a row of tile sizes,
 a copy of the compiler's own decision). So the policy
 deployed in the compiler decides exactly as ``model.predict(obs,
 deterministic=True)`` does in Python.
@@ -15,7 +15,7 @@ the compiler itself would take, read from one of its tensors: with a bonus
 of 0 the model is the policy, and the larger it is, the more confident the
 policy must be to overrule the compiler (an infinite bonus is the
 compiler's own heuristic). It may also name a flag input where the model
-answers the compiler's action outright (``Problem.defers_when``). The
+answers the compiler's action outright (``Deferral``). The
 model's metadata keeps the bonus under :data:`DEFERENCE_KEY`, so that
 fine-tuning starts from it.
 """

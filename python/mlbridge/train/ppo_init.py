@@ -44,7 +44,7 @@ def load_actor(
     an SB3 ``ActorCriticPolicy`` whose deployed model reads ``inputs``.
 
     The model may read some of ``inputs`` in their order (the others start
-    at zero weight), and ``flag`` after them (``Problem.defers_when``,
+    at zero weight), and ``flag`` after them (``Deferral``,
     which only its deference reads). Returns what the run records of it:
     path, SHA-256, and its deference bonus (0.0 when it has none)."""
     from onnx.helper import get_attribute_value

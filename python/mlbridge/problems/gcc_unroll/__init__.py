@@ -1,6 +1,10 @@
 """Loop unrolling in stock ``gcc-12 -O2``: the unroll factor of every loop,
 through mlbridge's GCC plugin; reward: the kernel's run time against GCC's
-own factors, on the kernel suite of :mod:`mlbridge.problems.gcc_unroll.kernels`."""
+own factors, on the kernel suite of :mod:`mlbridge.problems.gcc_unroll.kernels`.
+
+The folder: this declaration; ``environment`` (``GccUnrollEnv``);
+``kernels`` (the suite); ``deploy`` (the exported model in the plugin,
+timed)."""
 
 from __future__ import annotations
 

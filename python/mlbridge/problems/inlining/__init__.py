@@ -1,5 +1,11 @@
 """Inlining for size: inline or not at each call site of stock
-``clang-19 -Oz``; reward: ``.text`` against ``-Oz``."""
+``clang-19 -Oz``; reward: ``.text`` against ``-Oz``.
+
+The folder: this declaration; ``environment`` (``InliningEnv``); ``deploy``
+(the exported model in the plugin, measured); ``toolchain`` (compiling a
+corpus with the plugin and measuring it); the search trainer
+(``trainers``, ``search_options``, ``size_training``, ``search``,
+``search_labels``, ``imitation``)."""
 
 from __future__ import annotations
 
@@ -50,6 +56,12 @@ PROBLEM = Problem(
         Deferral(ODR_CALLEE),
         PluginFeatures(PLUGIN_FEATURES),
         Validation("mlbridge.problems.inlining.size_training:validation_measure"),
-        Trainer("search", "mlbridge.problems.inlining.trainers:train_by_search"),
+        Trainer(
+            "search",
+            "mlbridge.problems.inlining.trainers:train_by_search",
+            "rounds of per-unit search imitated by a residual policy, with a validation "
+            "curve and early stopping (docs/inlining-size.md)",
+            "mlbridge.problems.inlining.search_options:add_search_options",
+        ),
     ),
 )

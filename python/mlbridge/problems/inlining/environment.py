@@ -32,7 +32,7 @@ from gymnasium import spaces
 from mlbridge import child_process
 from mlbridge.errors import CodecError
 from mlbridge.gym.corpus_modules import EnvError, environment_modules
-from mlbridge.gym.episode_limits import runner_ms, seconds
+from mlbridge.gym.episode_limits import runner_ms
 from mlbridge.gym.modules import Module
 from mlbridge.gym.served_compilation import (
     Outcome,
@@ -213,7 +213,7 @@ class InliningEnv(ServedCompilerEnv):
       asking the agent (one of :data:`mlbridge.llvm.plugin_settings.DEFERS_WHEN`;
       None: it asks at every call site), as the plugin does for a deployed
       model that says it answers LLVM's decision there
-      (``Problem.defers_when``): episodes then hold the decisions such a
+      (``Deferral``): episodes then hold the decisions such a
       model makes, and the reward the code it gives. Served by mlbridge's
       plugin on any LLVM major.
     - ``through_plugin``: the pipe transport reaches the agent through
@@ -249,8 +249,7 @@ class InliningEnv(ServedCompilerEnv):
         through_plugin: bool = False,
         render_mode: Optional[str] = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"InliningEnv renders nothing (render_mode={render_mode!r})")
+        self._take_common(render_mode, step_timeout, episode_timeout)
         if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
@@ -274,10 +273,7 @@ class InliningEnv(ServedCompilerEnv):
             if not os.path.isfile(self.plugin):
                 raise EnvError(f"the plugin {self.plugin} does not exist")
             self.llvm = tools(self.llvm.major, Path(self.plugin))
-        self.render_mode = render_mode
         self.include_default = include_default
-        self.step_timeout = seconds("step_timeout", step_timeout)
-        self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.size_increase_threshold = size_increase_threshold
         self.clang = clang or self.llvm.clang
         if self.plugin is not None:  # a plugin of another major crashes clang
@@ -293,8 +289,6 @@ class InliningEnv(ServedCompilerEnv):
             clang=self.clang,
             validation_aside=validation_aside,
         )
-        #: Modules that give no episode (asked nothing, failed to compile), with why.
-        self.skipped: Dict[str, str] = {}
         self._oz_sizes: Dict[str, int] = {}
         self._make_workdir("mlbridge-inlining-")
         self._episode: Optional[_Episode] = None

@@ -1,7 +1,11 @@
 """Tiling in stock ``mlir-opt-19``: the tile sizes of every linalg operation,
 through mlbridge's MLIR pass plugin; reward: the kernel's run time (lowered
 and run by ``mlir-cpu-runner-19``) against the pass's own sizes, on the
-kernel suite of :mod:`mlbridge.problems.mlir_tiling.kernels`."""
+kernel suite of :mod:`mlbridge.problems.mlir_tiling.kernels`.
+
+The folder: this declaration; ``environment`` (``MlirTilingEnv``);
+``kernels`` (the suite); ``deploy`` (the exported model in the plugin,
+timed)."""
 
 from __future__ import annotations
 

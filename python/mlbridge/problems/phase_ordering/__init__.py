@@ -1,5 +1,8 @@
 """Phase ordering for IR size: one pass (or sub-sequence of ``-Oz``) per
-step of ``mlbridge-phase-service``; reward: IR instructions against ``-Oz``."""
+step of ``mlbridge-phase-service``; reward: IR instructions against ``-Oz``.
+
+The folder: this declaration; ``environment`` (``PhaseOrderingEnv`` on the
+phase service); ``deploy`` (the exported model in the service, measured)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ from mlbridge.gym.corpus_modules import (
     SkipModule,
     environment_modules,
 )
-from mlbridge.gym.episode_limits import IDLE_MARGIN, runner_ms, seconds
+from mlbridge.gym.episode_limits import IDLE_MARGIN, runner_ms
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.versions import tools
 from mlbridge.pipe_host import PipeHost
@@ -320,8 +320,7 @@ class PhaseOrderingEnv(CompilerEnv):
     ) -> None:
         self._service: Optional[_Service] = None
         self._episode: Optional[_Episode] = None
-        if render_mode is not None:
-            raise ValueError(f"PhaseOrderingEnv renders nothing (render_mode={render_mode!r})")
+        self._take_common(render_mode, step_timeout)
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
             raise ValueError(f"max_steps must be a whole number, got {max_steps!r}")
         if max_steps < 1:
@@ -330,9 +329,7 @@ class PhaseOrderingEnv(CompilerEnv):
             raise ValueError(f"rollback must be one of {', '.join(ROLLBACKS)}, got {rollback!r}")
         if format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-        self.render_mode = render_mode
         self.max_steps = int(max_steps)
-        self.step_timeout = seconds("step_timeout", step_timeout)
         self.rollback, self.format = rollback, format
         #: The LLVM major's tools (its clang makes the modules the service reads).
         self.llvm = tools(llvm)
@@ -364,8 +361,6 @@ class PhaseOrderingEnv(CompilerEnv):
             path = os.path.abspath(module.bitcode)
             if "\n" in path or "\r" in path or path != path.rstrip(" \t"):
                 raise EnvError(f"module {module.name}: its path {path!r} cannot be listed")
-        #: Modules that give no episode (the service cannot load them), with why.
-        self.skipped: Dict[str, str] = {}
         description = describe_service(self.service)
         try:
             #: The actions, in the service's order: (name, ``opt -passes=`` pipeline).

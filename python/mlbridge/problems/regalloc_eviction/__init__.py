@@ -1,6 +1,10 @@
 """Register allocation eviction: at each eviction question of stock
 ``llc-19``'s greedy allocator, which live range to evict; reward: MLGO's
-regalloc score of the allocated code against the default advisor's."""
+regalloc score of the allocated code against the default advisor's.
+
+The folder: this declaration; ``environment`` (``RegallocEvictionEnv``);
+``score`` (MLGO's regalloc score of llc's allocation); ``deploy`` (the
+exported model served to llc-19 by the interactive host, scored)."""
 
 from __future__ import annotations
 

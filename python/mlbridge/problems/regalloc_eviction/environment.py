@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mlbridge.gym.corpus_modules import EnvError, SkipModule, environment_modules
-from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
+from mlbridge.gym.episode_limits import FLOAT_MAX
 from mlbridge.gym.modules import Module, default_cache_dir, module_flags
 from mlbridge.gym.served_compilation import (
     Outcome,
@@ -124,13 +124,9 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         llc: str = LLC,
         render_mode: Optional[str] = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"RegallocEvictionEnv renders nothing (render_mode={render_mode!r})")
+        self._take_common(render_mode, step_timeout, episode_timeout)
         if opt_level not in (1, 2, 3):
             raise ValueError(f"opt_level must be 1, 2 or 3, got {opt_level!r}")
-        self.render_mode = render_mode
-        self.step_timeout = seconds("step_timeout", step_timeout)
-        self.episode_timeout = seconds("episode_timeout", episode_timeout)
         self.opt_level, self.llc = opt_level, llc
         self.modules: List[Module]
         self.modules, self._by_name = environment_modules(
@@ -145,8 +141,6 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         if per_function:
             self.modules = _functions_of(self.modules, cache_dir)
             self._by_name = {m.name: m for m in self.modules}
-        #: Modules that give no episode (nothing to evict, failed to compile), with why.
-        self.skipped: Dict[str, str] = {}
         self._baselines: Dict[str, DefaultAllocation] = {}
         self._inputs: Dict[str, Path] = {}
         self._make_workdir("mlbridge-regalloc-")
