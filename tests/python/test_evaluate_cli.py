@@ -1,4 +1,4 @@
-"""``mlbridge evaluate PROBLEM --policy FILE`` (mlbridge.train.evaluate_cli):
+"""``mlbridge evaluate PROBLEM --policy FILE`` (mlbridge.cli.evaluate_command):
 a policy deployed through the problem's deployment on a corpus split."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mlbridge.cli import main
+from mlbridge.cli.evaluate_command import SPLITS
 from mlbridge.corpus.program import HELD_OUT, TRAIN, VALIDATION
-from mlbridge.train.evaluate_cli import SPLITS
 
 
 def test_the_splits_are_the_corpus_splits():

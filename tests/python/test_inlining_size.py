@@ -287,8 +287,8 @@ def test_search_refuses_the_options_only_ppo_reads(tmp_path, capsys):
     """An option PPO alone reads is refused under ``--method search``, not
     ignored; the parser's default of each is what the check compares to."""
     from mlbridge import cli
+    from mlbridge.cli.train_command import PPO_ONLY
     from mlbridge.cli_errors import USAGE
-    from mlbridge.train.cli import PPO_ONLY
 
     common = ["train", "inlining", "--corpus", str(tmp_path), "--out", str(tmp_path / "run")]
     search = [*common, "--method", "search", "--tool", str(tmp_path / "plugin.so")]

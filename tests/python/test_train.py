@@ -21,9 +21,9 @@ ort = pytest.importorskip("onnxruntime")
 
 from counts_task import Counts, tiny_config  # noqa: E402
 
+from mlbridge.cli import train_command as train_cli  # noqa: E402
 from mlbridge.gym import pool  # noqa: E402
 from mlbridge.tensor_spec import TensorSpec  # noqa: E402
-from mlbridge.train import cli as train_cli  # noqa: E402
 from mlbridge.train.export import export_policy  # noqa: E402
 from mlbridge.train.features import SignedLogFeatures, kept_features, signed_log  # noqa: E402
 from mlbridge.train.ppo import TrainConfig, latest_checkpoint, train  # noqa: E402

@@ -19,8 +19,8 @@
 Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a
 documented exit code (docs/cli.md, :mod:`mlbridge.cli_errors`).
 
-Each subcommand is one module (``mlbridge.cli.NAME_command``, and the
-``cli`` modules of ``train`` and ``corpus``) with its parser and handler;
+Each subcommand is one module (``mlbridge.cli.NAME_command``) with its
+parser and handler;
 :data:`COMMANDS` lists them, by group, in the order of ``mlbridge --help``.
 """
 
@@ -33,18 +33,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from mlbridge import __version__
 from mlbridge.cli import (
     config_command,
+    corpus_command,
     demo_command,
     drive_command,
+    evaluate_command,
     llvm_command,
     log_command,
     loop_command,
     serve_command,
+    train_command,
 )
-from mlbridge.cli.arguments import natural
 from mlbridge.cli_errors import ArgumentParser, run_command
-from mlbridge.corpus import cli as corpus_cli
-from mlbridge.train import cli as train_cli
-from mlbridge.train import evaluate_cli
 
 __all__ = ["COMMANDS", "GROUPS", "main"]
 
@@ -67,25 +66,22 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
-def _with_numbers(add: Callable[[Any, Callable[[str], int]], None]) -> Callable[[Any], None]:
-    return lambda sub: add(sub, natural)
-
-
 #: Every subcommand, in the order of ``mlbridge --help``.
-COMMANDS: List[Command] = (
-    [
-        Command(m.NAME, m.GROUP, m.add_parser, m.run)
-        for m in (llvm_command, serve_command, drive_command)
-    ]
-    + [
-        Command("train", "learn", _with_numbers(train_cli.add_parser), train_cli.run),
-        Command("evaluate", "learn", _with_numbers(evaluate_cli.add_parser), evaluate_cli.run),
-        Command(loop_command.NAME, loop_command.GROUP, loop_command.add_parser, loop_command.run),
-        Command("corpus", "data", _with_numbers(corpus_cli.add_parser), corpus_cli.run),
-        Command(log_command.NAME, log_command.GROUP, log_command.add_parser, log_command.run),
-    ]
-    + [Command(m.NAME, m.GROUP, m.add_parser, m.run) for m in (config_command, demo_command)]
-)
+COMMANDS: List[Command] = [
+    Command(m.NAME, m.GROUP, m.add_parser, m.run)
+    for m in (
+        llvm_command,
+        serve_command,
+        drive_command,
+        train_command,
+        evaluate_command,
+        loop_command,
+        corpus_command,
+        log_command,
+        config_command,
+        demo_command,
+    )
+]
 
 
 def _grouped_help(sub: Any) -> str:

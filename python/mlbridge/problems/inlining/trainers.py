@@ -11,7 +11,7 @@ from mlbridge.errors import MlbridgeError
 from mlbridge.native import NativeError, plugin_path
 from mlbridge.problems.inlining.imitation import Policy
 from mlbridge.problems.inlining.size_training import SizeTraining, train_size_policy
-from mlbridge.train.cli import init_model, run_seed, say_aside, validated_programs
+from mlbridge.train.run_inputs import init_model, run_seed, say_aside, validated_programs
 
 
 def train_by_search(args: argparse.Namespace, out: Path) -> None:

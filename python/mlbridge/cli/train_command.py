@@ -7,11 +7,16 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, Tuple
 
+from mlbridge.cli.arguments import natural
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
 from mlbridge.problems.capabilities import KernelSuite, Trainer, Validation
+from mlbridge.train.run_inputs import init_model, run_seed, say_aside, validated_programs
+
+NAME = "train"
+GROUP = "learn"
 
 #: mlbridge.gym.pool.BACKENDS, written here so that building the parser
 #: imports nothing of the optional dependencies (a test checks they agree).
@@ -32,7 +37,7 @@ PPO_ONLY: Dict[str, Any] = {
 }
 
 
-def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
+def add_parser(sub: Any) -> None:
     """Adds ``train`` to the ``mlbridge`` subcommands."""
     from mlbridge.problems import resolve
     from mlbridge.train.tasks import TASKS
@@ -192,7 +197,7 @@ def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
 
 
 def _evaluate(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
-    from mlbridge.train.evaluate_cli import measure
+    from mlbridge.cli.evaluate_command import measure
 
     return measure(
         args.task,
@@ -227,46 +232,6 @@ def _seeds(text: str) -> Tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"seeds are distinct: {text!r}")
     return seeds
-
-
-def run_seed(args: argparse.Namespace) -> int:
-    """The seed of a run, and of the validation sample: ``--seed``, or the
-    first of ``--seeds`` (default 0)."""
-    if args.seeds:
-        return int(args.seeds[0])
-    return 0 if args.seed is None else int(args.seed)
-
-
-def init_model(init: Optional[str]) -> Optional[Path]:
-    """The file of ``--init``: a shipped model's ONNX file, or the path given."""
-    from mlbridge.models import SHIPPED, model_file
-
-    if init is None:
-        return None
-    if init not in SHIPPED and not Path(init).is_file():
-        fail(f"--init {init}: no such file, nor a shipped model ({', '.join(SHIPPED)})", USAGE)
-    return model_file(init)
-
-
-def validated_programs(corpus: Path, quick: bool) -> Tuple[List[Any], int]:
-    """The programs of ``corpus``, and how many of its training files were
-    set aside for validation because it names no validation programs."""
-    from mlbridge.corpus.defaults import load_corpus, validation_set_aside
-    from mlbridge.corpus.program import VALIDATION
-
-    programs = load_corpus(corpus, quick)
-    if any(p.split == VALIDATION for p in programs):
-        return programs, 0
-    programs = validation_set_aside(programs)
-    return programs, sum(p.split == VALIDATION for p in programs)
-
-
-def say_aside(aside: int) -> None:
-    if aside:
-        print(
-            f"the corpus names no validation programs: {aside} of its training files "
-            "are set aside for validation (docs/inlining-size.md)"
-        )
 
 
 def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) -> Any:

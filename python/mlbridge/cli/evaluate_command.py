@@ -8,17 +8,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
+from mlbridge.cli.arguments import natural
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
+
+NAME = "evaluate"
+GROUP = "learn"
 
 #: mlbridge.corpus.program's splits, written here so that building the
 #: parser imports nothing more (a test checks they agree).
 SPLITS = ("train", "validation", "held-out")
 
 
-def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
+def add_parser(sub: Any) -> None:
     """Adds ``evaluate`` to the ``mlbridge`` subcommands."""
     from mlbridge.problems import PROBLEMS
 

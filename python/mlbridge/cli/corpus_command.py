@@ -16,8 +16,9 @@ import logging
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from mlbridge.cli.arguments import natural
 from mlbridge.cli_errors import CommandError
 from mlbridge.corpus.sandbox import (
     DEFAULT_BUILD_USER,
@@ -26,8 +27,11 @@ from mlbridge.corpus.sandbox import (
     BuildLimits,
 )
 
+NAME = "corpus"
+GROUP = "data"
 
-def add_parser(sub: Any, natural: Callable[[str], int]) -> None:
+
+def add_parser(sub: Any) -> None:
     """Adds ``corpus`` to the ``mlbridge`` subcommands."""
     corpus = sub.add_parser("corpus", help="build a corpus from a recipe, or describe one")
     actions = corpus.add_subparsers(dest="corpus_command", required=True)
