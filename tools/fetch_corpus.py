@@ -1,5 +1,5 @@
 """Fetch real C programs used as compiler inputs by the tests, benchmarks and
-the train-to-deploy loop (mlbridge loop).
+the train-to-deploy loop (mlbridge train inlining --method loop).
 
 - The SQLite amalgamation (~260k lines of real C) ships inside the npm package
   better-sqlite3: fetched with `npm pack` at a pinned version, checked against

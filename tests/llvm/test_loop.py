@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import TOOLS
 
-from mlbridge.loop.run import run_loop
+from mlbridge.problems.inlining.loop.run import run_loop
 
 #: The corpus scripts/setup fetches (ctest runs this from the build tree).
 CORPUS = Path(__file__).resolve().parents[2] / ".cache" / "corpus"
@@ -32,7 +32,7 @@ def test_quick_loop_runs_every_step(plugin, plugin_env, tmp_path):
         "summary.md",
         "training.png",
         "sizes.png",
-        "inline_policy.onnx",
+        "policy.onnx",
         "es_policy.onnx",
         "aot/InlinePolicy.so",
         "dataset.npz",

@@ -95,7 +95,7 @@ import sys
 from pathlib import Path
 
 from mlbridge.corpus import Program
-from mlbridge.loop.evaluate import pipe_server, plugin_for
+from mlbridge.problems.inlining.loop.evaluate import pipe_server, plugin_for
 from mlbridge.problems.inlining.toolchain import compile_program
 
 plugin, policy, source, work = sys.argv[1:5]

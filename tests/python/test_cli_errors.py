@@ -333,9 +333,9 @@ CASES = {
         "mlbridge llvm: error: --log {tmp}/no/log: cannot write: No such file or directory",
     ),
     "loop-without-clang": Case(
-        ["loop", "--quick", "--out", "{tmp}/out"],
+        ["train", "inlining", "--method", "loop", "--out", "{tmp}/out"],
         ENVIRONMENT,
-        "mlbridge loop: error: the tool 'clang-19' is not on PATH (scripts/setup installs it)",
+        "mlbridge train: error: clang-19 is not installed (scripts/setup installs it)",
         env={"PATH": "{tmp}/empty"},
     ),
     "demo-without-clang": Case(
@@ -346,15 +346,15 @@ CASES = {
         env={"PATH": "{tmp}/empty"},
     ),
     "loop-plugin-missing": Case(
-        ["loop", "--quick", "--plugin", "{tmp}/none.so", "--out", "{tmp}/out"],
+        ["train", "inlining", "--method", "loop", "--tool", "{tmp}/none.so", "--out", "{tmp}/out"],
         ENVIRONMENT,
-        "mlbridge loop: error: the plugin {tmp}/none.so does not exist (build it: "
-        "scripts/setup, or give --plugin)",
+        "mlbridge train: error: the plugin {tmp}/none.so does not exist (scripts/setup "
+        "builds it, or give --tool)",
     ),
     "loop-corpus-missing": Case(
-        ["loop", "--quick", "--corpus", "{tmp}/none", "--out", "{tmp}/out"],
+        ["train", "inlining", "--method", "loop", "--corpus", "{tmp}/none", "--out", "{tmp}/out"],
         USAGE,
-        "mlbridge loop: error: --corpus {tmp}/none: no such file or directory",
+        "mlbridge train: error: --corpus {tmp}/none: no such file or directory",
     ),
     "aot-no-model": Case(
         ["mlbridge-aot"],

@@ -14,7 +14,7 @@ import mlbridge.corpus as corpus
 from mlbridge.corpus import HELD_OUT, TRAIN, hash_split, split
 from mlbridge.corpus.defaults import default_corpus, load_corpus
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.run import _programs
+from mlbridge.problems.inlining.loop.run import _programs
 
 BUNDLED = ["demo-expr", "demo-hashtable", "demo-kernels"]
 

@@ -1,5 +1,5 @@
 """`mlbridge loop`'s evaluation step without a compiler: the pipe server it
-starts for the ``pipe`` configuration (:func:`mlbridge.loop.evaluate.pipe_server`)
+starts for the ``pipe`` configuration (:func:`mlbridge.problems.inlining.loop.evaluate.pipe_server`)
 is always killed and reaped, and a server that fails to start is reported
 with its stderr without ever blocking on that stderr.
 
@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List
 import pytest
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.loop.evaluate import pipe_server
+from mlbridge.problems.inlining.loop.evaluate import pipe_server
 
 #: Longest a call under test may take before the test calls it hung.
 GUARD_SECONDS = 20.0

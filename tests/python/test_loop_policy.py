@@ -16,9 +16,6 @@ import numpy as np
 import pytest
 
 from mlbridge.aot.loadable import build_aot_module
-from mlbridge.loop import search
-from mlbridge.loop.report import Progress
-from mlbridge.loop.run import summary_markdown
 from mlbridge.problems.inlining import DECISION, DEFAULT_FEATURE
 from mlbridge.problems.inlining.imitation import (
     EXCLUDED,
@@ -27,6 +24,9 @@ from mlbridge.problems.inlining.imitation import (
     signed_log,
     train_imitation,
 )
+from mlbridge.problems.inlining.loop import search
+from mlbridge.problems.inlining.loop.report import Progress
+from mlbridge.problems.inlining.loop.run import summary_markdown
 
 NAMES = [
     "cost_estimate",

@@ -87,7 +87,7 @@ def test_an_argument_with_a_comma_cannot_be_printed():
 
 
 def test_loop_configurations_use_the_string_form(tmp_path):
-    from mlbridge.loop.evaluate import plugin_for
+    from mlbridge.problems.inlining.loop.evaluate import plugin_for
 
     plugin = plugin_for("baseline", tmp_path / "p.so", tmp_path / "m.onnx", tmp_path / "m.so")
     assert plugin is not None and plugin.env["MLBRIDGE_INLINE_RUNNER"] == "echo:inlining_default"

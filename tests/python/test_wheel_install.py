@@ -10,7 +10,7 @@ the ``aot`` extra and no constraints
 wheels only. Every command runs from a directory outside the checkout, with no
 MLBRIDGE_* variable but those a test sets.
 
-``mlbridge demo`` (both halves) and ``mlbridge loop --quick`` on a user's own
+``mlbridge demo`` (both halves) and ``mlbridge train inlining --method loop`` on a user's own
 small corpus need the native half: the CMake package at
 ``$MLBRIDGE_TEST_NATIVE_PREFIX``, else one installed from build/ into the
 temporary directory (``cmake --install build --prefix TMP/prefix``); they are
@@ -607,8 +607,10 @@ def test_loop_quick_on_a_users_own_corpus(
     out = tmp_path / "loop-out"
     done = base_venv.run(
         "mlbridge",
+        "train",
+        "inlining",
+        "--method",
         "loop",
-        "--quick",
         "--corpus",
         corpus,
         "--es-iterations",

@@ -7,7 +7,6 @@
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
-    mlbridge loop [--quick] [--out DIR] [--corpus PATH]
     mlbridge corpus build --recipe NAME|FILE --out DIR | packages --recipe R | info CORPUS
     mlbridge log dump FILE
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
@@ -39,7 +38,6 @@ from mlbridge.cli import (
     evaluate_command,
     llvm_command,
     log_command,
-    loop_command,
     serve_command,
     train_command,
 )
@@ -75,7 +73,6 @@ COMMANDS: List[Command] = [
         drive_command,
         train_command,
         evaluate_command,
-        loop_command,
         corpus_command,
         log_command,
         config_command,

@@ -44,8 +44,8 @@ def add_parser(sub: Any) -> None:
 
     train = sub.add_parser(
         "train",
-        help="train a policy with PPO on a compiler environment (Ray workers), "
-        "export it to ONNX, deploy and measure it on held-out modules",
+        help="train a policy for a problem (PPO on its environments, Ray workers, or the "
+        "problem's own trainers), export it to ONNX, deploy and measure it on held-out modules",
     )
     train.add_argument(
         "task",
@@ -276,7 +276,6 @@ def _ppo_validation(args: argparse.Namespace, out: Path, env: Dict[str, Any]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge train``."""
-    from mlbridge.train.ppo import TrainConfig, train
     from mlbridge.train.tasks import TASKS, llvm_choice, resolve
 
     out = Path(args.out)
@@ -316,8 +315,12 @@ def run(args: argparse.Namespace) -> int:
         fail(str(err), USAGE)
     if args.method != "ppo" and not args.evaluate_only:
         trainer = next(t for t in TASKS[args.task].all(Trainer) if t.method == args.method)
-        resolve(trainer.train)(args, out)
+        measured = resolve(trainer.train)(args, out)
+        if measured is not None:  # the trainer deployed and measured its policy itself
+            return 0 if args.no_evaluate else _report(measured, out)
     elif not args.evaluate_only:
+        from mlbridge.train.ppo import TrainConfig, train
+
         config = TrainConfig(
             task=args.task,
             out=out,
@@ -368,7 +371,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _deploy(args: argparse.Namespace, out: Path) -> int:
     """Deploys ``out``'s policy on the held-out programs and reports it."""
-    report = _evaluate(args, out)
+    return _report(_evaluate(args, out), out)
+
+
+def _report(report: Dict[str, Any], out: Path) -> int:
+    """Writes a deployment report as deploy.json and prints its summary."""
     (out / "deploy.json").write_text(json.dumps(report, indent=2) + "\n")
     for line in report["summary"]:
         print(line)

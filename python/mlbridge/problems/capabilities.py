@@ -119,8 +119,10 @@ class Validation(Capability):
 class Trainer(Capability):
     """A way ``mlbridge train --method METHOD`` trains the problem besides
     PPO. ``train`` (entry point): (the parsed ``mlbridge train`` arguments,
-    the run directory) -> None, the policy written as ``policy.onnx``
-    there. ``options`` (entry point, None: none): (an argparse argument
+    the run directory) -> the policy written as ``policy.onnx`` there, and
+    None, or a deployment report (``summary`` lines) when the trainer
+    deployed and measured the policy on the held-out programs itself.
+    ``options`` (entry point, None: none): (an argparse argument
     group, the parser of whole numbers > 0) -> each option it added, by
     destination, with its default (given with another method, it is a
     usage error). ``summary``: what the method does, for ``--help``."""

@@ -4,8 +4,8 @@
 The folder: this declaration; ``environment`` (``InliningEnv``); ``deploy``
 (the exported model in the plugin, measured); ``toolchain`` (compiling a
 corpus with the plugin and measuring it); the search trainer
-(``trainers``, ``search_options``, ``size_training``, ``search``,
-``search_labels``, ``imitation``)."""
+(``trainers``, ``trainer_options``, ``size_training``, ``search``,
+``search_labels``, ``imitation``) and the train-to-deploy loop (``loop``)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,14 @@ PROBLEM = Problem(
             "mlbridge.problems.inlining.trainers:train_by_search",
             "rounds of per-unit search imitated by a residual policy, with a validation "
             "curve and early stopping (docs/inlining-size.md)",
-            "mlbridge.problems.inlining.search_options:add_search_options",
+            "mlbridge.problems.inlining.trainer_options:add_search_options",
+        ),
+        Trainer(
+            "loop",
+            "mlbridge.problems.inlining.trainers:train_by_loop",
+            "imitation of LLVM's decisions, compiled ahead of time, deployed through the "
+            "plugin and measured, then evolution strategies on size (docs/loop.md)",
+            "mlbridge.problems.inlining.trainer_options:add_loop_options",
         ),
     ),
 )

@@ -1,9 +1,11 @@
-"""The inlining problem's own trainer, beside PPO: ``--method search``."""
+"""The inlining problem's own trainers, beside PPO: ``--method search`` and
+``--method loop``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Dict
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.corpus.defaults import default_corpus
@@ -58,3 +60,44 @@ def train_by_search(args: argparse.Namespace, out: Path) -> None:
     if not (out / "policy.onnx").is_file():
         fail("no round did better than LLVM's own decisions: no policy written", ENVIRONMENT)
     print(f"policy: {out}/policy.onnx")
+
+
+def train_by_loop(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
+    """``mlbridge train inlining --method loop``: the train-to-deploy loop
+    (docs/loop.md). It deploys and measures its policy on the held-out
+    programs itself: its report is the run's deployment report."""
+    from mlbridge.llvm.versions import tools
+    from mlbridge.problems.inlining.loop.run import require_tools, run_loop, summary_markdown
+
+    for option, given in (("--init", args.init), ("--seed", args.seed)):
+        if given is not None:
+            fail(f"{option}: not read by --method loop", USAGE)
+    if args.repeats < 1:
+        fail("--repeats: at least 1", USAGE)
+    compilers = tools(args.llvm)
+    try:
+        require_tools(compilers)
+        plugin = Path(args.tool) if args.tool else plugin_path(llvm=compilers.major)
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    except MlbridgeError as err:
+        raise CommandError(str(err), ENVIRONMENT) from None
+    if not plugin.is_file():
+        fail(
+            f"the plugin {plugin} does not exist (scripts/setup builds it, or give --tool)",
+            ENVIRONMENT,
+        )
+    try:
+        results = run_loop(
+            out,
+            plugin=plugin,
+            corpus=Path(args.corpus) if args.corpus else None,
+            quick=not args.full,
+            es_iterations=args.es_iterations,
+            jobs=args.workers,
+            repeats=args.repeats,
+            llvm=compilers.major,
+        )
+    except MlbridgeError as err:
+        raise CommandError(str(err), ENVIRONMENT) from None
+    return {**results, "summary": summary_markdown(results).splitlines()}

@@ -1,4 +1,5 @@
-"""The options of ``mlbridge train inlining --method search``."""
+"""The options of the inlining problem's own trainers (``mlbridge train
+inlining --method search|loop``)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,20 @@ def add_search_options(group: Any, natural: Callable[[str], int]) -> Dict[str, A
         "it is this sure (default 1.0; larger flips less)",
     )
     return {"rounds": 10, "units_per_round": 40, "margin": None}
+
+
+def add_loop_options(group: Any, natural: Callable[[str], int]) -> Dict[str, Any]:
+    """Adds them to ``group``; each one's destination -> default."""
+    group.add_argument(
+        "--es-iterations",
+        type=natural,
+        default=8,
+        help="evolution-strategies iterations after the imitation (0: no search)",
+    )
+    group.add_argument(
+        "--repeats",
+        type=natural,
+        default=1,
+        help="rounds of the deployment measurements (compile time: the fastest)",
+    )
+    return {"es_iterations": 8, "repeats": 1}

@@ -1,4 +1,4 @@
-"""The whole loop, scripted: ``mlbridge loop [--quick] [--out DIR]``.
+"""The whole loop, scripted: ``mlbridge train inlining --method loop [--full] [--out DIR]``.
 
 collect (interactive mode) -> train (numpy) -> ONNX -> mlbridge-aot ->
 deploy in clang through the plugin -> measure on held-out programs ->
@@ -25,19 +25,22 @@ from mlbridge.corpus.defaults import (
     load_corpus,
 )
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm.versions import tools
-from mlbridge.loop.collect import collect
-from mlbridge.loop.evaluate import CONFIGURATIONS, evaluate
-from mlbridge.loop.report import Progress, plot_sizes, plot_training
-from mlbridge.loop.search import evolve
+from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.native import plugin_path
 from mlbridge.problems.inlining.imitation import agreement_by_program, train_imitation
+from mlbridge.problems.inlining.loop.collect import collect
+from mlbridge.problems.inlining.loop.evaluate import CONFIGURATIONS, evaluate
+from mlbridge.problems.inlining.loop.report import Progress, plot_sizes, plot_training
+from mlbridge.problems.inlining.loop.search import evolve
 from mlbridge.problems.inlining.toolchain import compile_all, onnx_plugin
 
 
-def _require(tool: str) -> None:
-    if shutil.which(tool) is None:
-        raise MlbridgeError(f"{tool} is not installed (scripts/setup installs it)")
+def require_tools(compilers: LlvmTools) -> None:
+    """MlbridgeError unless the loop's compilers are installed: clang, and
+    the C++ compiler that builds the AOT module."""
+    for tool in (compilers.clang, "c++"):
+        if shutil.which(tool) is None:
+            raise MlbridgeError(f"{tool} is not installed (scripts/setup installs it)")
 
 
 def _programs(corpus: Optional[Path], quick: bool, stream: TextIO) -> List[Program]:
@@ -47,13 +50,13 @@ def _programs(corpus: Optional[Path], quick: bool, stream: TextIO) -> List[Progr
         corpus = default_corpus()
         if corpus is None:
             stream.write(
-                f"mlbridge loop: no corpus (no --corpus, ${CORPUS_VARIABLE} unset, "
+                f"loop: no corpus (no --corpus, ${CORPUS_VARIABLE} unset, "
                 f"no ./{LOCAL_CORPUS}): the bundled demo programs only\n"
             )
     programs = load_corpus(corpus, quick)
     train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
     stream.write(
-        f"mlbridge loop: training programs: {', '.join(p.name for p in train)} "
+        f"loop: training programs: {', '.join(p.name for p in train)} "
         f"(demo-*: bundled, always training); held-out: "
         f"{', '.join(p.name for p in held_out) or 'none'}\n"
     )
@@ -89,8 +92,7 @@ def run_loop(
     ``llvm``: the LLVM major (default: the newest with mlbridge parts
     installed), whose clang and plugin are used."""
     compilers = tools(llvm, plugin)
-    for tool in (compilers.clang, "c++"):
-        _require(tool)
+    require_tools(compilers)
     plugin = plugin if plugin is not None else plugin_path(llvm=compilers.major)
     if not plugin.exists():
         raise MlbridgeError(f"the plugin {plugin} does not exist")
@@ -107,7 +109,7 @@ def run_loop(
         names=np.asarray(data.names),
     )
     policy, curve = train_imitation(data, progress=progress.step("train"))
-    onnx_model = out / "inline_policy.onnx"
+    onnx_model = out / "policy.onnx"
     policy.to_onnx(onnx_model)
     module = build_aot_module(onnx_model, out / "aot")
 
