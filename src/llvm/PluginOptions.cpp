@@ -185,8 +185,7 @@ const PluginOptions &pluginOptions() {
   static const PluginOptions Options = [] {
     PluginOptions O;
     PluginSettings Settings = PluginSettings::resolve(
-        "INLINE", optionSpecs(), givenOptions(), "-mlbridge-",
-        [](const char *Name) -> const char * { return std::getenv(Name); });
+        "INLINE", optionSpecs(), givenOptions(), "-mlbridge-");
     O.Problem = Settings.Problem;
     O.Runner = Settings.text("runner");
     if (O.Runner.empty())

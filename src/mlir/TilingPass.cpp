@@ -129,9 +129,8 @@ struct TilingPass
           {"stats", StatsOption}})
       if (!Value.empty())
         Given.emplace_back(Key, Value);
-    return PluginSettings::resolve(
-        "MLIR", Specs, Given, "mlbridge-tile option ",
-        [](const char *Name) -> const char * { return std::getenv(Name); });
+    return PluginSettings::resolve("MLIR", Specs, Given,
+                                   "mlbridge-tile option ");
   }
 
   void runOnOperation() override {

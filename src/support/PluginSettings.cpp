@@ -75,6 +75,10 @@ std::string PluginSettings::variable(const char *Plugin,
   return Name;
 }
 
+const char *PluginSettings::processEnv(const char *Name) {
+  return std::getenv(Name);
+}
+
 PluginSettings PluginSettings::resolve(
     const char *Plugin, const std::vector<OptionSpec> &Specs,
     const std::vector<std::pair<std::string, std::string>> &Given,

@@ -58,13 +58,17 @@ public:
   /// Reads the environment variable of a name, or null (std::getenv).
   using GetEnv = std::function<const char *(const char *)>;
 
+  /// The process's environment (std::getenv).
+  static const char *processEnv(const char *Name);
+
   /// Resolves \p Specs for the plugin \p Plugin ("INLINE", "GCC", "MLIR"):
-  /// \p Given first (where \p Given names the flag, e.g.
-  /// "-fplugin-arg-mlbridge_gcc-", for messages), then the environment.
+  /// \p Given first (where \p FlagPrefix names the flag, e.g.
+  /// "-fplugin-arg-mlbridge_gcc-", for messages), then the environment
+  /// \p Env reads.
   static PluginSettings
   resolve(const char *Plugin, const std::vector<OptionSpec> &Specs,
           const std::vector<std::pair<std::string, std::string>> &Given,
-          const std::string &FlagPrefix, const GetEnv &Env);
+          const std::string &FlagPrefix, const GetEnv &Env = processEnv);
 
   /// The environment variable of \p Key for \p Plugin.
   static std::string variable(const char *Plugin, const std::string &Key);
