@@ -493,14 +493,15 @@ def test_a_corpus_without_validation_programs_sets_a_stable_share_of_training_as
     assert {p.name for p in rest if p.split == VALIDATION} == validation - kept
 
 
-# --- mlbridge loop --corpus ---------------------------------------------------------
+# --- mlbridge train inlining --method loop --corpus ---------------------------------
 
 
 def test_loop_accepts_a_compile_commands_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = make_compdb(tmp_path)
-    code = cli.main(["loop", "--corpus", str(path), "--plugin", str(tmp_path / "none.so")])
+    loop = ["train", "inlining", "--method", "loop", "--out", str(tmp_path / "out")]
+    code = cli.main([*loop, "--corpus", str(path), "--tool", str(tmp_path / "none.so")])
     # Past the --corpus check: the missing plugin stops it.
     assert code == 4, capsys.readouterr().err
     assert "the plugin" in capsys.readouterr().err
