@@ -23,7 +23,7 @@ GROUP = "learn"
 BACKENDS = ("ray", "process", "serial")
 
 #: The options only PPO reads, by destination, with their defaults: the
-#: parser's defaults, and ``--method search`` refuses any other value.
+#: parser's defaults, and another ``--method`` refuses any other value.
 PPO_ONLY: Dict[str, Any] = {
     "timesteps": 20_000,
     "backend": "ray",
@@ -180,11 +180,13 @@ def add_parser(sub: Any) -> None:
         help="ppo (default), or a problem's own trainer: "
         + "; ".join(f"{m} ({name}): {t.summary}" for m, (name, t) in sorted(trainers.items())),
     )
-    options: Dict[str, Dict[str, Any]] = {}
+    #: Each method's own options, by destination, with their defaults.
+    options: Dict[str, Dict[str, Any]] = {"ppo": PPO_ONLY}
     for method, (name, trainer) in sorted(trainers.items()):
         if trainer.options is not None:
             group = train.add_argument_group(f"--method {method} ({name})")
-            options[method] = resolve(trainer.options)(group, natural)
+            added = resolve(trainer.options)(group, natural)
+            options[method] = {dest: train.get_default(dest) for dest in added}
     train.set_defaults(method_options=options)
     train.add_argument(
         "--tool",
@@ -294,15 +296,11 @@ def run(args: argparse.Namespace) -> int:
         fail("--learning-rate must be positive", USAGE)
     if args.init and args.resume:
         fail("--init starts a run: --resume goes on with one", USAGE)
-    ppo_only = [k for k, v in PPO_ONLY.items() if getattr(args, k) != v]
-    if ppo_only and args.method != "ppo":
-        given = ", ".join("--" + k.replace("_", "-") for k in ppo_only)
-        fail(f"{given}: for --method ppo, not read by --method {args.method}", USAGE)
     for method, defaults in args.method_options.items():
-        set_options = [k for k, v in defaults.items() if getattr(args, k) != v]
-        if set_options and args.method != method:
-            options = ", ".join("--" + k.replace("_", "-") for k in set_options)
-            fail(f"{options}: for --method {method}", USAGE)
+        given = [k for k, v in defaults.items() if getattr(args, k) != v]
+        if given and args.method != method:
+            options = ", ".join("--" + k.replace("_", "-") for k in given)
+            fail(f"{options}: for --method {method}, not read by --method {args.method}", USAGE)
     if args.deference is not None and args.method != "ppo":
         fail(f"--deference is for --method ppo, not {args.method}", USAGE)
     if args.seeds is not None and args.seed is not None:

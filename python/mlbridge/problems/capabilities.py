@@ -123,9 +123,9 @@ class Trainer(Capability):
     None, or a deployment report (``summary`` lines) when the trainer
     deployed and measured the policy on the held-out programs itself.
     ``options`` (entry point, None: none): (an argparse argument
-    group, the parser of whole numbers > 0) -> each option it added, by
-    destination, with its default (given with another method, it is a
-    usage error). ``summary``: what the method does, for ``--help``."""
+    group, the parser of whole numbers >= 0) -> the destinations of the
+    options it added (one given with another method is a usage error).
+    ``summary``: what the method does, for ``--help``."""
 
     method: str
     train: _EntryPoint

@@ -107,7 +107,3 @@ class Problem:
     def methods(self) -> Tuple[str, ...]:
         """How ``mlbridge train`` may train it: PPO, then its own trainers."""
         return ("ppo", *(t.method for t in self.all(Trainer)))
-
-    def make_env(self, **kwargs: Any) -> Any:
-        """Its environment, made directly (not through gymnasium's wrappers)."""
-        return resolve(self.environment)(**kwargs)

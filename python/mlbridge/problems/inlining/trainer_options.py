@@ -3,11 +3,11 @@ inlining --method search|loop``)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Tuple
 
 
-def add_search_options(group: Any, natural: Callable[[str], int]) -> Dict[str, Any]:
-    """Adds them to ``group``; each one's destination -> default."""
+def add_search_options(group: Any, natural: Callable[[str], int]) -> Tuple[str, ...]:
+    """Adds them to ``group``; their destinations."""
     group.add_argument("--rounds", type=natural, default=10, help="rounds at most (default 10)")
     group.add_argument(
         "--units-per-round", type=natural, default=40, help="training units searched per round"
@@ -18,11 +18,11 @@ def add_search_options(group: Any, natural: Callable[[str], int]) -> Dict[str, A
         help="subtracted from the policy's flip logit: it flips LLVM's decision only where "
         "it is this sure (default 1.0; larger flips less)",
     )
-    return {"rounds": 10, "units_per_round": 40, "margin": None}
+    return ("rounds", "units_per_round", "margin")
 
 
-def add_loop_options(group: Any, natural: Callable[[str], int]) -> Dict[str, Any]:
-    """Adds them to ``group``; each one's destination -> default."""
+def add_loop_options(group: Any, natural: Callable[[str], int]) -> Tuple[str, ...]:
+    """Adds them to ``group``; their destinations."""
     group.add_argument(
         "--es-iterations",
         type=natural,
@@ -35,4 +35,4 @@ def add_loop_options(group: Any, natural: Callable[[str], int]) -> Dict[str, Any
         default=1,
         help="rounds of the deployment measurements (compile time: the fastest)",
     )
-    return {"es_iterations": 8, "repeats": 1}
+    return ("es_iterations", "repeats")

@@ -66,38 +66,26 @@ def train_by_loop(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     """``mlbridge train inlining --method loop``: the train-to-deploy loop
     (docs/loop.md). It deploys and measures its policy on the held-out
     programs itself: its report is the run's deployment report."""
-    from mlbridge.llvm.versions import tools
-    from mlbridge.problems.inlining.loop.run import require_tools, run_loop, summary_markdown
+    from mlbridge.problems.inlining.loop.run import run_loop, summary_markdown
 
     for option, given in (("--init", args.init), ("--seed", args.seed)):
         if given is not None:
             fail(f"{option}: not read by --method loop", USAGE)
     if args.repeats < 1:
         fail("--repeats: at least 1", USAGE)
-    compilers = tools(args.llvm)
-    try:
-        require_tools(compilers)
-        plugin = Path(args.tool) if args.tool else plugin_path(llvm=compilers.major)
-    except NativeError as err:
-        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
-    except MlbridgeError as err:
-        raise CommandError(str(err), ENVIRONMENT) from None
-    if not plugin.is_file():
-        fail(
-            f"the plugin {plugin} does not exist (scripts/setup builds it, or give --tool)",
-            ENVIRONMENT,
-        )
     try:
         results = run_loop(
             out,
-            plugin=plugin,
+            plugin=Path(args.tool) if args.tool else None,
             corpus=Path(args.corpus) if args.corpus else None,
             quick=not args.full,
             es_iterations=args.es_iterations,
             jobs=args.workers,
             repeats=args.repeats,
-            llvm=compilers.major,
+            llvm=args.llvm,
         )
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
     except MlbridgeError as err:
         raise CommandError(str(err), ENVIRONMENT) from None
     return {**results, "summary": summary_markdown(results).splitlines()}

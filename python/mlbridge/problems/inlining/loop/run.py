@@ -35,7 +35,7 @@ from mlbridge.problems.inlining.loop.search import evolve
 from mlbridge.problems.inlining.toolchain import compile_all, onnx_plugin
 
 
-def require_tools(compilers: LlvmTools) -> None:
+def _require_tools(compilers: LlvmTools) -> None:
     """MlbridgeError unless the loop's compilers are installed: clang, and
     the C++ compiler that builds the AOT module."""
     for tool in (compilers.clang, "c++"):
@@ -92,10 +92,12 @@ def run_loop(
     ``llvm``: the LLVM major (default: the newest with mlbridge parts
     installed), whose clang and plugin are used."""
     compilers = tools(llvm, plugin)
-    require_tools(compilers)
+    _require_tools(compilers)
     plugin = plugin if plugin is not None else plugin_path(llvm=compilers.major)
-    if not plugin.exists():
-        raise MlbridgeError(f"the plugin {plugin} does not exist")
+    if not plugin.is_file():
+        raise MlbridgeError(
+            f"the plugin {plugin} does not exist (scripts/setup builds it, or give --tool)"
+        )
     progress = progress or Progress()
     programs = _programs(corpus, quick, progress.stream)
     train, held_out = split(programs, TRAIN), split(programs, HELD_OUT)
