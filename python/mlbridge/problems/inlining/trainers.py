@@ -11,14 +11,15 @@ from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.corpus.defaults import default_corpus
 from mlbridge.errors import MlbridgeError
 from mlbridge.native import NativeError, plugin_path
-from mlbridge.problems.inlining.imitation import Policy
-from mlbridge.problems.inlining.size_training import SizeTraining, train_size_policy
 from mlbridge.train.run_inputs import init_model, run_seed, say_aside, validated_programs
 
 
 def train_by_search(args: argparse.Namespace, out: Path) -> None:
     """``mlbridge train inlining --method search``: rounds of per-unit search
     imitated by a residual policy (docs/inlining-size.md)."""
+    # Imported here, where they are used: the training stack is the run's.
+    from mlbridge.problems.inlining import size_training
+    from mlbridge.problems.inlining.imitation import Policy
 
     corpus = Path(args.corpus) if args.corpus else default_corpus()
     if corpus is None:
@@ -28,7 +29,7 @@ def train_by_search(args: argparse.Namespace, out: Path) -> None:
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
     try:
-        config = SizeTraining(
+        config = size_training.SizeTraining(
             units_per_round=args.units_per_round,
             max_rounds=args.rounds,
             patience=args.patience,
@@ -44,7 +45,7 @@ def train_by_search(args: argparse.Namespace, out: Path) -> None:
         init = Policy.from_onnx(start) if start else None
         programs, aside = validated_programs(corpus, not args.full)
         say_aside(aside)
-        result = train_size_policy(
+        result = size_training.train_size_policy(
             programs,
             out,
             plugin,
