@@ -10,7 +10,7 @@
 // side can open before they exist):
 //
 //   D=$(mktemp -d) && mkfifo $D/ch.in $D/ch.out
-//   mlbridge serve --pipe $D/ch --advisor inline --policy default &
+//   mlbridge serve --pipe $D/ch --problem inlining --policy default &
 //   build/examples/mlbridge-example-pipe-advisor $D/ch
 //
 // With no argument it creates a private channel and prints its base path on

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 from mlbridge import child_process
 from mlbridge.corpus.defaults import default_corpus
 from mlbridge.gym.corpus_modules import corpus_modules
-from mlbridge.llvm import run_compiler
+from mlbridge.llvm import INLINING, run_compiler
 from mlbridge.llvm.versions import SUPPORTED, LlvmTools
 from mlbridge.native import plugin_path
 from mlbridge.policies import load_policy
@@ -40,7 +40,7 @@ def main() -> int:
     args = parser.parse_args()
     tools = LlvmTools(args.llvm)
     plugin = plugin_path(llvm=args.llvm)
-    policy = load_policy("default", "inline")
+    policy = load_policy("default", INLINING)
     with tempfile.TemporaryDirectory(prefix="mlbridge-identical-") as tmp:
         work = Path(tmp)
         modules = corpus_modules(
@@ -59,7 +59,7 @@ def main() -> int:
             )
             result = run_compiler(
                 [tools.clang, *flags, "-o", str(served)],
-                {"inline": policy},
+                {INLINING: policy},
                 timeout=1800,
                 llvm=args.llvm,
             )

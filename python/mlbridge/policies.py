@@ -3,17 +3,17 @@
 Policy specs:
 
 ``default``
-    inline: echo LLVM's own decision (needs ``-inliner-interactive-include-default``;
+    inlining: echo LLVM's own decision (needs ``-inliner-interactive-include-default``;
     :mod:`mlbridge.llvm` adds it and exposes the decision as the feature
     ``inlining_default``, working around LLVM 19's bug).
-    evict / priority: LLVM sends no default for register allocation, so these
+    regalloc-eviction / regalloc-priority: LLVM sends no default for register allocation, so these
     are *heuristic stand-ins* (documented on :class:`EvictDefault` and
     :class:`PriorityDefault`) that always give legal answers; they do not
     reproduce LLVM's own choices.
 ``always`` / ``never``
-    inline only: always / never inline.
+    inlining only: always / never inline.
 ``zeros``
-    any advisor or session: every output zero (useful for tests and benchmarks).
+    any problem or session: every output zero (useful for tests and benchmarks).
 ``path/to/file.py:NAME`` or ``package.module:NAME``
     a callable (or a class, instantiated without arguments) from a file or
     an importable module; ``NAME`` defaults to ``policy``.
@@ -40,7 +40,13 @@ import numpy as np
 from mlbridge.errors import MlbridgeError
 from mlbridge.policy import Policy, Session
 
-ADVISORS = ("inline", "evict", "priority")
+#: The decisions of stock LLVM a policy can take, named as mlbridge's
+#: problems are (``--problem``): what the built-in policies answer depends on
+#: it. :mod:`mlbridge.llvm.advisors` serves each through LLVM's ML advisor.
+INLINING = "inlining"
+REGALLOC_EVICTION = "regalloc-eviction"
+REGALLOC_PRIORITY = "regalloc-priority"
+LLVM_DECISIONS = (INLINING, REGALLOC_EVICTION, REGALLOC_PRIORITY)
 
 #: float32 represents every integer up to 2**24 exactly.
 _EXACT_FLOAT32 = float(1 << 24)
@@ -155,23 +161,23 @@ class Zeros:
         return self._answer
 
 
-def _builtin(name: str, advisor: Optional[str]) -> Optional[Policy]:
+def _builtin(name: str, problem: Optional[str]) -> Optional[Policy]:
     if name == "zeros":
         return Zeros()
     table: Dict[Tuple[str, str], Callable[[], Policy]] = {
-        ("default", "inline"): InlineDefault,
-        ("always", "inline"): lambda: Constant(1),
-        ("never", "inline"): lambda: Constant(0),
-        ("default", "evict"): EvictDefault,
-        ("default", "priority"): PriorityDefault,
+        ("default", INLINING): InlineDefault,
+        ("always", INLINING): lambda: Constant(1),
+        ("never", INLINING): lambda: Constant(0),
+        ("default", REGALLOC_EVICTION): EvictDefault,
+        ("default", REGALLOC_PRIORITY): PriorityDefault,
     }
     if name not in ("default", "always", "never"):
         return None
-    if advisor not in ADVISORS:
-        raise PolicyError(f"policy '{name}' needs an advisor ({', '.join(ADVISORS)})")
-    factory = table.get((name, advisor))
+    if problem not in LLVM_DECISIONS:
+        raise PolicyError(f"policy '{name}' needs a problem ({', '.join(LLVM_DECISIONS)})")
+    factory = table.get((name, problem))
     if factory is None:
-        raise PolicyError(f"policy '{name}' has no meaning for the {advisor} advisor")
+        raise PolicyError(f"policy '{name}' has no meaning for {problem}")
     return factory()
 
 
@@ -206,14 +212,17 @@ def _load_object(spec: str) -> Any:
         raise PolicyError(f"{target} defines no '{attr}'") from None
 
 
-def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
-    """The policy named by ``spec`` for ``advisor`` (inline, evict, priority or None).
+def load_policy(spec: str, problem: Optional[str] = None) -> Policy:
+    """The policy named by ``spec`` for the decision ``problem`` (one of
+    :data:`LLVM_DECISIONS`, or None).
 
     See the module documentation for the accepted specs.
     """
-    if advisor is not None and advisor not in ADVISORS:
-        raise PolicyError(f"unknown advisor '{advisor}'; expected one of {', '.join(ADVISORS)}")
-    builtin = _builtin(spec, advisor)
+    if problem is not None and problem not in LLVM_DECISIONS:
+        raise PolicyError(
+            f"unknown problem '{problem}'; expected one of {', '.join(LLVM_DECISIONS)}"
+        )
+    builtin = _builtin(spec, problem)
     if builtin is not None:
         return builtin
     if spec.lower().endswith(".onnx"):
@@ -232,7 +241,10 @@ def load_policy(spec: str, advisor: Optional[str] = None) -> Policy:
 
 
 __all__ = [
-    "ADVISORS",
+    "INLINING",
+    "LLVM_DECISIONS",
+    "REGALLOC_EVICTION",
+    "REGALLOC_PRIORITY",
     "Constant",
     "EvictDefault",
     "InlineDefault",

@@ -348,8 +348,8 @@ def serve(policy: str, transport: str, where: Path) -> Tuple[subprocess.Popen, D
             *where_args,
             "--policy",
             policy,
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
         ],
         stderr=subprocess.PIPE,
     )
@@ -788,7 +788,7 @@ def test_defers_when_gives_llvms_decision_without_asking_a_served_policy(
         policy = Never()
         result = run_compiler(
             [TOOLS.clang, "-Oz", "-c", "-w", str(source), "-o", str(tmp_path / f"{name}.o")],
-            {"inline": policy},
+            {"inlining": policy},
             timeout=300,
             channel_dir=str(tmp_path),
             env=env,
@@ -846,4 +846,4 @@ def test_bad_defers_when_falls_back_to_llvm(plugin, compiler_env, tmp_path):
     assert "-mlbridge-defers-when must be is_callee_linkonce_odr or none" in done.stderr
     assert (tmp_path / "plain.o").read_bytes() == (tmp_path / "bad.o").read_bytes()
     with pytest.raises(ValueError, match="defers_when must be one of"):
-        run_compiler([TOOLS.clang, "-c", str(source)], {"inline": lambda f: 0}, defers_when="x")
+        run_compiler([TOOLS.clang, "-c", str(source)], {"inlining": lambda f: 0}, defers_when="x")

@@ -359,7 +359,7 @@ def test_a_killed_serial_pool_driver_leaves_no_compiler(parents, tmp_path, modul
 def test_a_killed_mlbridge_llvm_leaves_no_compiler(parents, tmp_path, stall_policy):
     marker = tmp_path / "asked"
     parent = parents.start(
-        [sys.executable, "-m", "mlbridge", "llvm", "--advisor", "inline"]
+        [sys.executable, "-m", "mlbridge", "llvm", "--problem", "inlining"]
         + ["--policy", f"{stall_policy}:policy", "--"]
         + ["clang-19", "-Oz", "-c", str(DEMO_SOURCE), "-o", str(tmp_path / "expr.o")],
         cwd=tmp_path,

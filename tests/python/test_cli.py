@@ -64,9 +64,11 @@ def test_serve_creates_fifos_and_prints_nothing(tmp_path, capsys):
 
 def test_bad_policy_and_onnx_are_clear_errors(capsys):
     """A --policy naming no usable policy is a usage error (exit 2, docs/cli.md)."""
-    assert main(["llvm", "--advisor", "evict", "--policy", "always", "--", "llc-19"]) == 2
+    assert (
+        main(["llvm", "--problem", "regalloc-eviction", "--policy", "always", "--", "llc-19"]) == 2
+    )
     assert "no meaning" in capsys.readouterr().err
-    assert main(["llvm", "--advisor", "inline", "--policy", "model.onnx", "--", "opt-19"]) == 2
+    assert main(["llvm", "--problem", "inlining", "--policy", "model.onnx", "--", "opt-19"]) == 2
     assert "ONNX" in capsys.readouterr().err
 
 
@@ -75,7 +77,7 @@ def test_policy_from_file(tmp_path):
 
     path = tmp_path / "p.py"
     path.write_text("def decide(features):\n    return 1\n")
-    assert load_policy(f"{path}:decide", "inline")({}) == 1
+    assert load_policy(f"{path}:decide", "inlining")({}) == 1
 
 
 @pytest.mark.skipif(shutil.which("clang-19") is None, reason="clang-19 is not installed")

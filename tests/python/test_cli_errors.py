@@ -64,7 +64,7 @@ def hide(module: str) -> str:
 
 
 INLINE_POLICY_FAILED = (
-    "mlbridge llvm: error: the inline policy failed on observation 0 of "
+    "mlbridge llvm: error: the inlining policy failed on observation 0 of "
     "context '': RuntimeError: boom from the policy (the compiler was "
     "stopped)"
 )
@@ -132,8 +132,8 @@ CASES = {
     "timeout-zero": Case(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             "--timeout",
@@ -176,20 +176,20 @@ CASES = {
         "mlbridge: error: argument command: invalid choice: 'compile' (choose from ...",
     ),
     "llvm-no-compiler-command": Case(
-        ["llvm", "--advisor", "inline", "--policy", "default"],
+        ["llvm", "--problem", "inlining", "--policy", "default"],
         USAGE,
         "mlbridge llvm: error: no compiler command given (mlbridge llvm ... -- COMMAND...)",
     ),
     "llvm-compiler-not-on-path": Case(
-        ["llvm", "--advisor", "inline", "--policy", "default", "--", "clang-nope", "-c", "f.c"],
+        ["llvm", "--problem", "inlining", "--policy", "default", "--", "clang-nope", "-c", "f.c"],
         ENVIRONMENT,
         "mlbridge llvm: error: the compiler 'clang-nope' is not on PATH",
     ),
     "llvm-policy-without-meaning": Case(
-        ["llvm", "--advisor", "evict", "--policy", "always", "--", "llc-19"],
+        ["llvm", "--problem", "regalloc-eviction", "--policy", "always", "--", "llc-19"],
         USAGE,
-        "mlbridge llvm: error: --policy always: policy 'always' has no meaning for the evict "
-        "advisor",
+        "mlbridge llvm: error: --policy always: policy 'always' has no meaning for "
+        "regalloc-eviction",
     ),
     "policy-file-missing": Case(
         ["serve", "--pipe", "{tmp}/c", "--create", "--policy", "missing.py:decide"],
@@ -317,8 +317,8 @@ CASES = {
     "llvm-log-unwritable": Case(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             "--log",
@@ -502,8 +502,8 @@ def test_raising_policy_exits_3_and_leaves_no_temporary_file(
     done = run(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "bad.py:decide",
             "--",
@@ -530,8 +530,8 @@ def test_unusable_answer_is_a_policy_failure(tmp_path: Path) -> None:
     done = run(
         [
             "llvm",
-            "--advisor",
-            "priority",
+            "--problem",
+            "regalloc-priority",
             "--policy",
             "p.py:decide",
             "--",
@@ -546,7 +546,7 @@ def test_unusable_answer_is_a_policy_failure(tmp_path: Path) -> None:
     assert_one_line(
         done,
         POLICY_FAILED,
-        "mlbridge llvm: error: the priority policy failed on observation 0 of context ...",
+        "mlbridge llvm: error: the regalloc-priority policy failed on observation 0 of context ...",
     )
     assert done.stderr.rstrip().endswith(
         "AdvisorError: priority must be a number, got 'high' (the compiler was stopped)"
@@ -560,8 +560,8 @@ def test_no_inlining_decision_warns(tmp_path: Path) -> None:
     done = run(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             "--",
@@ -590,8 +590,8 @@ def test_evict_run_asking_nothing_warns(tmp_path: Path) -> None:
     done = run(
         [
             "llvm",
-            "--advisor",
-            "evict",
+            "--problem",
+            "regalloc-eviction",
             "--policy",
             "default",
             "--",
@@ -618,8 +618,8 @@ def test_compiler_failure_is_passed_through(tmp_path: Path) -> None:
     done = run(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             "--",
@@ -658,8 +658,8 @@ def test_interrupted_compilation_is_stopped_cleanly(
         command("mlbridge")
         + [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "slow.py:decide",
             "--",

@@ -167,7 +167,7 @@ def test_serves_a_real_compiler(tmp_path):
     def serve(policy):
         return run_compiler(
             ["clang-19", "-Oz", "-c", str(source), "-o", str(tmp_path / "p.o")],
-            {"inline": policy},
+            {"inlining": policy},
             size_increase_threshold=size_cap.NO_CAP,
             timeout=60,
             on_start=started.append,

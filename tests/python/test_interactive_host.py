@@ -67,7 +67,7 @@ def policy(tmp_path_factory):
 
 
 def _run(host, runner, command, stats=None, *extra, timeout=120):
-    args = [str(host), "--runner", runner, "--advisor", "evict", *extra]
+    args = [str(host), "--runner", runner, "--problem", "regalloc-eviction", *extra]
     if stats is not None:
         args += ["--stats", str(stats)]
     return subprocess.run([*args, "--", *command], capture_output=True, text=True, timeout=timeout)
@@ -94,7 +94,7 @@ def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy
 
     python = run_compiler(
         _llc(bitcode, tmp_path / "py.mir"),
-        {"evict": Finite()},
+        {"regalloc-eviction": Finite()},
         timeout=120,
         channel_dir=str(tmp_path),
         stdout=subprocess.DEVNULL,
@@ -118,7 +118,10 @@ def test_the_c_plus_plus_host_allocates_as_the_python_host(host, bitcode, policy
         assert report.tool == "interactive-host" and report.runner == runner
         assert report.decisions == report.answered == python.decisions
         assert report.fallbacks == 0 and report.first_error is None
-        assert report.details["advisor"] == "evict" and report.details["compiler_status"] == 0
+        assert (
+            report.details["problem"] == "regalloc-eviction"
+            and report.details["compiler_status"] == 0
+        )
         assert report.details["evaluate_seconds"] > 0  # type: ignore[operator]
         assert (tmp_path / f"{kind}.mir").read_bytes() == (tmp_path / "py.mir").read_bytes()
 
@@ -227,7 +230,7 @@ def test_an_advice_beyond_the_budget_stops_the_compiler_before_any_allocation(
     command = [sys.executable, str(script), json.dumps(header), str(pid_file)]
     sanitized = b"__asan_init" in Path(host).read_bytes()
 
-    args = [str(host), "--runner", f"aot:{tiny_module}", "--advisor", "evict"]
+    args = [str(host), "--runner", f"aot:{tiny_module}", "--problem", "regalloc-eviction"]
     args += ["--stats", str(stats), "--timeout-ms", "30000", "--", *command]
     peak = tmp_path / "peak"
     # The host is started by a fresh launcher, not forked from pytest: Linux
@@ -285,10 +288,19 @@ def test_a_compiler_that_never_opens_its_channel_times_out(host, tmp_path):
     "args, message",
     [
         ([], "required"),
-        (["--runner", "constant:0", "--advisor", "spill", "--", "llc-19"], "--advisor"),
-        (["--runner", "nonsense", "--advisor", "evict", "--", "llc-19"], "--runner"),
+        (["--runner", "constant:0", "--problem", "spill", "--", "llc-19"], "--problem"),
+        (["--runner", "nonsense", "--problem", "regalloc-eviction", "--", "llc-19"], "--runner"),
         (
-            ["--runner", "constant:0", "--advisor", "evict", "--timeout-ms", "0", "--", "x"],
+            [
+                "--runner",
+                "constant:0",
+                "--problem",
+                "regalloc-eviction",
+                "--timeout-ms",
+                "0",
+                "--",
+                "x",
+            ],
             "timeout",
         ),
         (["--bogus"], "unknown option"),

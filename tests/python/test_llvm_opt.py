@@ -51,8 +51,8 @@ def _opt(work, policy, extra=()):
     rc = main(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             policy,
             *extra,
@@ -119,7 +119,9 @@ def test_eviction_default_gives_legal_answers(work):
 
     out = work / "evict.s"
     result = run_compiler(
-        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(out)], {"evict": recording}, timeout=120
+        ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(out)],
+        {"regalloc-eviction": recording},
+        timeout=120,
     )
     assert result.ok, result.error or result.stderr
     assert result.decisions == len(answers) > 100
@@ -131,18 +133,23 @@ def test_eviction_default_gives_legal_answers(work):
 def test_priority_and_both_advisors_at_once(work):
     result = run_compiler(
         ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "p.s")],
-        {"priority": load_policy("default", "priority")},
+        {"regalloc-priority": load_policy("default", "regalloc-priority")},
         timeout=120,
     )
     assert result.ok and result.decisions > 100
     both = run_compiler(
         ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "b.s")],
-        {"evict": load_policy("default", "evict"), "priority": load_policy("default", "priority")},
+        {
+            "regalloc-eviction": load_policy("default", "regalloc-eviction"),
+            "regalloc-priority": load_policy("default", "regalloc-priority"),
+        },
         timeout=120,
     )
     assert both.ok, both.error
-    assert all(run.stats.decisions > 0 for run in both.advisors.values())
-    assert both.advisors["evict"].stats.contexts > 10  # one context per machine function
+    assert all(run.stats.decisions > 0 for run in both.problems.values())
+    assert (
+        both.problems["regalloc-eviction"].stats.contexts > 10
+    )  # one context per machine function
 
 
 def test_clang_mllvm_path(tmp_path):
@@ -152,8 +159,8 @@ def test_clang_mllvm_path(tmp_path):
     rc = main(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             "--",
@@ -172,26 +179,26 @@ def test_clang_mllvm_path(tmp_path):
 def test_compiler_that_never_opens_does_not_hang(work):
     result = run_compiler(
         ["llc-19", "-O0", str(work / "o2.ll"), "-o", str(work / "o0.s")],
-        {"evict": load_policy("default", "evict")},
+        {"regalloc-eviction": load_policy("default", "regalloc-eviction")},
         timeout=60,
     )
     assert result.ok and result.decisions == 0
-    assert not result.advisors["evict"].opened and not result.timed_out
+    assert not result.problems["regalloc-eviction"].opened and not result.timed_out
 
 
 def test_exit_code_passthrough(tmp_path):
     fake = tmp_path / "fakecc"
     fake.write_text("#!/bin/sh\nexit 7\n")
     fake.chmod(0o755)
-    assert main(["llvm", "--advisor", "inline", "--policy", "never", "--", str(fake)]) == 7
+    assert main(["llvm", "--problem", "inlining", "--policy", "never", "--", str(fake)]) == 7
     rc = subprocess.run(
         [
             sys.executable,
             "-m",
             "mlbridge",
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "never",
             "--",
@@ -214,7 +221,7 @@ def test_policy_failure_kills_the_compiler(work):
 
     result = run_compiler(
         ["opt-19", INLINER, str(work / "gen.ll"), "-S", "-o", str(work / "fail.ll")],
-        {"inline": failing},
+        {"inlining": failing},
         timeout=60,
     )
     assert "model crashed" in result.error
@@ -227,7 +234,7 @@ def test_illegal_eviction_answer_is_never_sent(work):
 
     result = run_compiler(
         ["llc-19", "-O2", str(work / "o2.ll"), "-o", str(work / "x.s")],
-        {"evict": illegal},
+        {"regalloc-eviction": illegal},
         timeout=60,
     )
     assert "not a legal candidate" in result.error
@@ -250,8 +257,8 @@ def _size_cap_run(tmp_path, name, extra=(), compiler=("opt-19", "-passes=default
     rc = main(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             "default",
             *extra,
@@ -265,7 +272,7 @@ def _size_cap_run(tmp_path, name, extra=(), compiler=("opt-19", "-passes=default
         ]
     )
     assert rc == 0
-    return out.read_bytes(), json.loads(stats.read_text())["advisors"]["inline"]
+    return out.read_bytes(), json.loads(stats.read_text())["problems"]["inlining"]
 
 
 def test_default_policy_lifts_llvm_size_cap(tmp_path):

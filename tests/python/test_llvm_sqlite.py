@@ -48,8 +48,8 @@ def _served(ir: Path, policy: str, tmp_path: Path) -> tuple:
     rc = main(
         [
             "llvm",
-            "--advisor",
-            "inline",
+            "--problem",
+            "inlining",
             "--policy",
             policy,
             "--stats-json",

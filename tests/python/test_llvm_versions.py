@@ -45,7 +45,7 @@ def test_unsupported_majors_and_missing_features_are_refused() -> None:
         LlvmTools(15)
     assert LlvmTools(19).interactive and not LlvmTools(16).interactive
     with pytest.raises(LlvmVersionError, match=f"arrived in LLVM {INTERACTIVE_SINCE}"):
-        LlvmTools(16).require_interactive("the evict advisor")
+        LlvmTools(16).require_interactive("the advisor of regalloc-eviction")
     assert LlvmTools(16).clang == "clang-16" and LlvmTools(19).llvm_size == "llvm-size-19"
     parser = argparse.ArgumentParser()
     add_llvm_argument(parser, "of the compiler")
@@ -82,8 +82,13 @@ def test_train_and_evaluate_refuse_a_major_the_problem_lacks(
 
 
 def test_regalloc_advisors_are_refused_before_llc_16_runs(tmp_path: Path) -> None:
-    with pytest.raises(LlvmVersionError, match="the evict advisor needs LLVM's interactive"):
-        run_compiler(["llc-16", str(tmp_path / "m.ll")], {"evict": load_policy("default", "evict")})
+    with pytest.raises(
+        LlvmVersionError, match="the advisor of regalloc-eviction needs LLVM's interactive"
+    ):
+        run_compiler(
+            ["llc-16", str(tmp_path / "m.ll")],
+            {"regalloc-eviction": load_policy("default", "regalloc-eviction")},
+        )
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +121,12 @@ def test_default_policy_served_through_the_plugin_is_clang_16_oz(
         served = tmp_path / "served.o"
         result = run_compiler(
             [llvm16.clang, "-Oz", "-c", "-w", str(source), "-o", str(served)],
-            {"inline": load_policy("default", "inline")},
+            {"inlining": load_policy("default", "inlining")},
             timeout=300,
         )
         assert result.ok, result.error
         assert result.command[1].startswith("-fpass-plugin=") and "llvm16" in result.command[1]
-        run = result.advisors["inline"]
+        run = result.problems["inlining"]
         assert run.stats.decisions > 0 and run.after_size_stop == 0
         assert served.read_bytes() == plain, source.name
 
@@ -134,7 +139,7 @@ def test_a_policy_changes_clang_16s_decisions(llvm16: LlvmTools, tmp_path: Path)
         out = tmp_path / f"{spec}.o"
         result = run_compiler(
             [llvm16.clang, "-Oz", "-c", "-w", str(source), "-o", str(out)],
-            {"inline": load_policy(spec, "inline")},
+            {"inlining": load_policy(spec, "inlining")},
             timeout=300,
         )
         assert result.ok, result.error
@@ -149,7 +154,7 @@ def test_mlbridge_llvm_on_clang_16(
     source = DEMO / "expr.c"
     plain = _plain(llvm16, source, tmp_path / "plain.o")
     out = tmp_path / "served.o"
-    command = ["llvm", "--advisor", "inline", "--policy", "default"]
+    command = ["llvm", "--problem", "inlining", "--policy", "default"]
     assert main([*command, "--", llvm16.clang, "-Oz", "-c", str(source), "-o", str(out)]) == 0
     assert out.read_bytes() == plain
     # An unversioned name with --llvm 16 goes through the plugin too.
@@ -162,7 +167,8 @@ def test_mlbridge_llvm_on_clang_16(
     args = [*command, "--llvm", "16", "--", str(link), "-Oz", "-c", str(source), "-o", str(out)]
     assert main(args) == 0
     assert out.read_bytes() == plain
-    assert main(["llvm", "--advisor", "evict", "--policy", "default", "--", "llc-16", "x.ll"]) == 2
+    evict = ["--problem", "regalloc-eviction", "--policy", "default"]
+    assert main(["llvm", *evict, "--", "llc-16", "x.ll"]) == 2
     assert "LLVM 16 lacks" in capsys.readouterr().err
 
 

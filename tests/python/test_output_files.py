@@ -52,7 +52,7 @@ def test_serve_refuses_a_planted_log(tmp_path, kind):
     path, unchanged = plant(tmp_path, kind)
     os.chmod(tmp_path, 0o700)
     command = [sys.executable, "-m", "mlbridge", "serve", "--pipe", str(tmp_path / "ch")]
-    command += ["--create", "--advisor", "inline", "--policy", "default", "--log", str(path)]
+    command += ["--create", "--problem", "inlining", "--policy", "default", "--log", str(path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert f"--log {path}: cannot write" in done.stderr, done.stderr

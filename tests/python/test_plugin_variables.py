@@ -150,7 +150,7 @@ def test_an_own_compile_through_the_plugin_ignores_the_users_variables(
     log = _leak(monkeypatch, name, tmp_path)
     result = run_compiler(
         ["clang-19", "-Oz", "-c", str(odr_source), "-o", str(tmp_path / "out.o")],
-        {"inline": load_policy("never", "inline")},
+        {"inlining": load_policy("never", "inlining")},
         timeout=120,
         llvm=19,
         through_plugin=True,
@@ -189,7 +189,7 @@ def test_a_deployed_compile_writes_no_log_the_user_asked_for(
 
 
 def _mlbridge_llvm(major: int, policy: str, source: Path, out: Path, stats: Path) -> int:
-    options = ["--llvm", str(major), "--advisor", "inline", "--policy", policy]
+    options = ["--llvm", str(major), "--problem", "inlining", "--policy", policy]
     command = [LlvmTools(major).clang, "-Oz", "-c", str(source), "-o", str(out)]
     return main(["llvm", *options, "--stats-json", str(stats), "--", *command])
 
@@ -231,7 +231,7 @@ def test_mlbridge_llvm_refuses_the_llvm_16_plugin_for_clang_19(
     source = tmp_path / "prog.c"
     source.write_text("static int sq(int x) { return x * x; }\nint f(int a) { return sq(a); }\n")
     out = tmp_path / "prog.o"
-    command = ["llvm", "--llvm", "16", "--advisor", "inline", "--policy", "default"]
+    command = ["llvm", "--llvm", "16", "--problem", "inlining", "--policy", "default"]
     assert main([*command, "--", "clang-19", "-Oz", "-c", str(source), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "clang-19 is LLVM 19" in err and "built for LLVM 16" in err, err
@@ -248,7 +248,7 @@ def test_run_compiler_refuses_the_llvm_19_plugin_for_clang_16(tmp_path: Path) ->
     with pytest.raises(LlvmVersionError, match="clang-16 is LLVM 16, but the plugin .* LLVM 19"):
         run_compiler(
             ["clang-16", "-Oz", "-c", str(source), "-o", str(tmp_path / "prog.o")],
-            {"inline": load_policy("never", "inline")},
+            {"inlining": load_policy("never", "inlining")},
             timeout=120,
             llvm=19,
             through_plugin=True,

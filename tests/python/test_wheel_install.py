@@ -647,12 +647,12 @@ def test_clang_16_served_through_the_installed_llvm_16_plugin(
     _run(["clang-16", "-Oz", "-c", source, "-o", plain], base_venv.cwd, 120)
     stats = tmp_path / "stats.json"
     base_venv.run(
-        "mlbridge", "llvm", "--advisor", "inline", "--policy", "default", "--stats-json", stats,
+        "mlbridge", "llvm", "--problem", "inlining", "--policy", "default", "--stats-json", stats,
         "--", "clang-16", "-Oz", "-c", source, "-o", served, env=env,
     )  # fmt: skip
     assert served.read_bytes() == plain.read_bytes()
     report = json.loads(stats.read_text())
-    assert report["advisors"]["inline"]["decisions"] > 0
+    assert report["problems"]["inlining"]["decisions"] > 0
     assert (
         f"-fpass-plugin={native_prefix}/lib/mlbridge/mlbridge-inline-advisor-llvm16.so"
         in (report["command"])
@@ -679,7 +679,7 @@ def test_plugin_served_over_shared_memory_from_the_installed_halves(
     server = _serve(
         base_venv,
         ["--pipe", channel, "--create", "--sessions", "0", "--policy", "default"]
-        + ["--advisor", "inline"],
+        + ["--problem", "inlining"],
         Path(f"{channel}.out"),
     )
     try:

@@ -8,7 +8,8 @@
 // and answers every question of one of its ML advisors with an mlbridge
 // runner (AOT module, ONNX Runtime, ...), in C++ (docs/regalloc.md).
 //
-//   mlbridge-interactive-host --runner CONFIG --advisor evict|priority|inline
+//   mlbridge-interactive-host --runner CONFIG
+//       --problem regalloc-eviction|regalloc-priority|inlining
 //       [--timeout-ms N] [--finite] [--mask FEATURE] [--stats FILE]
 //       -- COMPILER ARGS...
 //
@@ -23,7 +24,7 @@
 // Exit status: the compiler's (0 when it compiled), 1 a host error (the
 // runner, the protocol, a timeout: the compiler was killed), 2 usage. With
 // --stats FILE, the run's statistics record (docs/run-stats.md): decisions,
-// the error (or null); in details the advisor, seconds in evaluate, wall
+// the error (or null); in details the problem, seconds in evaluate, wall
 // seconds and the compiler's status.
 //
 //===----------------------------------------------------------------------===//
@@ -73,15 +74,16 @@ constexpr int KillGraceMs = 2000;
 constexpr chrono::milliseconds Slice(50);
 
 constexpr const char *Usage =
-    "usage: mlbridge-interactive-host --runner CONFIG --advisor "
-    "evict|priority|inline\n"
+    "usage: mlbridge-interactive-host --runner CONFIG --problem "
+    "regalloc-eviction|regalloc-priority|inlining\n"
     "           [--timeout-ms N] [--finite] [--mask FEATURE] [--stats FILE]\n"
     "           -- COMPILER ARGS...\n"
     "\n"
     "  --runner CONFIG   the runner answering (docs/runner-config.md), e.g.\n"
     "                    onnx:policy.onnx or aot:policy.so\n"
-    "  --advisor NAME    LLVM's advisor to serve: evict, priority (llc) or\n"
-    "                    inline (opt, clang)\n"
+    "  --problem NAME    the decision to serve, by LLVM's advisor for it:\n"
+    "                    regalloc-eviction, regalloc-priority (llc) or\n"
+    "                    inlining (opt, clang)\n"
     "  --timeout-ms N    longest wait for the compiler's next question or its\n"
     "                    end (default 60000)\n"
     "  --finite          feed NaN float features as 0 and infinities as the\n"
@@ -97,7 +99,7 @@ int usage(const std::string &Message) {
 }
 
 struct Options {
-  std::string Runner, Advisor, Mask, Stats;
+  std::string Runner, Problem, Mask, Stats;
   int64_t TimeoutMs = 60000;
   bool Finite = false;
   std::vector<std::string> Command;
@@ -123,8 +125,8 @@ std::optional<Options> parseOptions(int Argc, char **Argv, std::string &Why) {
     if (A == "--runner") {
       if (!Value(O.Runner))
         return std::nullopt;
-    } else if (A == "--advisor") {
-      if (!Value(O.Advisor))
+    } else if (A == "--problem") {
+      if (!Value(O.Problem))
         return std::nullopt;
     } else if (A == "--mask") {
       if (!Value(O.Mask))
@@ -151,25 +153,25 @@ std::optional<Options> parseOptions(int Argc, char **Argv, std::string &Why) {
   }
   for (; I < Argc; ++I)
     O.Command.emplace_back(Argv[I]);
-  if (O.Runner.empty() || O.Advisor.empty() || O.Command.empty()) {
-    Why = "--runner, --advisor and a command after -- are required";
+  if (O.Runner.empty() || O.Problem.empty() || O.Command.empty()) {
+    Why = "--runner, --problem and a command after -- are required";
     return std::nullopt;
   }
-  if (O.Advisor != "evict" && O.Advisor != "priority" &&
-      O.Advisor != "inline") {
-    Why = "--advisor must be evict, priority or inline";
+  if (O.Problem != "regalloc-eviction" && O.Problem != "regalloc-priority" &&
+      O.Problem != "inlining") {
+    Why = "--problem must be regalloc-eviction, regalloc-priority or inlining";
     return std::nullopt;
   }
   return O;
 }
 
-/// LLVM's options serving \p Advisor over the channel \p Base.
-std::vector<std::string> advisorFlags(const std::string &Advisor,
+/// LLVM's options serving the advisor of \p Problem over the channel \p Base.
+std::vector<std::string> advisorFlags(const std::string &Problem,
                                       const std::string &Base) {
-  if (Advisor == "evict")
+  if (Problem == "regalloc-eviction")
     return {"-regalloc-enable-advisor=release",
             "-regalloc-evict-interactive-channel-base=" + Base};
-  if (Advisor == "priority")
+  if (Problem == "regalloc-priority")
     return {"-regalloc-enable-priority-advisor=release",
             "-regalloc-priority-interactive-channel-base=" + Base};
   return {"-enable-ml-inliner=release",
@@ -507,7 +509,7 @@ void writeStats(const Options &O, const RunnerConfig &Config, const Stats &S) {
   R.Runner = Config.str();
   R.Decisions = R.Answered = S.Decisions;
   R.FirstError = S.Error;
-  R.detailString("advisor", O.Advisor)
+  R.detailString("problem", O.Problem)
       .detailNumber("evaluate_seconds", S.EvaluateSeconds)
       .detailNumber("wall_seconds", S.WallSeconds)
       .detail("compiler_status", S.CompilerStatus);
@@ -535,7 +537,7 @@ int main(int Argc, char **Argv) {
     return ExitFailure;
   }
   std::vector<std::string> Command = O->Command;
-  for (const std::string &Flag : advisorFlags(O->Advisor, Ch->Base)) {
+  for (const std::string &Flag : advisorFlags(O->Problem, Ch->Base)) {
     if (isClang(Command[0]))
       Command.emplace_back("-mllvm");
     Command.push_back(Flag);

@@ -2,7 +2,7 @@
 
 ::
 
-    mlbridge llvm --advisor inline --policy default [--log FILE] [--stats-json FILE]
+    mlbridge llvm --problem inlining --policy default [--log FILE] [--stats-json FILE]
                   [--timeout S] [--llvm N] -- clang-19 -Oz -c f.c
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge drive --grpc ADDRESS --policy POLICY

@@ -72,7 +72,7 @@ def size(text: str) -> int:
     return value
 
 
-def load_policy_arg(spec: str, advisor: Optional[str]) -> Policy:
+def load_policy_arg(spec: str, problem: Optional[str]) -> Policy:
     """The policy ``spec`` names; a spec that names no usable policy is a usage error."""
     if spec.lower().endswith(".onnx") and importlib.util.find_spec("onnxruntime") is None:
         fail(
@@ -81,22 +81,24 @@ def load_policy_arg(spec: str, advisor: Optional[str]) -> Policy:
             ENVIRONMENT,
         )
     try:
-        return load_policy(spec, advisor)
+        return load_policy(spec, problem)
     except PolicyError as err:
         raise CommandError(f"--policy {spec}: {err}", USAGE) from None
 
 
-def advisor_policies(args: argparse.Namespace) -> Dict[str, Policy]:
-    if len(args.policy) not in (1, len(args.advisor)):
+def problem_policies(args: argparse.Namespace) -> Dict[str, Policy]:
+    """Problem name -> policy, from ``--problem`` (repeated) and ``--policy``
+    (once for all, or once per problem)."""
+    if len(args.policy) not in (1, len(args.problem)):
         fail(
-            f"give one --policy, or one per --advisor ({len(args.advisor)}), "
+            f"give one --policy, or one per --problem ({len(args.problem)}), "
             f"not {len(args.policy)}",
             USAGE,
         )
-    specs = args.policy * len(args.advisor) if len(args.policy) == 1 else args.policy
-    if len(set(args.advisor)) != len(args.advisor):
-        fail("an advisor is given twice", USAGE)
-    return {adv: load_policy_arg(spec, adv) for adv, spec in zip(args.advisor, specs)}
+    specs = args.policy * len(args.problem) if len(args.policy) == 1 else args.policy
+    if len(set(args.problem)) != len(args.problem):
+        fail("a problem is given twice", USAGE)
+    return {name: load_policy_arg(spec, name) for name, spec in zip(args.problem, specs)}
 
 
 def exit_code(returncode: int) -> int:

@@ -12,7 +12,7 @@ from mlbridge.cli.arguments import (
     seconds,
 )
 from mlbridge.cli_errors import fail
-from mlbridge.policies import ADVISORS
+from mlbridge.policies import LLVM_DECISIONS
 
 #: The command's name and its group in ``mlbridge --help``.
 NAME = "drive"
@@ -34,9 +34,9 @@ def add_parser(sub: Any) -> None:
     )
     drive.add_argument("--policy", required=True)
     drive.add_argument(
-        "--advisor",
-        choices=ADVISORS,
-        help="advisor, for the built-in policies default/always/never",
+        "--problem",
+        choices=LLVM_DECISIONS,
+        help="the decision served, for the built-in policies default/always/never",
     )
     drive.add_argument(
         "--connect-timeout",
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             read_file(args.tls_key, "--tls-key"),
             read_file(args.tls_cert, "--tls-cert"),
         )
-    policy = load_policy_arg(args.policy, args.advisor)
+    policy = load_policy_arg(args.policy, args.problem)
     try:
         stats = drive(
             args.grpc, policy, connect_timeout=args.connect_timeout, credentials=credentials

@@ -1,4 +1,5 @@
-"""``mlbridge llvm``: run an LLVM compiler whose ML advisors a policy serves (docs/cli.md)."""
+"""``mlbridge llvm``: run an LLVM compiler whose decisions a policy takes, through
+LLVM's ML advisors (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from mlbridge.cli.arguments import (
-    advisor_policies,
     exit_code,
     open_output,
     positive,
+    problem_policies,
     require_executable,
     seconds,
 )
 from mlbridge.cli_errors import ENVIRONMENT, POLICY_FAILED, USAGE, fail, warn
 from mlbridge.llvm.versions import add_llvm_argument
-from mlbridge.policies import ADVISORS
+from mlbridge.policies import INLINING, LLVM_DECISIONS, REGALLOC_EVICTION, REGALLOC_PRIORITY
 
 if TYPE_CHECKING:
     from mlbridge.llvm import RunResult
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 NAME = "llvm"
 GROUP = "use"
 
-#: What the warning of an advisor that was asked nothing suggests.
+#: What the warning of a problem whose advisor was asked nothing suggests.
 _NO_DECISION_HINTS = {
-    "inline": "inlining decision (is the optimisation level -O0, or the ML inliner not enabled?)",
-    "evict": "eviction decision (is the optimisation level -O0, or did register "
+    INLINING: "inlining decision (is the optimisation level -O0, or the ML inliner not enabled?)",
+    REGALLOC_EVICTION: "eviction decision (is the optimisation level -O0, or did register "
     "allocation never need to evict?)",
-    "priority": "register priority decision (is the optimisation level -O0, or the "
+    REGALLOC_PRIORITY: "register priority decision (is the optimisation level -O0, or the "
     "greedy register allocator not used?)",
 }
 
@@ -42,7 +43,7 @@ def _llvm_outcome(args: argparse.Namespace, result: RunResult) -> int:
     """Report a served compilation (one line at most per problem); its exit code."""
     from mlbridge.pipe_host import PolicyFailed
 
-    failed = [run for run in result.advisors.values() if run.error]
+    failed = [run for run in result.problems.values() if run.error]
     if result.timed_out:
         fail(f"the compilation ran longer than --timeout {args.timeout:g} s and was stopped")
     for run in failed:
@@ -50,16 +51,16 @@ def _llvm_outcome(args: argparse.Namespace, result: RunResult) -> int:
             what = str(run.exception)
             if not what.startswith("policy failed"):
                 what = f"policy failed: {what}"
-            fail(f"the {run.advisor} {what} (the compiler was stopped)", POLICY_FAILED)
+            fail(f"the {run.problem} {what} (the compiler was stopped)", POLICY_FAILED)
     if failed:
         fail(f"{result.error} (the compiler was stopped)")
     if result.returncode == 0:
-        for run in result.advisors.values():
+        for run in result.problems.values():
             if run.stats.decisions == 0:
                 warn(
                     "mlbridge llvm",
                     "the compiler asked no "
-                    + _NO_DECISION_HINTS.get(run.advisor, f"{run.advisor} decision"),
+                    + _NO_DECISION_HINTS.get(run.problem, f"{run.problem} decision"),
                 )
     return exit_code(result.returncode)
 
@@ -68,27 +69,28 @@ def add_parser(sub: Any) -> None:
     """Adds ``mlbridge llvm`` to the subcommands ``sub``."""
     llvm = sub.add_parser(
         "llvm",
-        help="run an LLVM compiler (19, or 16 through mlbridge's plugin) whose ML "
-        "advisor(s) a policy serves",
+        help="run an LLVM compiler (19, or 16 through mlbridge's plugin) whose "
+        "decisions of a problem a policy takes",
     )
     llvm.add_argument(
-        "--advisor",
+        "--problem",
         action="append",
-        choices=ADVISORS,
+        choices=LLVM_DECISIONS,
         required=True,
-        help="advisor to serve; repeat to serve evict and priority at once",
+        help="the decision the policy takes, through LLVM's ML advisor for it; repeat "
+        "to serve regalloc-eviction and regalloc-priority at once",
     )
     llvm.add_argument(
         "--policy",
         action="append",
         required=True,
         help="default | always | never | zeros | file.py:NAME | module:NAME; "
-        "once for every advisor or once per --advisor",
+        "once for every problem or once per --problem",
     )
     llvm.add_argument(
         "--log",
         help="write an LLVM training log (features + decision); "
-        "with several advisors, FILE.ADVISOR",
+        "with several problems, FILE.PROBLEM",
     )
     llvm.add_argument("--stats-json", help="write decisions, host cost, return code here")
     llvm.add_argument(
@@ -135,15 +137,15 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         fail("no compiler command given (mlbridge llvm ... -- COMMAND...)", USAGE)
     require_executable(command[0], "the compiler")
-    policies = advisor_policies(args)
+    policies = problem_policies(args)
     leftovers = TempOutputs(command)
     try:
         with ExitStack() as stack:
             logs = {}
             if args.log:
-                for adv in policies:
-                    path = args.log if len(policies) == 1 else f"{args.log}.{adv}"
-                    logs[adv] = stack.enter_context(open_output(path, "--log"))
+                for name in policies:
+                    path = args.log if len(policies) == 1 else f"{args.log}.{name}"
+                    logs[name] = stack.enter_context(open_output(path, "--log"))
             result = run_compiler(
                 command,
                 policies,

@@ -19,7 +19,7 @@ from mlbridge.cli.arguments import (
     size,
 )
 from mlbridge.cli_errors import POLICY_FAILED, USAGE, CommandError, fail
-from mlbridge.policies import ADVISORS
+from mlbridge.policies import LLVM_DECISIONS
 from mlbridge.policy import Policy
 
 #: The command's name and its group in ``mlbridge --help``.
@@ -123,9 +123,9 @@ def add_parser(sub: Any) -> None:
     _add_grpc_limits(serve)
     serve.add_argument("--policy", required=True)
     serve.add_argument(
-        "--advisor",
-        choices=ADVISORS,
-        help="advisor, for the built-in policies default/always/never",
+        "--problem",
+        choices=LLVM_DECISIONS,
+        help="the decision served, for the built-in policies default/always/never",
     )
     serve.add_argument(
         "--create",
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.pipe:
         _check_pipe(args.pipe, args.create)
-    policy = load_policy_arg(args.policy, args.advisor)
+    policy = load_policy_arg(args.policy, args.problem)
     if args.grpc:
         return _serve_grpc(args, policy)
     all_stats: List[dict] = []

@@ -13,7 +13,7 @@ from typing import List, Optional, TextIO
 from mlbridge.corpus.defaults import BUNDLED
 from mlbridge.demo.policy import CountingPolicy
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm import run_compiler, text_size
+from mlbridge.llvm import INLINING, run_compiler, text_size
 from mlbridge.session import run_tool
 
 CLANG = "clang-19"
@@ -52,7 +52,7 @@ def demo_program(source: str, workdir: str, records: Optional[list] = None) -> D
     served = os.path.join(workdir, name + ".policy.o")
     run_tool([CLANG, *FLAGS, source, "-o", plain], timeout=300, what=f"{CLANG} on {name}")
     policy = CountingPolicy()
-    result = run_compiler([CLANG, *FLAGS, source, "-o", served], {"inline": policy}, timeout=300)
+    result = run_compiler([CLANG, *FLAGS, source, "-o", served], {INLINING: policy}, timeout=300)
     if not result.ok:
         raise MlbridgeError(f"{name}: {result.error or 'compiler failed'}\n{result.stderr}")
     if records is not None:

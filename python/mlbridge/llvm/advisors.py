@@ -1,4 +1,6 @@
-"""Stock LLVM 19's three ML advisors: their flags and the answer checks they need.
+"""Stock LLVM 19's three ML advisors (the decisions ``inlining``,
+``regalloc-eviction`` and ``regalloc-priority``): their flags and the answer
+checks they need.
 
 Pitfalls of LLVM 19 handled here (see docs):
 
@@ -22,6 +24,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
+from mlbridge.policies import INLINING, REGALLOC_EVICTION, REGALLOC_PRIORITY
 from mlbridge.policy import Policy, Session, as_decision_fn
 
 #: Largest float32 below 2**32 (the largest priority LLVM can cast safely).
@@ -109,9 +112,9 @@ class _PriorityGuard(_Guard):
 
 @dataclass(frozen=True)
 class Advisor:
-    """One of LLVM 19's ML advisors."""
+    """The LLVM 19 ML advisor taking one decision."""
 
-    name: str  #: "inline", "evict" or "priority"
+    problem: str  #: the decision: INLINING, REGALLOC_EVICTION or REGALLOC_PRIORITY
     output: str  #: name of the advice tensor LLVM declares
 
     def flags(
@@ -121,14 +124,14 @@ class Advisor:
         size_increase_threshold: Optional[float] = None,
     ) -> List[str]:
         """The LLVM options (without ``-mllvm``) serving this advisor on ``base``."""
-        if self.name == "inline":
+        if self.problem == INLINING:
             flags = ["-enable-ml-inliner=release", f"-inliner-interactive-channel-base={base}"]
             if include_default:
                 flags.append("-inliner-interactive-include-default")
             if size_increase_threshold is not None:
                 flags.append(f"-ml-advisor-size-increase-threshold={size_increase_threshold:g}")
             return flags
-        if self.name == "evict":
+        if self.problem == REGALLOC_EVICTION:
             return [
                 "-regalloc-enable-advisor=release",
                 f"-regalloc-evict-interactive-channel-base={base}",
@@ -141,25 +144,27 @@ class Advisor:
     def guard(self, policy: Policy) -> Policy:
         """``policy`` wrapped with this advisor's answer checks (the inliner's
         answers need none: any non-zero value means "inline")."""
-        if self.name == "inline":
+        if self.problem == INLINING:
             return policy
-        if self.name == "evict":
+        if self.problem == REGALLOC_EVICTION:
             return _EvictGuard(policy)
         return _PriorityGuard(policy)
 
 
+#: Each decision of :data:`mlbridge.policies.LLVM_DECISIONS` and its advisor
+#: (the priority advisor is served, but no problem trains it yet).
 ADVISORS: Dict[str, Advisor] = {
-    "inline": Advisor("inline", "inlining_decision"),
-    "evict": Advisor("evict", "index_to_evict"),
-    "priority": Advisor("priority", "priority"),
+    INLINING: Advisor(INLINING, "inlining_decision"),
+    REGALLOC_EVICTION: Advisor(REGALLOC_EVICTION, "index_to_evict"),
+    REGALLOC_PRIORITY: Advisor(REGALLOC_PRIORITY, "priority"),
 }
 
 
-def get_advisor(name: str) -> Advisor:
-    """The advisor called ``name`` (inline, evict, priority)."""
+def get_advisor(problem: str) -> Advisor:
+    """The advisor taking the decision ``problem`` (one of :data:`ADVISORS`)."""
     try:
-        return ADVISORS[name]
+        return ADVISORS[problem]
     except KeyError:
         raise AdvisorError(
-            f"unknown advisor '{name}'; expected one of {', '.join(ADVISORS)}"
+            f"LLVM has no advisor for '{problem}'; expected one of {', '.join(ADVISORS)}"
         ) from None

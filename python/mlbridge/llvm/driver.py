@@ -40,19 +40,20 @@ from mlbridge.llvm.plugin_channel import PluginChannel
 from mlbridge.llvm.plugin_settings import check_defers_when
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command
 from mlbridge.pipe_host import HostStats, PipeHost
+from mlbridge.policies import INLINING
 from mlbridge.policy import Policy
 from mlbridge.session import KILL_GRACE_SECONDS, CompilerSession, SessionResult, run_session
 
 
 @dataclass
 class AdvisorRun:
-    """What happened on one advisor's channel."""
+    """What happened on the channel of one problem's advisor."""
 
-    advisor: str
+    problem: str  #: the decision served (:data:`mlbridge.llvm.ADVISORS`)
     stats: HostStats = field(default_factory=HostStats)
     opened: bool = False  #: False: the compiler never opened the channel
     error: Optional[str] = None  #: host-side error (the compiler was then killed)
-    #: inline only: LLVM's size threshold in force (None: no cap) and the
+    #: inlining only: LLVM's size threshold in force (None: no cap) and the
     #: call sites it kept from the policy (None: not measured).
     size_increase_threshold: Optional[float] = None
     after_size_stop: Optional[int] = None
@@ -61,7 +62,7 @@ class AdvisorRun:
 
     def to_dict(self) -> Dict[str, Any]:
         out = {"opened": self.opened, "error": self.error, **self.stats.to_dict()}
-        if self.advisor == "inline":
+        if self.problem == INLINING:
             out.update(
                 size_increase_threshold=self.size_increase_threshold,
                 size_stopped=(None if self.after_size_stop is None else self.after_size_stop > 0),
@@ -77,15 +78,15 @@ class RunResult:
     command: List[str]
     returncode: int
     stderr: str
-    advisors: Dict[str, AdvisorRun]
+    problems: Dict[str, AdvisorRun]  #: problem name -> what its advisor did
     timed_out: bool = False
     wall_seconds: float = 0.0
 
     @classmethod
-    def of(cls, done: SessionResult, advisors: Dict[str, AdvisorRun]) -> "RunResult":
-        """The result of the compiler session ``done``, whose ``advisors`` were served."""
+    def of(cls, done: SessionResult, problems: Dict[str, AdvisorRun]) -> "RunResult":
+        """The result of the compiler session ``done``, whose ``problems`` were served."""
         return cls(
-            done.command, done.returncode, done.stderr, advisors, done.timed_out, done.wall_seconds
+            done.command, done.returncode, done.stderr, problems, done.timed_out, done.wall_seconds
         )
 
     @property
@@ -93,9 +94,9 @@ class RunResult:
         """A timeout or the first host-side error; None when serving went well."""
         if self.timed_out:
             return "the compilation timed out and was killed"
-        for run in self.advisors.values():
+        for run in self.problems.values():
             if run.error:
-                return f"{run.advisor}: {run.error}"
+                return f"{run.problem}: {run.error}"
         return None
 
     @property
@@ -105,11 +106,11 @@ class RunResult:
 
     @property
     def decisions(self) -> int:
-        return sum(run.stats.decisions for run in self.advisors.values())
+        return sum(run.stats.decisions for run in self.problems.values())
 
     @property
     def host_seconds_per_decision(self) -> float:
-        total = sum(run.stats.host_seconds for run in self.advisors.values())
+        total = sum(run.stats.host_seconds for run in self.problems.values())
         return total / self.decisions if self.decisions else 0.0
 
     def to_dict(self) -> Dict[str, Any]:
@@ -121,7 +122,7 @@ class RunResult:
             "error": self.error,
             "timed_out": self.timed_out,
             "wall_seconds": self.wall_seconds,
-            "advisors": {name: run.to_dict() for name, run in self.advisors.items()},
+            "problems": {name: run.to_dict() for name, run in self.problems.items()},
             "command": self.command,
         }
 
@@ -174,14 +175,15 @@ def run_compiler(
     defers_when: Optional[str] = None,
     through_plugin: bool = False,
 ) -> RunResult:
-    """Compile with ``command`` while ``policies`` (advisor name -> policy) decide.
+    """Compile with ``command`` while ``policies`` (problem name -> policy,
+    :data:`mlbridge.llvm.ADVISORS`) decide.
 
     - ``timeout``: wall-clock limit of the whole compilation (then it is killed);
       ``open_timeout`` / ``io_timeout``: limits on the compiler opening a
       channel / sending its next message (None: as long as it runs).
-    - ``logs``: advisor name -> binary stream for an LLVM training log.
+    - ``logs``: problem name -> binary stream for an LLVM training log.
     - ``include_default``: send LLVM's own inlining decision as the feature
-      ``inlining_default``; by default when the inline policy has
+      ``inlining_default``; by default when the inlining policy has
       ``wants_default = True``. LLVM 19 then loses ``callee_basic_block_count``
       (reported as -1, see :func:`restore_inlining_default`).
     - ``size_increase_threshold``: LLVM's ``-ml-advisor-size-increase-threshold``
@@ -209,7 +211,7 @@ def run_compiler(
       other than the plugin's is refused (``LlvmVersionError``) rather than
       crash.
     - ``defers_when``: call sites where the compiler gives LLVM's own
-      decision without asking the inline policy (the plugin's
+      decision without asking the inlining policy (the plugin's
       ``-mlbridge-defers-when``, one of
       :data:`mlbridge.llvm.plugin_settings.DEFERS_WHEN`), as it does for a
       deployed model that says so; the inliner is then served through
@@ -229,11 +231,11 @@ def run_compiler(
     )
     if through_plugin:
         for name in policies:
-            if name != "inline":
+            if name != INLINING:
                 if defers_when is not None:
-                    raise ValueError(f"only the inliner defers; not the {name} advisor")
+                    raise ValueError(f"only the inliner defers; not the advisor of {name}")
                 assert major is not None
-                LlvmTools(major).require_interactive(f"the {name} advisor")
+                LlvmTools(major).require_interactive(f"the advisor of {name}")
         built_for = major
         if plugin is None:
             from mlbridge.native import find_native
@@ -244,12 +246,12 @@ def run_compiler(
             check_plugin_major(command[0], plugin, built_for)
         return _run_through_plugin(
             command,
-            policies["inline"],
+            policies[INLINING],
             plugin,
             timeout=timeout,
             open_timeout=open_timeout,
             io_timeout=io_timeout,
-            log=(logs or {}).get("inline"),
+            log=(logs or {}).get(INLINING),
             size_increase_threshold=size_increase_threshold,
             stdout=stdout,
             echo_stderr=echo_stderr,
@@ -273,21 +275,21 @@ def run_compiler(
                 if include_default is None
                 else include_default
             )
-            wants = wants and name == "inline"
+            wants = wants and name == INLINING
             channels[name] = create_channel(channel_dir, name)
-            if name == "inline":
+            if name == INLINING:
                 threshold = size_cap.effective_threshold(
                     size_increase_threshold, bool(getattr(policy, "echoes_default", False))
                 )
             options += advisor.flags(
-                channels[name].base, wants, threshold if name == "inline" else None
+                channels[name].base, wants, threshold if name == INLINING else None
             )
             guarded[name] = advisor.guard(policy)
             patches[name] = restore_inlining_default if wants else None
         full = with_llvm_options(command, options)
         in_force = size_cap.threshold_in_force(threshold)
-        if "inline" in policies and in_force is not None:
-            remarks = channels["inline"].base + ".remarks.yaml"
+        if INLINING in policies and in_force is not None:
+            remarks = channels[INLINING].base + ".remarks.yaml"
             flags = size_cap.remark_flags(full, remarks)
             full = full[:1] + (flags or []) + full[1:]
         result = _run(
@@ -304,8 +306,8 @@ def run_compiler(
             env,
             on_start,
         )
-        if "inline" in result.advisors:
-            run = result.advisors["inline"]
+        if INLINING in result.problems:
+            run = result.problems[INLINING]
             run.size_increase_threshold = in_force
             run.after_size_stop = 0 if remarks is None else size_cap.count_size_stops(remarks)
         return result
@@ -334,7 +336,7 @@ def _run_through_plugin(
     """:func:`run_compiler` for the inliner served by mlbridge's plugin and
     its pipe runner on a private channel (an LLVM without interactive mode,
     or call sites the plugin decides without the policy)."""
-    channel = create_channel(channel_dir, "inline")
+    channel = create_channel(channel_dir, INLINING)
     try:
         # The plugin's runner waits as long as this side may: the whole
         # compilation, else the host's own limits (never forever).
@@ -349,19 +351,19 @@ def _run_through_plugin(
         )
         result = _run(
             served.command(command),
-            {"inline": policy},
-            {"inline": None},
-            {"inline": channel},
+            {INLINING: policy},
+            {INLINING: None},
+            {INLINING: channel},
             timeout,
             open_timeout,
             io_timeout,
-            {} if log is None else {"inline": log},
+            {} if log is None else {INLINING: log},
             stdout,
             echo_stderr,
             full_env,
             on_start,
         )
-        run = result.advisors["inline"]
+        run = result.problems[INLINING]
         run.size_increase_threshold = size_cap.threshold_in_force(threshold)
         try:
             stats = served.stats()

@@ -42,7 +42,7 @@ from mlbridge.gym.served_compilation import (
     StepResult,
     failure,
 )
-from mlbridge.llvm import size_cap
+from mlbridge.llvm import INLINING, size_cap
 from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.outcomes import OutcomeError, text_size
 from mlbridge.llvm.plugin_settings import InlinePluginSettings, check_defers_when
@@ -156,7 +156,7 @@ def probe_features(
                 out.write(_PROBE_SOURCE)
             result = run_compiler(
                 [clang, "-Oz", "-c", source, "-o", os.path.join(tmp, "probe.o")],
-                {"inline": Probe()},
+                {INLINING: Probe()},
                 include_default=include_default,
                 size_increase_threshold=size_cap.NO_CAP,
                 timeout=120.0,
@@ -351,7 +351,7 @@ class InliningEnv(ServedCompilerEnv):
             def serve(decide: Any) -> RunResult:
                 return run_compiler(
                     command,
-                    {"inline": _Served(decide, episode, include_default)},
+                    {INLINING: _Served(decide, episode, include_default)},
                     include_default=include_default,
                     size_increase_threshold=threshold,
                     timeout=timeout,

@@ -26,7 +26,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm import run_compiler
+from mlbridge.llvm import INLINING, run_compiler
 from mlbridge.llvm.outcomes import CodeBytes, code_bytes
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.policy import Session
@@ -106,7 +106,7 @@ def compile_with_flips(
     command = [llvm.clang, OPT_LEVEL, "-c", "-w", *flags, str(source), "-o", str(obj)]
     result = run_compiler(
         command,
-        {"inline": policy},
+        {INLINING: policy},
         include_default=True,
         timeout=COMPILE_TIMEOUT_S,
         io_timeout=COMPILE_TIMEOUT_S,

@@ -36,6 +36,7 @@ from mlbridge.gym.served_compilation import (
     SessionPolicy,
     StepResult,
 )
+from mlbridge.llvm import REGALLOC_EVICTION
 from mlbridge.llvm.driver import RunResult, run_compiler
 from mlbridge.llvm.functions import FunctionError, function_modules
 from mlbridge.problems.capabilities import OptimizedModules
@@ -213,7 +214,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         def serve(decide: Any) -> RunResult:
             return run_compiler(
                 command,
-                {"evict": SessionPolicy(decide, episode)},
+                {REGALLOC_EVICTION: SessionPolicy(decide, episode)},
                 timeout=timeout,
                 channel_dir=workdir,
                 stdout=subprocess.DEVNULL,

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm import run_compiler
+from mlbridge.llvm import INLINING, run_compiler
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import InlineDefault
@@ -38,8 +38,8 @@ def collect_file(
         with open_output_file(log) as stream:
             result = run_compiler(
                 command,
-                {"inline": InlineDefault()},
-                logs={"inline": stream},
+                {INLINING: InlineDefault()},
+                logs={INLINING: stream},
                 include_default=True,
                 timeout=900,
                 io_timeout=120,
