@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The deployment half of `mlbridge demo`: replays recorded inlining
+// The deployment half of the demo (examples/demo): replays recorded inlining
 // decisions (three int64 features and the decision the compiler got, as raw
 // int64 quads) through the same policy twice, switching only the runner's
 // constructor: OnnxModelRunner in-process, and PipeModelRunner to the Python

@@ -438,7 +438,7 @@ CONFIG_FIELDS = {
     "gcc_plugin": "the GCC 12 unroll plugin (mlbridge_gcc.so)",
     "mlir_plugin": "the mlir-opt tiling pass plugin (mlbridge-mlir-tiling-llvmN.so)",
     "phase_service": "the phase-ordering compiler service (mlbridge-phase-service-llvmN)",
-    "deploy_replay": "the C++ replay program of mlbridge demo's deployment half",
+    "deploy_replay": "the C++ replay program of the demo's deployment half (examples/demo)",
     "interactive_host": "the C++ host answering a stock LLVM tool's ML advisor "
     "(mlbridge-interactive-host)",
     "cmake_dir": "the CMake package's directory (-Dmlbridge_DIR=...)",

@@ -1,15 +1,12 @@
-"""The mlbridge command: serve, log dump, demo, argument errors."""
+"""The mlbridge command: serve, log dump, argument errors."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 import threading
 import time
-
-import pytest
 
 from mlbridge.cli import main
 
@@ -78,11 +75,3 @@ def test_policy_from_file(tmp_path):
     path = tmp_path / "p.py"
     path.write_text("def decide(features):\n    return 1\n")
     assert load_policy(f"{path}:decide", "inlining")({}) == 1
-
-
-@pytest.mark.skipif(shutil.which("clang-19") is None, reason="clang-19 is not installed")
-@pytest.mark.slow
-def test_demo(capsys):
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-    assert "expr.c" in out and "hashtable.c" in out and "kernels.c" in out

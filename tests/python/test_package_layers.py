@@ -90,7 +90,7 @@ def test_the_packages_have_no_import_cycle():
 #: folders are found, not imported by name).
 REGISTRY_IMPORTS = {"tensor_spec"}
 #: What the environments, training and the compiler drivers are.
-UPPER_LAYERS = {"gym", "train", "llvm", "corpus", "problems", "cli", "demo"}
+UPPER_LAYERS = {"gym", "train", "llvm", "corpus", "problems", "cli"}
 
 
 def test_the_problem_registry_is_a_bottom_layer():
@@ -166,8 +166,6 @@ LAYERS: List[Set[str]] = [
     {"train"},
     # The problems' folders: environment, deployment, score, trainers.
     {f"problems.{name}" for name in PROBLEM_FOLDERS},
-    # Applications on the library.
-    {"demo"},
     # The command line.
     {"cli", "__main__"},
 ]

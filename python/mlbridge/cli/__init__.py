@@ -12,7 +12,6 @@
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
                      --interactive-host | --cmake-dir | --libdir | --includedir |
                      --components | --llvm-major | --llvm-majors | --json] [--llvm N]
-    mlbridge demo
     mlbridge --version
 
 Every failure is one line ``mlbridge COMMAND: error: MESSAGE`` on stderr and a
@@ -33,7 +32,6 @@ from mlbridge import __version__
 from mlbridge.cli import (
     config_command,
     corpus_command,
-    demo_command,
     drive_command,
     evaluate_command,
     llvm_command,
@@ -76,8 +74,7 @@ COMMANDS: List[Command] = [
         corpus_command,
         log_command,
         config_command,
-        demo_command,
-    )
+        )
 ]
 
 

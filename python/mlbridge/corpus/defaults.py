@@ -24,7 +24,7 @@ __all__ = [
     "validation_set_aside",
 ]
 
-#: The bundled demo programs (package data; ``mlbridge demo`` compiles them).
+#: The bundled demo programs (package data; the demo, examples/demo, compiles them).
 BUNDLED = Path(__file__).resolve().parent / "bundled"
 #: The environment variable naming the default corpus.
 CORPUS_VARIABLE = "MLBRIDGE_CORPUS"

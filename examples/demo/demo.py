@@ -1,17 +1,31 @@
-"""Run the demo: each bundled program compiled twice with clang-19 -Oz, once
-with LLVM's own inliner and once with the demo policy served over pipes."""
+"""mlbridge's demo, an example on the installed package's public API.
+
+Each C program bundled with the package (``mlbridge.corpus.defaults.BUNDLED``)
+is compiled twice with clang-19 -Oz: once with LLVM's own inliner, once with a
+hand-written Python policy (demo_policy.py) making every inlining decision
+over LLVM 19's interactive pipes. Then the deployment half
+(demo_deploy.py): the same policy as an ONNX graph, replayed in-process by a
+C++ program of the native half and over pipes to the Python policy.
+
+    python examples/demo/demo.py [--keep DIR]
+
+``scripts/setup`` runs it last. Exit status: 0, 1 when a compilation or the
+deployment half failed, 4 without clang-19.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import List, Optional, TextIO
+from typing import List, Optional, Sequence, TextIO
+
+from demo_policy import CountingPolicy
 
 from mlbridge.corpus.defaults import BUNDLED
-from mlbridge.demo.policy import CountingPolicy
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm import INLINING, run_compiler, text_size
 from mlbridge.session import run_tool
@@ -87,8 +101,6 @@ def run_demo(
     keep: Optional[str] = None, out: TextIO = sys.stdout, progress: TextIO = sys.stderr
 ) -> int:
     """Run the demo, print the table; 0 on success."""
-    if shutil.which(CLANG) is None:
-        raise MlbridgeError(f"{CLANG} is not on PATH (Debian: apt-get install clang-19)")
     workdir = keep or tempfile.mkdtemp(prefix="mlbridge-demo-")
     os.makedirs(workdir, exist_ok=True)
     try:
@@ -107,10 +119,10 @@ def run_demo(
             progress.write("\n")
         out.write(format_table(rows) + "\n")
         out.write(
-            "Inlining decisions by mlbridge/demo/policy.py over LLVM 19's "
+            "Inlining decisions by examples/demo/demo_policy.py over LLVM 19's "
             "interactive pipes; '.text -Oz' is plain clang-19 -Oz.\n\n"
         )
-        from mlbridge.demo.deploy import run_deployment
+        from demo_deploy import run_deployment
 
         _progress(
             progress,
@@ -123,3 +135,21 @@ def run_demo(
     finally:
         if keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--keep", help="keep the build files in this directory")
+    args = parser.parse_args(argv)
+    if shutil.which(CLANG) is None:
+        print(f"demo: {CLANG} is not on PATH (Debian: apt-get install clang-19)", file=sys.stderr)
+        return 4
+    try:
+        return run_demo(keep=args.keep)
+    except MlbridgeError as err:  # a ToolError too
+        print(f"demo: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

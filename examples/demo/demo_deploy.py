@@ -1,6 +1,6 @@
 """The demo's deployment half: the same inlining policy in-process.
 
-The demo policy (mlbridge/demo/policy.py) is exported as an ONNX graph of the
+The demo policy (demo_policy.py) is exported as an ONNX graph of the
 same rule; the decisions recorded while clang-19 compiled over pipes are
 replayed by a C++ program (examples/deploy_replay.cpp) through
 OnnxModelRunner in-process and through the pipe runner to the Python policy,
@@ -83,7 +83,7 @@ def run_deployment(workdir: str, records: List[Tuple[int, int, int, int]], out: 
     cases = os.path.join(workdir, "decisions.bin")
     export_policy_onnx(model)
     write_cases(records, cases)
-    policy = str(Path(__file__).resolve().parent / "policy.py") + ":policy"
+    policy = str(Path(__file__).resolve().parent / "demo_policy.py") + ":policy"
     try:
         done = run_tool([str(replay), model, cases, sys.executable, policy], timeout=600)
     except ToolError as err:
