@@ -74,7 +74,7 @@ COMMANDS: List[Command] = [
         corpus_command,
         log_command,
         config_command,
-        )
+    )
 ]
 
 
