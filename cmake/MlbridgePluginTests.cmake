@@ -21,7 +21,8 @@ endfunction()
 # mlbridge_add_plugin_test(NAME VARIABLE TARGET TESTS...): the ctest NAME runs
 # pytest on TESTS (files or directories) with $VARIABLE set to the plugin
 # TARGET builds and $VARIABLE_PRELOAD to the sanitizer runtimes. These are
-# the longest tests of a tree: a high COST makes ctest -j start them first.
+# the longest tests of a tree: a high COST (1000 unless the caller sets about
+# its seconds) makes ctest -j start them first.
 function(mlbridge_add_plugin_test name variable target)
   mlbridge_sanitizer_preload(preload)
   add_test(NAME ${name}

@@ -150,3 +150,29 @@ def test_the_density_heuristic_evicts_the_cheapest_legal_range():
     assert heuristic(obs) == 32  # nothing cheaper than the current range
     obs[mask[32]] = 0
     assert heuristic(obs) == 7  # must evict: the cheapest legal
+
+
+def test_the_default_policy_and_the_imitated_heuristic_are_one_rule():
+    """``--policy default`` (LLVM's named tensors) decides as the heuristic the
+    problem imitates (its flat observation): one rule, two views."""
+    from mlbridge.policies import EvictDefault
+    from mlbridge.problems.regalloc_eviction import (
+        FEATURES,
+        DensityHeuristic,
+        observation_names,
+    )
+
+    names = observation_names()
+    heuristic, default = DensityHeuristic(names), EvictDefault()
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        obs = rng.random(len(names)).astype(np.float32)
+        legal = rng.random(CANDIDATES) < 0.3
+        legal[rng.integers(CANDIDATES)] = True
+        for i in range(CANDIDATES):
+            obs[names.index(f"mask[{i}]")] = legal[i]
+        features, at = {}, 0
+        for name, _, count in FEATURES:
+            features[name] = obs[at : at + count].reshape(1, -1)
+            at += count
+        assert default(features) == heuristic(obs)

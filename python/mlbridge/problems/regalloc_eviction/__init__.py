@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mlbridge.policies import evict_lowest_density
 from mlbridge.problems.capabilities import ActionMask, Heuristic, OptimizedModules
 from mlbridge.problems.problem import Problem
 from mlbridge.tensor_spec import TensorSpec
@@ -66,11 +67,8 @@ def observation_names() -> Tuple[str, ...]:
 
 
 class DensityHeuristic:
-    """Evicts the legal interfering live range of lowest use/def density if
-    it is below the current live range's, else splits or spills the current
-    one: a stand-in for the default advisor's weight comparison, which a
-    release LLVM does not report. On the validation sample of docs/regalloc.md
-    it allocates as well as the default advisor (0.9998x). Picklable."""
+    """:func:`mlbridge.policies.evict_lowest_density` (``--policy default``)
+    on the flat observation of the features ``names``. Picklable."""
 
     def __init__(self, names: Sequence[str]) -> None:
         index = {name: i for i, name in enumerate(names)}
@@ -79,14 +77,7 @@ class DensityHeuristic:
 
     def __call__(self, observation: Any) -> int:
         obs = np.asarray(observation)
-        legal = obs[self.mask] != 0
-        density = obs[self.density]
-        current = CANDIDATES - 1
-        others = [i for i in range(current) if legal[i]]
-        if legal[current]:
-            cheaper = [i for i in others if density[i] < density[current]]
-            return min(cheaper, key=lambda i: density[i]) if cheaper else current
-        return min(others, key=lambda i: density[i]) if others else current
+        return evict_lowest_density(obs[self.mask], obs[self.density])
 
 
 def deploy_inputs(
