@@ -149,6 +149,9 @@ private:
   Error Invalid;
 };
 
+/// Appends \p Specs to \p Out as a JSON array of LLVM's JSON forms.
+void appendJSONArray(std::string &Out, const std::vector<TensorSpec> &Specs);
+
 /// Checks that \p Specs have unique, non-empty names.
 Error checkUniqueNames(const std::vector<TensorSpec> &Specs, const char *What);
 

@@ -115,6 +115,16 @@ void TensorSpec::appendJSON(std::string &Out) const {
   Out.append("]}");
 }
 
+void appendJSONArray(std::string &Out, const std::vector<TensorSpec> &Specs) {
+  Out += '[';
+  for (size_t I = 0; I < Specs.size(); ++I) {
+    if (I)
+      Out += ',';
+    Specs[I].appendJSON(Out);
+  }
+  Out += ']';
+}
+
 std::string TensorSpec::toJSON() const {
   std::string Out;
   appendJSON(Out);

@@ -11,24 +11,29 @@
 namespace mlbridge {
 namespace gccplugin {
 
-PluginOptions
-parsePluginOptions(const std::vector<std::pair<std::string, std::string>> &Args,
-                   const std::function<const char *(const char *)> &GetEnv) {
-  // The plugin's options, declared once (support/PluginSettings.h).
+const std::vector<OptionSpec> &pluginOptionSpecs() {
   static const std::vector<OptionSpec> Specs = {
       {"runner", OptionKind::Text},
       {"max-unroll", OptionKind::Integer, 1, MaxUnrollLimit},
       {"log", OptionKind::Text},
       {"stats", OptionKind::Text},
+      {"describe", OptionKind::Text},
   };
+  return Specs;
+}
+
+PluginOptions
+parsePluginOptions(const std::vector<std::pair<std::string, std::string>> &Args,
+                   const std::function<const char *(const char *)> &GetEnv) {
   PluginSettings Settings = PluginSettings::resolve(
-      "GCC", Specs, Args, "-fplugin-arg-mlbridge_gcc-", GetEnv);
+      "GCC", pluginOptionSpecs(), Args, "-fplugin-arg-mlbridge_gcc-", GetEnv);
   PluginOptions O;
   O.Problem = Settings.Problem;
   O.Runner = Settings.text("runner");
   O.MaxUnroll = Settings.integer("max-unroll", O.MaxUnroll);
   O.LogPath = Settings.text("log");
   O.StatsPath = Settings.text("stats");
+  O.DescribePath = Settings.text("describe");
   return O;
 }
 

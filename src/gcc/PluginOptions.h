@@ -16,6 +16,8 @@
 #ifndef MLBRIDGE_SRC_GCC_PLUGINOPTIONS_H
 #define MLBRIDGE_SRC_GCC_PLUGINOPTIONS_H
 
+#include "support/PluginSettings.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,10 +42,16 @@ struct PluginOptions {
   /// Where the statistics record of each translation unit is appended
   /// (support/RunStats.h) when set.
   std::string StatsPath;
+  /// Where the plugin writes its description (support/PluginDescription.h)
+  /// when set; it then decides nothing.
+  std::string DescribePath;
   /// What was wrong with the arguments ("" when nothing); the plugin then
   /// leaves every loop to GCC.
   std::string Problem;
 };
+
+/// The plugin's options, declared once (support/PluginSettings.h).
+const std::vector<OptionSpec> &pluginOptionSpecs();
 
 /// Resolves the options from the plugin's (key, value) arguments, then the
 /// environment (\p GetEnv, e.g. std::getenv) for the keys not given.

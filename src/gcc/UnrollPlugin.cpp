@@ -21,6 +21,7 @@
 #include "LoopAnalysis.h"
 #include "PluginOptions.h"
 #include "UnrollAdvisor.h"
+#include "support/PluginDescription.h"
 #include "support/RunStats.h"
 
 #include <cstdlib>
@@ -240,6 +241,20 @@ pluginArguments(const plugin_name_args &Info) {
   return Args;
 }
 
+/// The plugin's contract (support/PluginDescription.h).
+PluginDescription description() {
+  std::vector<TensorSpec> Features;
+  for (unsigned I = 0; I < NumLoopFeatures; ++I)
+    Features.push_back(TensorSpec::of<int64_t>(LoopFeatureNames[I], {1}));
+  return {"gcc-unroll",
+          "GCC",
+          "-fplugin-arg-mlbridge_gcc-",
+          "=",
+          pluginOptionSpecs(),
+          std::move(Features),
+          {TensorSpec::of<int64_t>(UnrollFactorName, {1})}};
+}
+
 } // namespace
 } // namespace gccplugin
 } // namespace mlbridge
@@ -260,6 +275,11 @@ int plugin_init(plugin_name_args *PluginInfo, plugin_gcc_version *Version) {
            Options.Problem.c_str());
     Options.Runner.clear();
     Options.LogPath.clear();
+  } else if (!Options.DescribePath.empty()) {
+    // Described, and nothing registered: GCC decides every loop.
+    if (mlbridge::Error E = description().write(Options.DescribePath))
+      inform(UNKNOWN_LOCATION, "mlbridge: %s", E.message().c_str());
+    return 0;
   }
   State = std::make_unique<PluginState>(std::move(Options));
   std::string Problem;

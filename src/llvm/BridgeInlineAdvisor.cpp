@@ -6,6 +6,7 @@
 
 #include "BridgeInlineAdvisor.h"
 #include "InlineRunners.h"
+#include "support/PluginDescription.h"
 #include "support/RunStats.h"
 
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
@@ -101,6 +102,34 @@ std::string sizeThresholdJson() {
   return Buf;
 }
 
+/// The plugin's contract (support/PluginDescription.h): every input a model
+/// may read (a runner in another process, pipes or gRPC, is not offered
+/// the last, is_callee_linkonce_odr) and the decision.
+Expected<PluginDescription> description() {
+  std::vector<TensorSpec> Features;
+  for (const llvm::TensorSpec &S : runnerInputs(RunnerKind::Onnx)) {
+    auto Spec = fromLLVM(S);
+    if (!Spec)
+      return Spec.takeError();
+    Features.push_back(std::move(*Spec));
+  }
+  return PluginDescription{"inline-advisor",
+                           "INLINE",
+                           "-mlbridge-",
+                           "=",
+                           inlineOptionSpecs(),
+                           std::move(Features),
+                           {TensorSpec::of<int64_t>(DecisionName, {1})}};
+}
+
+/// Writes the description to \p Path; a problem is reported.
+void describe(const std::string &Path) {
+  auto D = description();
+  Error E = D ? D->write(Path) : D.takeError();
+  if (E)
+    report(E.message());
+}
+
 } // namespace
 
 InlineAdvisor *
@@ -108,6 +137,10 @@ BridgeInlineAdvisor::create(Module &M, ModuleAnalysisManager &MAM,
                             FunctionAnalysisManager &FAM, InlineParams Params,
                             InlineContext IC, const PluginOptions &O) {
   auto Default = std::make_unique<DefaultInlineAdvisor>(M, FAM, Params, IC);
+  if (O.Problem.empty() && !O.DescribePath.empty()) {
+    describe(O.DescribePath);
+    return Default.release(); // described: LLVM decides every call site
+  }
   if (O.Runner == "none")
     return Default.release();
   if (!O.Problem.empty()) {

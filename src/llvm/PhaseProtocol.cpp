@@ -230,16 +230,6 @@ void appendString(std::string &Out, std::string_view Text) {
   Out += '"';
 }
 
-void appendSpecs(std::string &Out, const std::vector<TensorSpec> &Specs) {
-  Out += '[';
-  for (size_t I = 0; I < Specs.size(); ++I) {
-    if (I)
-      Out += ',';
-    Specs[I].appendJSON(Out);
-  }
-  Out += ']';
-}
-
 template <typename Enum>
 void appendCodes(std::string &Out,
                  std::initializer_list<std::pair<const char *, Enum>> Codes) {
@@ -297,11 +287,11 @@ std::string describeService() {
   Out += ",\n\"snapshot_slots\":";
   Out += std::to_string(NumSnapshotSlots);
   Out += ",\n\"inputs\":";
-  appendSpecs(Out, observationSpecs());
+  appendJSONArray(Out, observationSpecs());
   Out += ",\n\"outputs\":";
-  appendSpecs(Out, commandSpecs());
+  appendJSONArray(Out, commandSpecs());
   Out += ",\n\"deploy_outputs\":";
-  appendSpecs(Out, actionSpecs());
+  appendJSONArray(Out, actionSpecs());
   Out += "}\n";
   return Out;
 }

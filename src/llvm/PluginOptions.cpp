@@ -59,15 +59,22 @@ cl::opt<std::string> SizeThresholdOpt(
         "'none' (env MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD; default: LLVM's "
         "2.0, none for the default runner)"));
 
+cl::opt<std::string> DescribeOpt(
+    "mlbridge-describe",
+    cl::desc("write the plugin's description (its options, features and "
+             "answer; docs/plugin-description.md) to this file and leave "
+             "every call site to LLVM (env MLBRIDGE_INLINE_DESCRIBE)"));
+
 cl::opt<std::string> DefersWhenOpt(
     "mlbridge-defers-when",
     cl::desc("give LLVM's decision without asking the runner where this "
              "input is 1: is_callee_linkonce_odr, or none (env "
              "MLBRIDGE_INLINE_DEFERS_WHEN; default none)"));
 
-/// The plugin's options, declared once: LLVM's -mlbridge-KEY above, else
-/// MLBRIDGE_INLINE_KEY (support/PluginSettings.h).
-const std::vector<mlbridge::OptionSpec> &optionSpecs() {
+} // namespace
+
+/// LLVM's -mlbridge-KEY above.
+const std::vector<mlbridge::OptionSpec> &mlbridge::inlineOptionSpecs() {
   using mlbridge::OptionKind;
   static const std::vector<mlbridge::OptionSpec> Specs = {
       {"runner", OptionKind::Text},
@@ -81,9 +88,12 @@ const std::vector<mlbridge::OptionSpec> &optionSpecs() {
       {"compare-default", OptionKind::Flag},
       {"size-increase-threshold", OptionKind::Text},
       {"defers-when", OptionKind::Text},
+      {"describe", OptionKind::Text},
   };
   return Specs;
 }
+
+namespace {
 
 /// What LLVM's command line gave, as (key, value) pairs.
 std::vector<std::pair<std::string, std::string>> givenOptions() {
@@ -108,6 +118,7 @@ std::vector<std::pair<std::string, std::string>> givenOptions() {
     Given.emplace_back("compare-default", CompareOpt ? "1" : "0");
   Text("size-increase-threshold", SizeThresholdOpt);
   Text("defers-when", DefersWhenOpt);
+  Text("describe", DescribeOpt);
   return Given;
 }
 
@@ -185,7 +196,7 @@ const PluginOptions &pluginOptions() {
   static const PluginOptions Options = [] {
     PluginOptions O;
     PluginSettings Settings = PluginSettings::resolve(
-        "INLINE", optionSpecs(), givenOptions(), "-mlbridge-");
+        "INLINE", inlineOptionSpecs(), givenOptions(), "-mlbridge-");
     O.Problem = Settings.Problem;
     O.Runner = Settings.text("runner");
     if (O.Runner.empty())
@@ -201,6 +212,7 @@ const PluginOptions &pluginOptions() {
     O.CompareDefault = Settings.flag("compare-default");
     O.SizeIncreaseThreshold =
         parseThreshold(Settings.text("size-increase-threshold"), O.Problem);
+    O.DescribePath = Settings.text("describe");
     O.DefersWhen = Settings.text("defers-when");
     if (O.DefersWhen == "none")
       O.DefersWhen.clear();

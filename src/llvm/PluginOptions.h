@@ -17,11 +17,13 @@
 #define MLBRIDGE_SRC_LLVM_PLUGINOPTIONS_H
 
 #include "mlbridge/RunnerConfig.h"
+#include "support/PluginSettings.h"
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlbridge {
 
@@ -64,10 +66,17 @@ struct PluginOptions {
   /// functions). For runners in another process (pipes, gRPC), whose model
   /// cannot say it; a training log turns it off.
   std::string DefersWhen;
+  /// Where the plugin writes its description (support/PluginDescription.h)
+  /// when set; LLVM then decides every call site.
+  std::string DescribePath;
   /// Whether the options were valid; otherwise Problem says why and the
   /// plugin gives LLVM's default advice.
   std::string Problem;
 };
+
+/// The plugin's options, declared once: LLVM's -mlbridge-KEY, else
+/// MLBRIDGE_INLINE_KEY (support/PluginSettings.h).
+const std::vector<OptionSpec> &inlineOptionSpecs();
 
 /// The options of this process (parsed command line, then environment).
 const PluginOptions &pluginOptions();

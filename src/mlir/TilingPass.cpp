@@ -28,6 +28,7 @@
 #include "mlbridge/mlir/TileSizeAdvisor.h"
 
 #include "support/AppendFile.h"
+#include "support/PluginDescription.h"
 #include "support/PluginSettings.h"
 #include "support/RunStats.h"
 
@@ -113,28 +114,53 @@ struct TilingPass
                      "docs/run-stats.md) to this file; default: "
                      "$MLBRIDGE_MLIR_STATS"),
       llvm::cl::init("")};
+  Option<std::string> DescribeOption{
+      *this, "describe",
+      llvm::cl::desc("write the pass's description (its options, features "
+                     "and answer; docs/plugin-description.md) to this file "
+                     "and tile nothing; default: $MLBRIDGE_MLIR_DESCRIBE"),
+      llvm::cl::init("")};
 
-  /// The pass's options, declared once (support/PluginSettings.h): those
-  /// given to the pass, else MLBRIDGE_MLIR_KEY.
-  PluginSettings settings() const {
+  /// The pass's options, declared once (support/PluginSettings.h).
+  static const std::vector<OptionSpec> &optionSpecs() {
     static const std::vector<OptionSpec> Specs = {
         {"runner", OptionKind::Text},
         {"log", OptionKind::Text},
         {"stats", OptionKind::Text},
+        {"describe", OptionKind::Text},
     };
+    return Specs;
+  }
+
+  /// The pass's contract (support/PluginDescription.h).
+  static PluginDescription description() {
+    return {"mlir-tiling",    "MLIR",
+            "mlbridge-tile{", "=",
+            optionSpecs(),    tilingFeatureSpecs(),
+            {tileSizesSpec()}};
+  }
+
+  /// The pass's options: those given to the pass, else MLBRIDGE_MLIR_KEY.
+  PluginSettings settings() const {
     std::vector<std::pair<std::string, std::string>> Given;
     for (const auto &[Key, Value] :
          {std::pair<const char *, std::string>{"runner", RunnerOption},
           {"log", LogOption},
-          {"stats", StatsOption}})
+          {"stats", StatsOption},
+          {"describe", DescribeOption}})
       if (!Value.empty())
         Given.emplace_back(Key, Value);
-    return PluginSettings::resolve("MLIR", Specs, Given,
+    return PluginSettings::resolve("MLIR", optionSpecs(), Given,
                                    "mlbridge-tile option ");
   }
 
   void runOnOperation() override {
     const PluginSettings Settings = settings();
+    if (Settings.Problem.empty() && Settings.has("describe")) {
+      if (Error E = description().write(Settings.text("describe")))
+        mlir::emitRemark(getOperation().getLoc(), "mlbridge: ") << E.message();
+      return; // described: nothing is tiled
+    }
     std::string Config = Settings.text("runner");
     // The runner is made at the first nest (a module without one never
     // connects to a model).

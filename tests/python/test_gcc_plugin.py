@@ -417,3 +417,23 @@ def test_the_decision_log_escapes_names(plugin, tmp_path):
     log = tmp_path / "log.jsonl"
     gcc(source, tmp_path / "x.o", plugin, [f"log={log}"])
     assert {d["file"] for d in read_decision_log(log)} == {str(source)}
+
+
+def test_the_plugin_describes_itself_and_decides_nothing(plugin):
+    """``describe=FILE``: the plugin's options, features and answer
+    (docs/plugin-description.md), from the table its parser reads."""
+    from mlbridge.gcc.features import FEATURE_NAMES, OUTPUT_NAME
+    from mlbridge.plugin_description import describe_plugin
+
+    described = describe_plugin("gcc_plugin", plugin, "gcc-12", env=compiler_env())
+    assert described.tool == "gcc-unroll"
+    assert [o.key for o in described.options] == [
+        "runner",
+        "max-unroll",
+        "log",
+        "stats",
+        "describe",
+    ]
+    assert described.option("max-unroll").maximum == 1024
+    assert [s.name for s in described.features] == list(FEATURE_NAMES)
+    assert [s.name for s in described.answers] == [OUTPUT_NAME]

@@ -371,3 +371,17 @@ def test_a_log_that_is_not_a_regular_file_is_refused(plugin, tmp_path, kind):
     done = assert_falls_back(plugin, tmp_path, [f"log={log}"], "the tiling log: cannot open")
     assert done.returncode == 0
     unchanged()
+
+
+def test_the_pass_describes_itself_and_tiles_nothing(plugin):
+    """``describe=FILE``: the pass's options, features and answer
+    (docs/plugin-description.md), from the table its parser reads."""
+    from mlbridge.mlir.features import FEATURES, OUTPUT_NAME
+    from mlbridge.plugin_description import describe_plugin
+
+    described = describe_plugin("mlir_plugin", plugin, "mlir-opt-19", env=environment())
+    assert described.tool == "mlir-tiling"
+    assert [o.key for o in described.options] == ["runner", "log", "stats", "describe"]
+    assert described.option("log").variable == "MLBRIDGE_MLIR_LOG"
+    assert [(s.name, s.element_count) for s in described.features] == list(FEATURES)
+    assert [s.name for s in described.answers] == [OUTPUT_NAME]

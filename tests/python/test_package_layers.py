@@ -136,6 +136,7 @@ LAYERS: List[Set[str]] = [
         "linear_policy",
         "plugin_logs",
         "run_stats",
+        "plugin_description",
         "onnx_policy",
         "onnx_tools",
     },

@@ -36,6 +36,12 @@ def add_parser(sub: Any) -> None:
         )
     config.add_argument("--json", action="store_true", help="print everything as JSON")
     config.add_argument(
+        "--describe",
+        choices=("plugin", "gcc-plugin", "mlir-plugin"),
+        help="print the plugin's description (options, features, answers; "
+        "docs/plugin-description.md), as the plugin itself gives it",
+    )
+    config.add_argument(
         "--model",
         metavar="NAME",
         help="print the ONNX file of a model mlbridge ships (inlining-size: docs/models.md)",
@@ -49,6 +55,25 @@ def add_parser(sub: Any) -> None:
     add_llvm_argument(config, "whose LLVM parts to answer (default: the newest installed)")
 
 
+def _describe(args: argparse.Namespace) -> int:
+    import json
+
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.native import NativeError
+    from mlbridge.plugin_description import describe_installed
+
+    if args.json or args.fields or args.model:
+        fail("--describe prints one description: give it alone (with --llvm)", USAGE)
+    try:
+        description = describe_installed(args.describe.replace("-", "_"), llvm=args.llvm)
+    except NativeError as err:
+        fail(str(err), ENVIRONMENT)
+    except MlbridgeError as err:
+        fail(str(err))
+    print(json.dumps(description.to_json(), indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from mlbridge.native import NativeError, config_text
 
@@ -56,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         fail("--json prints everything: give it alone", USAGE)
     if args.aot and not args.model:
         fail("--aot is for --model NAME", USAGE)
+    if args.describe:
+        return _describe(args)
     if args.model:
         from mlbridge.errors import MlbridgeError
         from mlbridge.models import model_path
