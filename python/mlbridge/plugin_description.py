@@ -180,15 +180,12 @@ _MLIR_SOURCE = "module {}\n"
 
 
 def _command(kind: str, plugin: str, compiler: str, work: Path, out: Path) -> List[str]:
+    """The command that has ``compiler`` load ``plugin`` and describe it in ``out``."""
     if kind == "mlir_plugin":
         source = work / "empty.mlir"
         source.write_text(_MLIR_SOURCE)
-        pipeline = f"builtin.module(mlbridge-tile{{describe={out}}})"
-        return [compiler, f"--load-pass-plugin={plugin}", f"--pass-pipeline={pipeline}"] + [
-            str(source),
-            "-o",
-            os.devnull,
-        ]
+        pipeline = f"--pass-pipeline=builtin.module(mlbridge-tile{{describe={out}}})"
+        return [compiler, f"--load-pass-plugin={plugin}", pipeline, str(source), "-o", os.devnull]
     source = work / "f.c"
     source.write_text(_C_SOURCE)
     if kind == "gcc_plugin":
