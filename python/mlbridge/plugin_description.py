@@ -179,6 +179,14 @@ _C_SOURCE = "static int f(int x) { return x + 1; }\nint g(int y) { return f(y); 
 _MLIR_SOURCE = "module {}\n"
 
 
+def _compiler(kind: str) -> str:
+    """The compiler of the plugin ``kind`` (:data:`COMPILERS`)."""
+    try:
+        return COMPILERS[kind]
+    except KeyError:
+        raise ValueError(f"kind must be one of {', '.join(COMPILERS)}, got {kind!r}") from None
+
+
 def _command(kind: str, plugin: str, compiler: str, work: Path, out: Path) -> List[str]:
     """The command that has ``compiler`` load ``plugin`` and describe it in ``out``."""
     if kind == "mlir_plugin":
@@ -208,8 +216,7 @@ def describe_plugin(
     loaded into ``compiler`` (in ``env``: default, this process's environment
     without the plugins' variables). CodecError when it wrote none or a bad
     one; :class:`mlbridge.session.ToolError` when the compiler failed."""
-    if kind not in COMPILERS:
-        raise ValueError(f"kind must be one of {', '.join(COMPILERS)}, got {kind!r}")
+    _compiler(kind)
     with tempfile.TemporaryDirectory(prefix="mlbridge-describe-") as work:
         out = Path(work) / "description.json"
         command = _command(kind, str(plugin), compiler, Path(work), out)
@@ -225,12 +232,11 @@ def describe_installed(
 ) -> PluginDescription:
     """The description of the installed plugin ``kind`` (``mlbridge config
     --describe KIND``), of LLVM ``llvm`` (default: the newest installed)."""
-    if kind not in COMPILERS:
-        raise ValueError(f"kind must be one of {', '.join(COMPILERS)}, got {kind!r}")
+    template = _compiler(kind)
     native = find_native(environ, llvm)
     plugin = native.require(kind)
     major = native.llvm_major or llvm
-    if major is None and "{llvm}" in COMPILERS[kind]:
+    if major is None and "{llvm}" in template:
         raise NativeError(f"the LLVM major of {plugin} is not known (give llvm=N)")
-    compiler = COMPILERS[kind].format(llvm=major)
+    compiler = template.format(llvm=major)
     return describe_plugin(kind, plugin, compiler)

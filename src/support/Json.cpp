@@ -106,12 +106,14 @@ ObjectLine &ObjectLine::end() {
   return *this;
 }
 
-std::string ObjectLine::line() {
+std::string ObjectLine::object() {
   while (Depth)
     end();
-  Out += "}\n";
+  Out += '}';
   return std::move(Out);
 }
+
+std::string ObjectLine::line() { return object() + '\n'; }
 
 void appendString(std::string &Out, std::string_view S) {
   static const char Hex[] = "0123456789abcdef";

@@ -60,8 +60,10 @@ public:
   ObjectLine &begin(std::string_view Key);
   /// Closes the innermost nested object.
   ObjectLine &end();
-  /// The line: the object closed (nested ones too) and a newline; the
-  /// builder is spent.
+  /// The object closed (nested ones too), without a newline: for another
+  /// object's raw() member; the builder is spent.
+  std::string object();
+  /// The line: object() and a newline; the builder is spent.
   std::string line();
 
 private:

@@ -37,4 +37,28 @@ Expected<int> openOutputFile(const std::string &Path, int Flags,
   return Fd;
 }
 
+Error writeOutputFile(const std::string &Path, std::string_view Text,
+                      std::string_view What) {
+  auto Opened = openOutputFile(Path, O_TRUNC, What);
+  if (!Opened)
+    return Opened.takeError();
+  int Why = 0;
+  while (!Text.empty()) {
+    ssize_t N = ::write(*Opened, Text.data(), Text.size());
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0) {
+      Why = N < 0 ? errno : EIO;
+      break;
+    }
+    Text.remove_prefix(size_t(N));
+  }
+  if (::close(*Opened) != 0 && !Why)
+    Why = errno;
+  if (Why)
+    return makeError(ErrorCode::IO, "cannot write ", std::string(What), " '",
+                     Path, "': ", std::strerror(Why));
+  return Error::success();
+}
+
 } // namespace mlbridge

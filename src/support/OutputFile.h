@@ -32,6 +32,12 @@ namespace mlbridge {
 Expected<int> openOutputFile(const std::string &Path, int Flags,
                              std::string_view What);
 
+/// Replaces the contents of the regular file \p Path (opened as
+/// openOutputFile opens it) with \p Text. IO error "cannot open WHAT
+/// 'PATH': why" or "cannot write WHAT 'PATH': why".
+Error writeOutputFile(const std::string &Path, std::string_view Text,
+                      std::string_view What);
+
 } // namespace mlbridge
 
 #endif // MLBRIDGE_SRC_SUPPORT_OUTPUTFILE_H

@@ -9,11 +9,6 @@
 #include "support/Json.h"
 #include "support/OutputFile.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace mlbridge {
 
 namespace {
@@ -30,75 +25,36 @@ const char *kindName(OptionKind Kind) {
   return "text";
 }
 
-void appendMember(std::string &Out, const char *Key) {
-  if (Out.back() != '{' && Out.back() != '[')
-    Out += ',';
-  json::appendString(Out, Key);
-  Out += ':';
-}
-
-void appendSpecs(std::string &Out, const char *Key,
-                 const std::vector<TensorSpec> &Specs) {
-  appendMember(Out, Key);
+std::string specsJSON(const std::vector<TensorSpec> &Specs) {
+  std::string Out;
   appendJSONArray(Out, Specs);
+  return Out;
 }
 
 } // namespace
 
 std::string PluginDescription::json() const {
-  std::string Out = "{";
-  appendMember(Out, "tool");
-  json::appendString(Out, Tool);
-  appendMember(Out, "options");
-  Out += '[';
+  std::string List = "[";
   for (const OptionSpec &S : Options) {
-    Out += Out.back() == '[' ? "{" : ",{";
-    appendMember(Out, "key");
-    json::appendString(Out, S.Key);
-    appendMember(Out, "kind");
-    json::appendString(Out, kindName(S.Kind));
-    if (S.Kind == OptionKind::Integer) {
-      appendMember(Out, "min");
-      json::appendInt(Out, S.Min);
-      appendMember(Out, "max");
-      json::appendInt(Out, S.Max);
-    }
-    appendMember(Out, "flag");
-    json::appendString(Out, Before + S.Key + After);
-    appendMember(Out, "variable");
-    json::appendString(Out, PluginSettings::variable(Plugin.c_str(), S.Key));
-    Out += '}';
+    json::ObjectLine Option;
+    Option.string("key", S.Key).string("kind", kindName(S.Kind));
+    if (S.Kind == OptionKind::Integer)
+      Option.integer("min", S.Min).integer("max", S.Max);
+    Option.string("flag", Before + S.Key + After)
+        .string("variable", PluginSettings::variable(Plugin.c_str(), S.Key));
+    List += (List.size() > 1 ? "," : "") + Option.object();
   }
-  Out += ']';
-  appendSpecs(Out, "features", Features);
-  appendSpecs(Out, "answers", Answers);
-  Out += "}\n";
-  return Out;
+  List += ']';
+  return json::ObjectLine()
+      .string("tool", Tool)
+      .raw("options", List)
+      .raw("features", specsJSON(Features))
+      .raw("answers", specsJSON(Answers))
+      .line();
 }
 
 Error PluginDescription::write(const std::string &Path) const {
-  auto Opened = openOutputFile(Path, O_TRUNC, "the plugin's description");
-  if (!Opened)
-    return Opened.takeError();
-  const std::string Text = json();
-  size_t Done = 0;
-  int Why = 0;
-  while (Done < Text.size()) {
-    ssize_t N = ::write(*Opened, Text.data() + Done, Text.size() - Done);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0) {
-      Why = N < 0 ? errno : EIO;
-      break;
-    }
-    Done += size_t(N);
-  }
-  if (::close(*Opened) != 0 && !Why)
-    Why = errno;
-  if (Why)
-    return makeError(ErrorCode::IO, "cannot write the plugin's description '" +
-                                        Path + "': " + std::strerror(Why));
-  return Error::success();
+  return writeOutputFile(Path, json(), "the plugin's description");
 }
 
 } // namespace mlbridge
