@@ -29,6 +29,7 @@ from mlbridge.input_files import read_regular_file
 from mlbridge.jsontext import load_json
 from mlbridge.native import NativeError, find_native
 from mlbridge.session import run_tool
+from mlbridge.session.plugin_settings import INTERFACES
 from mlbridge.tensor_spec import SpecError, TensorSpec
 
 __all__ = [
@@ -189,18 +190,18 @@ def _compiler(kind: str) -> str:
 
 def _command(kind: str, plugin: str, compiler: str, work: Path, out: Path) -> List[str]:
     """The command that has ``compiler`` load ``plugin`` and describe it in ``out``."""
+    (describe,) = INTERFACES[kind].arguments({"describe": str(out)})
     if kind == "mlir_plugin":
         source = work / "empty.mlir"
         source.write_text(_MLIR_SOURCE)
-        pipeline = f"--pass-pipeline=builtin.module(mlbridge-tile{{describe={out}}})"
+        pipeline = f"--pass-pipeline=builtin.module({describe})"
         return [compiler, f"--load-pass-plugin={plugin}", pipeline, str(source), "-o", os.devnull]
     source = work / "f.c"
     source.write_text(_C_SOURCE)
     if kind == "gcc_plugin":
-        flags = [f"-fplugin={plugin}", f"-fplugin-arg-mlbridge_gcc-describe={out}"]
+        flags = [f"-fplugin={plugin}", describe]
     else:
-        flags = [f"-fpass-plugin={plugin}", f"-fplugin={plugin}", "-mllvm"]
-        flags.append(f"-mlbridge-describe={out}")
+        flags = [f"-fpass-plugin={plugin}", f"-fplugin={plugin}", "-mllvm", describe]
     return [compiler, "-O2", "-c", *flags, str(source), "-o", os.devnull]
 
 

@@ -852,14 +852,14 @@ def test_bad_defers_when_falls_back_to_llvm(plugin, compiler_env, tmp_path):
 def test_the_plugin_describes_itself_and_leaves_llvm_every_call_site(plugin, compiler_env):
     """``-mlbridge-describe=FILE``: the plugin's options, the features a
     model may read and its answer (docs/plugin-description.md)."""
-    from mlbridge.llvm.plugin_settings import variable
     from mlbridge.plugin_description import describe_plugin
+    from mlbridge.session.plugin_settings import INLINE_ADVISOR
 
     described = describe_plugin("plugin", plugin, TOOLS.clang, env=compiler_env)
     assert described.tool == "inline-advisor"
     for option in described.options:
-        assert option.flag == f"-mlbridge-{option.key}="
-        assert option.variable == variable(option.key)
+        assert option.flag == INLINE_ADVISOR.flag(option.key) == f"-mlbridge-{option.key}="
+        assert option.variable == INLINE_ADVISOR.variable(option.key)
     assert described.option("timeout-ms").kind == "integer"
     assert described.option("compare-default").kind == "flag"
     names = [spec.name for spec in described.features]

@@ -99,8 +99,34 @@ def installed() -> Dict[str, Any]:
     return {kind: describe_installed(kind) for kind in COMPILERS}
 
 
+def test_every_option_has_the_flag_and_variable_python_writes(installed: Dict[str, Any]) -> None:
+    """The command-line form and the variable of every option of every
+    plugin are the ones :data:`INTERFACES` writes, and the package's
+    children are kept from exactly the plugins' variables."""
+    from mlbridge.child_process import PLUGIN_PREFIXES
+    from mlbridge.session.plugin_settings import INTERFACES
+
+    assert set(INTERFACES) == set(COMPILERS)
+    for kind, described in installed.items():
+        interface = INTERFACES[kind]
+        for option in described.options:
+            assert option.flag == interface.flag(option.key), (kind, option)
+            assert option.variable == interface.variable(option.key), (kind, option)
+    assert PLUGIN_PREFIXES == tuple(i.prefix for i in INTERFACES.values())
+
+
+def _assert_known(described: Any, settings: Any) -> None:
+    """Every option ``settings`` sets is an option of the plugin, of its kind."""
+    for key, value in settings.values().items():
+        option = described.option(key)
+        if option.kind == "integer":
+            assert option.minimum <= int(value) <= option.maximum
+        elif option.kind == "flag":
+            assert value in ("0", "1")
+
+
 def test_the_inline_plugin_reads_what_python_sets(installed: Dict[str, Any]) -> None:
-    from mlbridge.llvm.plugin_settings import InlinePluginSettings, variable
+    from mlbridge.llvm.plugin_settings import InlinePluginSettings
     from mlbridge.llvm.size_cap import NO_CAP
     from mlbridge.problems import inlining
     from mlbridge.runner_config import RunnerConfig
@@ -115,17 +141,17 @@ def test_the_inline_plugin_reads_what_python_sets(installed: Dict[str, Any]) -> 
         defers_when=inlining.ODR_CALLEE,
         compare_default=True,
     )
-    for key in settings.values():
-        option = described.option(key)
-        assert (option.variable, option.flag) == (variable(key), f"-mlbridge-{key}=")
+    assert len(settings.values()) == 6
+    _assert_known(described, settings)
     names = [spec.name for spec in described.features]
     assert names[-2:] == [inlining.DEFAULT_FEATURE, inlining.ODR_CALLEE]
     assert set(inlining.HIDDEN) <= set(names)
     assert [spec.name for spec in described.answers] == [inlining.DECISION]
 
 
-def test_the_gcc_plugin_sends_the_features_python_declares(installed: Dict[str, Any]) -> None:
+def test_the_gcc_plugin_reads_what_python_sets(installed: Dict[str, Any]) -> None:
     from mlbridge.gcc.features import FEATURE_NAMES, OUTPUT_NAME
+    from mlbridge.gcc.plugin_settings import MAX_UNROLL_LIMIT, GccPluginSettings
     from mlbridge.problems.gcc_unroll.kernels import compile_command
 
     described = installed["gcc_plugin"]
@@ -133,17 +159,23 @@ def test_the_gcc_plugin_sends_the_features_python_declares(installed: Dict[str, 
     assert [spec.name for spec in described.features] == list(FEATURE_NAMES)
     assert all(spec.shape == (1,) and spec.type_name == "int64_t" for spec in described.features)
     assert [spec.name for spec in described.answers] == [OUTPUT_NAME]
-    command = compile_command(Path("k.c"), Path("k.o"), Path("p.so"), "constant:0", Path("l"))
-    flags = [arg.split("=")[0] + "=" for arg in command if arg.startswith("-fplugin-arg-")]
-    assert flags == [described.option("runner").flag, described.option("log").flag]
+    assert described.option("max-unroll").maximum == MAX_UNROLL_LIMIT
+    settings = GccPluginSettings("constant:0", log="l", stats="s", max_unroll=MAX_UNROLL_LIMIT)
+    assert len(settings.values()) == 4
+    _assert_known(described, settings)
+    command = compile_command(Path("k.c"), Path("k.o"), Path("p.so"), settings)
+    assert command[-4:] == [described.option(k).flag + v for k, v in settings.values().items()]
 
 
-def test_the_mlir_pass_sends_the_features_python_declares(installed: Dict[str, Any]) -> None:
+def test_the_mlir_pass_reads_what_python_sets(installed: Dict[str, Any]) -> None:
     from mlbridge.mlir.features import FEATURES, OUTPUT_NAME
+    from mlbridge.mlir.plugin_settings import TilingPassSettings
 
     described = installed["mlir_plugin"]
     assert described.tool == "mlir-tiling"
     assert [(s.name, s.element_count) for s in described.features] == list(FEATURES)
     assert [spec.name for spec in described.answers] == [OUTPUT_NAME]
-    assert {o.key for o in described.options} >= {"runner", "log", "stats", "describe"}
-    assert described.option("runner").flag == "mlbridge-tile{runner="
+    settings = TilingPassSettings("constant:4", log="l", stats="s")
+    assert len(settings.values()) == 3
+    _assert_known(described, settings)
+    assert settings.pipeline().startswith("builtin.module(" + described.option("runner").flag)

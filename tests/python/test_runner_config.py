@@ -66,7 +66,7 @@ def test_the_plugin_settings_carry_the_string_form():
         "MLBRIDGE_INLINE_DEFERS_WHEN": "is_callee_linkonce_odr",
         "MLBRIDGE_INLINE_COMPARE_DEFAULT": "1",
     }
-    assert settings.options()[2] == "-mlbridge-size-increase-threshold=none"
+    assert settings.arguments()[2] == "-mlbridge-size-increase-threshold=none"
     with pytest.raises(ValueError, match="defers_when"):
         InlinePluginSettings(config, defers_when="always")
 

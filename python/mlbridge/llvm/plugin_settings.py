@@ -2,21 +2,23 @@
 
 :class:`InlinePluginSettings` holds the plugin's options (src/llvm/PluginOptions.cpp
 declares them; docs/llvm-plugin.md) and prints them the two ways the plugin
-reads them: its ``MLBRIDGE_INLINE_<KEY>`` variables (:meth:`environment`, for
-clang and every compiler mlbridge runs) and its ``-mlbridge-<key>`` options
-(:meth:`options`, for opt, or behind ``-mllvm`` for clang). Every place of
-the package that tells the plugin something builds one of these.
+reads them (:class:`mlbridge.session.plugin_settings.PluginSettings`): its
+``MLBRIDGE_INLINE_<KEY>`` variables (:meth:`environment`, for clang and every
+compiler mlbridge runs) and its ``-mlbridge-<key>`` options (:meth:`arguments`,
+for opt, or behind ``-mllvm`` for clang). Every place of the package that
+tells the plugin something builds one of these.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from mlbridge.llvm import size_cap
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session.plugin_settings import INLINE_ADVISOR, PluginSettings
 
-__all__ = ["DEFERS_WHEN", "InlinePluginSettings", "check_defers_when", "variable"]
+__all__ = ["DEFERS_WHEN", "InlinePluginSettings", "check_defers_when"]
 
 #: Call sites where the plugin can give LLVM's own decision without asking
 #: its runner (``-mlbridge-defers-when``): calls of ``linkonce_odr``
@@ -32,15 +34,11 @@ def check_defers_when(defers_when: Optional[str]) -> None:
         )
 
 
-def variable(key: str) -> str:
-    """The environment variable of the plugin's option ``key``
-    (``size-increase-threshold`` -> ``MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD``)."""
-    return "MLBRIDGE_INLINE_" + key.upper().replace("-", "_")
-
-
 @dataclass(frozen=True)
-class InlinePluginSettings:
+class InlinePluginSettings(PluginSettings):
     """The plugin's options for one compilation."""
+
+    interface = INLINE_ADVISOR
 
     #: The runner the plugin makes.
     runner: RunnerConfig
@@ -77,11 +75,3 @@ class InlinePluginSettings:
         if self.compare_default:
             out["compare-default"] = "1"
         return out
-
-    def environment(self) -> Dict[str, str]:
-        """The plugin's variables (``MLBRIDGE_INLINE_<KEY>``)."""
-        return {variable(key): value for key, value in self.values().items()}
-
-    def options(self) -> List[str]:
-        """The plugin's LLVM options (``-mlbridge-<key>=VALUE``)."""
-        return [f"-mlbridge-{key}={value}" for key, value in self.values().items()]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from mlbridge.gcc.features import read_decision_log
+from mlbridge.gcc.plugin_settings import GccPluginSettings
 from mlbridge.gym.corpus_modules import EnvError
 from mlbridge.gym.modules import Module
 from mlbridge.gym.timed_kernels import TimedKernelEnv, kernel_modules
@@ -67,7 +68,8 @@ class GccUnrollEnv(TimedKernelEnv):
     def _compile_command(
         self, module: Module, output: Path, runner: Optional[str], log: Path
     ) -> List[str]:
-        return kernels.compile_command(module.bitcode, output, self.plugin, runner, log)
+        settings = GccPluginSettings(runner=runner, log=str(log))
+        return kernels.compile_command(module.bitcode, output, self.plugin, settings)
 
     def _read_log(self, path: Path) -> List[Dict[str, Any]]:
         return read_decision_log(path)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
+from mlbridge.gcc.plugin_settings import GccPluginSettings
 from mlbridge.session import run_tool
 
 #: The compiler the plugin loads into.
@@ -260,11 +261,10 @@ def compile_command(
     source: Path,
     obj: Path,
     plugin: Path,
-    runner: Optional[str],
-    log: Optional[Path] = None,
+    settings: GccPluginSettings,
     extra: Sequence[str] = (),
 ) -> List[str]:
-    """``gcc-12 -O2 -c`` of one kernel with the plugin (``runner`` None: GCC decides)."""
+    """``gcc-12 -O2 -c`` of one kernel with the plugin told ``settings``."""
     return [
         GCC,
         "-O2",
@@ -273,8 +273,7 @@ def compile_command(
         "-o",
         str(obj),
         f"-fplugin={plugin}",
-        *([f"-fplugin-arg-mlbridge_gcc-runner={runner}"] if runner else []),
-        *([f"-fplugin-arg-mlbridge_gcc-log={log}"] if log else []),
+        *settings.arguments(),
         *extra,
     ]
 

@@ -20,11 +20,12 @@ from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
 from mlbridge.llvm.outcomes import CodeBytes, code_bytes
-from mlbridge.llvm.plugin_settings import InlinePluginSettings, variable
+from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, tools
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
+from mlbridge.session.plugin_settings import INLINE_ADVISOR
 
 OPT_LEVEL = "-Oz"
 
@@ -108,7 +109,7 @@ def compile_program(
         stats = Path(tmp) / "stats.jsonl"
         if plugin is not None:
             settings.update(plugin.env)
-            settings[variable("stats")] = str(stats)
+            settings[INLINE_ADVISOR.variable("stats")] = str(stats)
         env = child_process.child_environment(settings)
 
         def one(source: Path) -> Path:

@@ -21,6 +21,7 @@ from mlbridge.gym.corpus_modules import EnvError
 from mlbridge.gym.modules import Module
 from mlbridge.gym.timed_kernels import TimedKernelEnv, kernel_modules
 from mlbridge.mlir import read_tiling_log
+from mlbridge.mlir.plugin_settings import TilingPassSettings
 from mlbridge.native import mlir_plugin_path
 from mlbridge.problems.mlir_tiling import FEATURES as _FEATURES
 from mlbridge.problems.mlir_tiling import PROBLEM, kernels
@@ -71,7 +72,8 @@ class MlirTilingEnv(TimedKernelEnv):
     def _compile_command(
         self, module: Module, output: Path, runner: Optional[str], log: Path
     ) -> List[str]:
-        return kernels.tile_command(module.bitcode, output, self.plugin, runner, log)
+        settings = TilingPassSettings(runner=runner, log=str(log))
+        return kernels.tile_command(module.bitcode, output, self.plugin, settings)
 
     def _read_log(self, path: Path) -> List[Dict[str, Any]]:
         return read_tiling_log(path)

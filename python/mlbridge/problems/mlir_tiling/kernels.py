@@ -16,8 +16,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
+from mlbridge.mlir.plugin_settings import TilingPassSettings
 from mlbridge.session import run_tool
 
 #: Lowering of tiled linalg on memrefs to the LLVM dialect.
@@ -326,25 +327,13 @@ def tools() -> None:
         raise FileNotFoundError(str(RUNNER_UTILS))
 
 
-def tile_command(
-    source: Path, out: Path, plugin: Path, runner: Optional[str], log: Optional[Path] = None
-) -> List[str]:
-    """mlir-opt-19 running the plugin's mlbridge-tile on ``source`` (``runner``
-    None: the pass's own tile sizes), its log to ``log``."""
-    options = []
-    if runner:
-        if '"' in runner or "}" in runner:
-            raise ValueError(
-                f"a runner configuration in a pass option cannot hold '\"' or '}}': {runner}"
-            )
-        options.append(f'runner="{runner}"' if "," in runner else f"runner={runner}")
-    if log:
-        options.append(f"log={log}")
-    pipeline = "builtin.module(mlbridge-tile{" + " ".join(options) + "})"
+def tile_command(source: Path, out: Path, plugin: Path, settings: TilingPassSettings) -> List[str]:
+    """mlir-opt-19 running the plugin's mlbridge-tile on ``source``, told
+    ``settings`` (ValueError when one cannot be written as a pass option)."""
     return [
         "mlir-opt-19",
         f"--load-pass-plugin={plugin}",
-        f"--pass-pipeline={pipeline}",
+        f"--pass-pipeline={settings.pipeline()}",
         str(source),
         "-o",
         str(out),
@@ -352,10 +341,10 @@ def tile_command(
 
 
 def tile(
-    source: Path, out: Path, plugin: Path, runner: Optional[str], log: Optional[Path] = None
+    source: Path, out: Path, plugin: Path, settings: TilingPassSettings
 ) -> "subprocess.CompletedProcess[str]":
     """Runs :func:`tile_command`; raises :class:`~mlbridge.session.ToolError` on failure."""
-    return run_tool(tile_command(source, out, plugin, runner, log), timeout=TOOL_TIMEOUT)
+    return run_tool(tile_command(source, out, plugin, settings), timeout=TOOL_TIMEOUT)
 
 
 def lower(tiled: Path, lowered: Path) -> None:
