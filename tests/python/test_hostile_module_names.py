@@ -196,7 +196,7 @@ def test_evaluate_skips_a_module_that_cannot_be_measured(regalloc_modules, tmp_p
 
     from mlbridge.gym.modules import Module
     from mlbridge.native import NativeError, find_native, interactive_host_path
-    from mlbridge.problems.regalloc_eviction import CANDIDATES, deploy_inputs, observation_names
+    from mlbridge.problems.regalloc_eviction import CANDIDATES, DEPLOY_INPUTS, observation_names
     from mlbridge.problems.regalloc_eviction.deploy import evaluate_regalloc_eviction
     from mlbridge.train.export import export_policy
 
@@ -210,7 +210,7 @@ def test_evaluate_skips_a_module_that_cannot_be_measured(regalloc_modules, tmp_p
     space = gym.spaces.Box(-np.inf, np.inf, (len(names),), np.float32)
     torch.manual_seed(0)
     net = ActorCriticPolicy(space, gym.spaces.Discrete(CANDIDATES), lambda _: 3e-4)
-    inputs, keep = deploy_inputs(names, list(range(len(names))))
+    inputs, keep = DEPLOY_INPUTS(names, list(range(len(names))))
     policy = tmp_path / "policy.onnx"
     export_policy(net, policy, inputs, "index_to_evict", keep, mask=list(range(CANDIDATES)))
 

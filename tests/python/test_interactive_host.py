@@ -53,14 +53,14 @@ def policy(tmp_path_factory):
     import numpy as np
     from stable_baselines3.common.policies import ActorCriticPolicy
 
-    from mlbridge.problems.regalloc_eviction import CANDIDATES, deploy_inputs, observation_names
+    from mlbridge.problems.regalloc_eviction import CANDIDATES, DEPLOY_INPUTS, observation_names
     from mlbridge.train.export import export_policy
 
     names = observation_names()
     space = gymnasium.spaces.Box(-np.inf, np.inf, (len(names),), np.float32)
     torch.manual_seed(0)
     net = ActorCriticPolicy(space, gymnasium.spaces.Discrete(CANDIDATES), lambda _: 3e-4)
-    inputs, keep = deploy_inputs(names, list(range(len(names))))
+    inputs, keep = DEPLOY_INPUTS(names, list(range(len(names))))
     path = tmp_path_factory.mktemp("policy") / "policy.onnx"
     export_policy(net, path, inputs, "index_to_evict", keep, mask=list(range(CANDIDATES)))
     return path

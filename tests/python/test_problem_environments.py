@@ -211,3 +211,33 @@ def test_a_corrupt_module_gives_no_episode(problem, tmp_path):
         assert "corrupt" in env.unwrapped.skipped
     finally:
         env.close()
+
+
+def test_the_shared_keywords_are_checked_alike(problem, modules):
+    """Every environment takes the keywords of EnvOptions besides its own
+    (one check, in CompilerEnv): a keyword of neither is refused by name,
+    a keyword the environment does not take says why, and the shared
+    deadlines and render mode are checked before anything starts."""
+    from mlbridge.gym.compiler_env import EnvOptions
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_program'"):
+        _make(problem, modules, max_program=2)
+    with pytest.raises(ValueError, match="step_timeout must be a positive"):
+        _make(problem, modules, step_timeout=0)
+    with pytest.raises(ValueError, match="renders nothing"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gymnasium's own: "human" is not in render_modes
+        _make(problem, modules, render_mode="human")
+    env_class = gym.spec(problem.env_id).entry_point
+    if isinstance(env_class, str):
+        module, _, name = env_class.partition(":")
+        env_class = getattr(__import__(module, fromlist=[name]), name)
+    refused = dict(env_class.refused_options)
+    if env_class.default_episode_timeout is None:
+        refused["episode_timeout"] = "an episode has no deadline"
+    else:
+        with pytest.raises(ValueError, match="episode_timeout must be a positive"):
+            _make(problem, modules, episode_timeout=float("nan"))
+    assert set(refused) <= set(EnvOptions.__annotations__)
+    for key in refused:
+        with pytest.raises(TypeError, match=f"takes no {key}: "):
+            _make(problem, modules, **{key: 1})

@@ -52,8 +52,8 @@ def test_answer_tables_copy_inputs_and_keep_constants():
 def _random_features(problem, rng):
     from mlbridge.problems import resolve
 
-    module = sys.modules[resolve(problem.deploy_inputs).__module__]
-    return {name: rng.integers(-1, 5000, count).astype(np.int64) for name, count in module.FEATURES}
+    inputs, _ = resolve(problem.deploy_inputs)((), [])
+    return {s.name: rng.integers(-1, 5000, s.element_count).astype(np.int64) for s in inputs}
 
 
 @pytest.mark.parametrize("name", ["gcc-unroll", "mlir-tiling"])

@@ -4,6 +4,11 @@ starts one on a drawn module, ``close`` ends it, releases the compiler
 session and removes the directory, and may be called again), and an
 observation space of named int64 features seen as float32.
 
+Every environment takes its modules (the first argument) and the keywords
+of :class:`EnvOptions` (which modules otherwise, its deadlines, gymnasium's
+render mode) besides its own; :meth:`CompilerEnv._take_common` checks and
+keeps them, :meth:`CompilerEnv._load_modules` loads the modules.
+
 A problem's environment (:mod:`mlbridge.problems`) subclasses
 :class:`CompilerEnv` and implements ``_start`` (a module's first
 observation, or :class:`~mlbridge.gym.corpus_modules.SkipModule`), and where
@@ -12,17 +17,73 @@ it holds more, ``_end_episode`` and ``_release``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import (
+    Any,
+    ClassVar,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+)
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge.gym.corpus_modules import EnvError, start_drawn
+from mlbridge.gym.corpus_modules import EnvError, ModuleLike, environment_modules, start_drawn
 from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
 from mlbridge.gym.modules import Module
+
+__all__ = ["CompilerEnv", "EnvOptions", "ModuleChoice"]
+
+
+class EnvOptions(TypedDict, total=False):
+    """The keywords every environment takes besides its own (docs/gym.md)."""
+
+    #: When no modules are given: the corpus whose programs are the modules
+    #: (a path in any format of :mod:`mlbridge.corpus`; None: the loop's
+    #: default corpus, ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``, with the
+    #: bundled demo programs), its ``split`` (``"train"``, ``"validation"``,
+    #: ``"held-out"`` or ``"all"``; default ``"train"``), compiled into
+    #: ``cache_dir``; ``quick`` (default True) keeps its small programs.
+    corpus: Optional[Union[str, os.PathLike]]
+    split: str
+    quick: bool
+    cache_dir: Optional[Union[str, os.PathLike]]
+    #: Only a fixed sample of that many programs of the split, its projects
+    #: interleaved (a large corpus's first N).
+    max_programs: Optional[int]
+    #: Seconds the compiler may take to reach its next question (or its end).
+    step_timeout: float
+    #: Seconds an episode's compilation may last, the agent's time included
+    #: (an environment without an episode deadline refuses it).
+    episode_timeout: float
+    #: gymnasium's render mode: None (an environment renders nothing).
+    render_mode: Optional[str]
+
+
+#: The keywords of :class:`EnvOptions`.
+_OPTIONS = frozenset(EnvOptions.__annotations__)
+
+
+@dataclass(frozen=True)
+class ModuleChoice:
+    """Which modules an environment compiles when it is given none
+    (:class:`EnvOptions`)."""
+
+    corpus: Optional[Union[str, os.PathLike]]
+    split: str
+    quick: bool
+    cache_dir: Optional[Union[str, os.PathLike]]
+    max_programs: Optional[int]
 
 
 class CompilerEnv(gym.Env[np.ndarray, np.int64]):
@@ -38,23 +99,64 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
     episode_timeout: float
     _episode: Any = None
     _tmp: Optional[str] = None
+    #: Which modules, when none are given (:meth:`_take_common`).
+    choice: ModuleChoice
+    #: The deadlines when none are given: of a step, and of an episode
+    #: (None: the environment has no episode deadline and refuses one).
+    default_step_timeout: ClassVar[float] = 60.0
+    default_episode_timeout: ClassVar[Optional[float]] = 600.0
+    #: Keywords of :class:`EnvOptions` the environment refuses, with why.
+    refused_options: ClassVar[Mapping[str, str]] = {}
 
-    def _take_common(
-        self,
-        render_mode: Optional[str],
-        step_timeout: float,
-        episode_timeout: Optional[float] = None,
-    ) -> None:
-        """Checks and keeps the keywords every environment takes: it renders
-        nothing, and its deadlines (per step, per episode when it has one)
-        are positive seconds; no module is skipped yet."""
+    def _take_common(self, options: Mapping[str, Any]) -> None:
+        """Checks and keeps the keywords every environment takes
+        (:class:`EnvOptions`; TypeError for another keyword, or one the
+        environment refuses): it renders nothing, and its deadlines (per
+        step, per episode when it has one) are positive seconds; no module
+        is skipped yet."""
+        name = type(self).__name__
+        for key in sorted(set(options) - _OPTIONS):
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        refused = dict(self.refused_options)
+        if self.default_episode_timeout is None:
+            refused["episode_timeout"] = "an episode has no deadline (each step has step_timeout)"
+        for key in sorted(set(options) & set(refused)):
+            raise TypeError(f"{name}() takes no {key}: {refused[key]}")
+        render_mode = options.get("render_mode")
         if render_mode is not None:
-            raise ValueError(f"{type(self).__name__} renders nothing (render_mode={render_mode!r})")
+            raise ValueError(f"{name} renders nothing (render_mode={render_mode!r})")
         self.render_mode = render_mode
-        self.step_timeout = seconds("step_timeout", step_timeout)
-        if episode_timeout is not None:
-            self.episode_timeout = seconds("episode_timeout", episode_timeout)
+        self.step_timeout = seconds(
+            "step_timeout", options.get("step_timeout", self.default_step_timeout)
+        )
+        if self.default_episode_timeout is not None:
+            self.episode_timeout = seconds(
+                "episode_timeout", options.get("episode_timeout", self.default_episode_timeout)
+            )
+        self.choice = ModuleChoice(
+            options.get("corpus"),
+            options.get("split", "train"),
+            options.get("quick", True),
+            options.get("cache_dir"),
+            options.get("max_programs"),
+        )
         self.skipped = {}
+
+    def _load_modules(self, modules: Optional[Sequence[ModuleLike]], **how: Any) -> None:
+        """Sets :attr:`modules` (``modules``, else those :attr:`choice`
+        selects) and the same by name; ``how`` is
+        :func:`~mlbridge.gym.corpus_modules.environment_modules`'s
+        (``module_flags``, ``clang``, ``validation_aside``)."""
+        choice = self.choice
+        self.modules, self._by_name = environment_modules(
+            modules,
+            choice.corpus,
+            choice.split,
+            choice.quick,
+            choice.cache_dir,
+            max_programs=choice.max_programs,
+            **how,
+        )
 
     def _make_workdir(self, prefix: str) -> str:
         """Creates the private work directory (removed by :meth:`close`)."""

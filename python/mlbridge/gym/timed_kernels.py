@@ -34,11 +34,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from gymnasium import spaces
 
+from mlbridge.gym.compiler_env import EnvOptions
 from mlbridge.gym.corpus_modules import EnvError, SkipModule
 from mlbridge.gym.episode_limits import runner_ms
 from mlbridge.gym.modules import Module
@@ -54,6 +55,9 @@ from mlbridge.problems.capabilities import Answer, AnswerTable
 from mlbridge.problems.problem import Problem
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import ToolError, run_tool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Baseline", "EnvError", "TimedKernelEnv", "answer_value", "kernel_modules"]
 
@@ -101,12 +105,15 @@ class TimedKernelEnv(ServedCompilerEnv):
 
     - ``modules``: kernel sources (paths, or :class:`Module`); else the
       kernels of the problem's suite in ``split`` (``corpus`` must be None:
-      the suite is the problem's corpus), the first ``max_programs`` of them.
+      the suite is the problem's corpus), the first ``max_programs`` of them;
+      ``quick`` changes nothing (every kernel is small), ``cache_dir`` is
+      refused (kernels are built in the work directory).
     - ``rounds``: runs of a built kernel (and of its default build), the
       fastest counts.
-    - ``step_timeout``: seconds the compiler may take to reach its next
-      decision; ``episode_timeout``: seconds an episode's compilation may
-      last (the agent's time included), and the runner's deadline.
+    - ``step_timeout`` (default 60): seconds the compiler may take to reach
+      its next decision; ``episode_timeout`` (default 600): seconds an
+      episode's compilation may last (the agent's time included), and the
+      runner's deadline.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -124,26 +131,26 @@ class TimedKernelEnv(ServedCompilerEnv):
     #: check): no wall times of the compilation in it.
     timing_info = False
 
+    refused_options = {"cache_dir": "kernels are built in the work directory"}
+
     def __init__(
         self,
         modules: Optional[Sequence[Union[Module, str, os.PathLike]]] = None,
-        corpus: Optional[Union[str, os.PathLike]] = None,
-        split: str = "train",
         *,
-        quick: bool = True,
-        max_programs: Optional[int] = None,
         rounds: int = 3,
-        step_timeout: float = 60.0,
-        episode_timeout: float = 600.0,
         plugin: Optional[Union[str, os.PathLike]] = None,
-        render_mode: Optional[str] = None,
+        **options: Unpack[EnvOptions],
     ) -> None:
-        del quick  # every kernel of a suite is small
         answers = self.problem.get(AnswerTable)
         if answers is None:
             raise TypeError(f"{self.problem.name}: a timed-kernel problem has an answer table")
         self._answers: AnswerTable = answers
-        self._take_common(render_mode, step_timeout, episode_timeout)
+        self._take_common(options)
+        corpus, split, max_programs = (
+            self.choice.corpus,
+            self.choice.split,
+            self.choice.max_programs,
+        )
         if corpus is not None:
             raise EnvError(
                 f"{self.problem.name} runs on its own kernel suite, not on a corpus "

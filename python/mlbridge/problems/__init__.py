@@ -24,7 +24,7 @@ from importlib import metadata
 from typing import Dict, Iterator
 
 from mlbridge.problems.capabilities import Answer
-from mlbridge.problems.problem import DeployInputs, EntryPoint, Problem, resolve
+from mlbridge.problems.problem import DeployInputs, EntryPoint, Problem, TensorInputs, resolve
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -33,6 +33,7 @@ __all__ = [
     "DeployInputs",
     "EntryPoint",
     "Problem",
+    "TensorInputs",
     "environments",
     "get_problem",
     "resolve",

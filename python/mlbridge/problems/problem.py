@@ -46,6 +46,21 @@ def int64_scalars(
 
 
 @dataclass(frozen=True)
+class TensorInputs:
+    """Deployed inputs that are the tensors the compiler feeds a model, as
+    it feeds them (a :data:`DeployInputs`): their concatenation is the
+    environment's observation (``mlbridge.train.tasks.deployed_inputs``
+    checks it), and ``kept`` indexes that concatenation."""
+
+    specs: Tuple[TensorSpec, ...]
+
+    def __call__(
+        self, names: Sequence[str], kept: List[int]
+    ) -> Tuple[List[TensorSpec], Optional[List[int]]]:
+        return list(self.specs), kept
+
+
+@dataclass(frozen=True)
 class Problem:
     """One optimisation problem: what every problem has, and its
     capabilities (see the package's docstring)."""

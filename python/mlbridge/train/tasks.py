@@ -97,6 +97,13 @@ def deployed_inputs(
     kept = kept_features(names, problem.hidden)
     inputs: List[TensorSpec]
     inputs, keep = resolve(problem.deploy_inputs)(names, kept)
+    given = sum(spec.element_count for spec in inputs)
+    if keep is not None and given != len(names):
+        raise ValueError(
+            f"{problem.name}: the deployed model's inputs hold {given} values, "
+            f"the observation {len(names)} features: the compiler's features and "
+            "the environment's differ"
+        )
     return inputs, keep
 
 

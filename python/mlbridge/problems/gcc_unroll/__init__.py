@@ -8,26 +8,20 @@ timed)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Tuple
 
 from mlbridge.gcc.features import FEATURE_NAMES, OUTPUT_NAME
 from mlbridge.gcc.policy import FACTORS
 from mlbridge.problems.capabilities import AnswerTable, KernelSuite
-from mlbridge.problems.problem import Problem
+from mlbridge.problems.problem import Problem, TensorInputs
 from mlbridge.tensor_spec import TensorSpec
 
 #: The plugin's features: 14 int64 scalars.
 FEATURES: Tuple[Tuple[str, int], ...] = tuple((name, 1) for name in FEATURE_NAMES)
 
 
-def deploy_inputs(
-    names: Sequence[str], kept: List[int]
-) -> Tuple[List[TensorSpec], Optional[List[int]]]:
-    """The plugin feeds a model its 14 features as int64 [1] each."""
-    inputs = [TensorSpec(name, "int64_t", (count,)) for name, count in FEATURES]
-    if [s.name for s in inputs] != list(names):
-        raise ValueError("the GCC plugin's features do not match the observation")
-    return inputs, kept
+#: The plugin feeds a model its 14 features as int64 [1] each.
+DEPLOY_INPUTS = TensorInputs(tuple(TensorSpec(name, "int64_t", (n,)) for name, n in FEATURES))
 
 
 PROBLEM = Problem(
@@ -37,7 +31,7 @@ PROBLEM = Problem(
     output=OUTPUT_NAME,
     description="the unroll factor of each loop (gcc-12 -O2, GCC plugin), "
     "reward: the kernel's run time vs GCC's own factors",
-    deploy_inputs=deploy_inputs,
+    deploy_inputs=DEPLOY_INPUTS,
     evaluate="mlbridge.problems.gcc_unroll.deploy:evaluate_trained",
     gamma=1.0,
     gae_lambda=1.0,

@@ -24,14 +24,15 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from gymnasium import spaces
 
 from mlbridge import child_process
 from mlbridge.errors import CodecError
-from mlbridge.gym.corpus_modules import EnvError, environment_modules
+from mlbridge.gym.compiler_env import EnvOptions
+from mlbridge.gym.corpus_modules import EnvError
 from mlbridge.gym.episode_limits import runner_ms
 from mlbridge.gym.modules import Module
 from mlbridge.gym.served_compilation import (
@@ -52,6 +53,9 @@ from mlbridge.policy import Session
 from mlbridge.problems.inlining import DEFAULT_FEATURE
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import STDERR_TAIL, ToolError, run_session, run_tool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
@@ -183,21 +187,16 @@ class InliningEnv(ServedCompilerEnv):
     """Inlining for size on stock clang; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
-      of bitcode files), all used; else the programs of ``corpus`` (a path in
-      any format of :mod:`mlbridge.corpus`; None: the loop's default corpus,
-      ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``, with the bundled demo
-      programs) in the ``split`` (``"train"``, ``"validation"``, ``"held-out"``
-      or ``"all"``), compiled into ``cache_dir`` by :func:`prepare_modules`; ``quick`` keeps
-      the small programs of the fetched corpus.
-    - ``max_programs``: only a fixed sample of that many programs of the
-      split, its projects interleaved (a large corpus's first N).
+      of bitcode files), all used; else the programs of the corpus that the
+      keywords of :class:`~mlbridge.gym.compiler_env.EnvOptions` select,
+      compiled by :func:`prepare_modules`.
     - ``validation_aside``: a corpus without validation programs gets a
       stable share of its training programs as validation ones, which the
       ``"train"`` split then leaves out (``mlbridge train`` validates on them).
     - ``include_default``: LLVM's own decision is the last feature.
-    - ``step_timeout``: seconds the compiler may take to reach the next call
-      site (or its end); ``episode_timeout``: seconds an episode's compilation
-      may last, the agent's time included.
+    - ``step_timeout`` (default 120): seconds the compiler may take to reach
+      the next call site (or its end); ``episode_timeout`` (default 3600):
+      seconds an episode's compilation may last, the agent's time included.
     - ``size_increase_threshold``: LLVM's size cap on the ML inliner (None:
       lifted, every call site is asked).
     - ``transport``: ``"pipe"`` (LLVM's interactive mode; on LLVM 16
@@ -226,30 +225,25 @@ class InliningEnv(ServedCompilerEnv):
 
     metadata: Dict[str, Any] = {"render_modes": []}
     decision_name = "call site"
+    default_step_timeout = 120.0
+    default_episode_timeout = 3600.0
 
     def __init__(
         self,
         modules: Optional[Sequence[Union[Module, str, os.PathLike]]] = None,
-        corpus: Optional[Union[str, os.PathLike]] = None,
-        split: str = "train",
         *,
-        quick: bool = True,
-        max_programs: Optional[int] = None,
         validation_aside: bool = False,
         include_default: bool = True,
-        step_timeout: float = 120.0,
-        episode_timeout: float = 3600.0,
         size_increase_threshold: Optional[float] = None,
-        cache_dir: Optional[Union[str, os.PathLike]] = None,
         clang: Optional[str] = None,
         transport: str = "pipe",
         plugin: Optional[Union[str, os.PathLike]] = None,
         llvm: Optional[int] = None,
         defers_when: Optional[str] = None,
         through_plugin: bool = False,
-        render_mode: Optional[str] = None,
+        **options: Unpack[EnvOptions],
     ) -> None:
-        self._take_common(render_mode, step_timeout, episode_timeout)
+        self._take_common(options)
         if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
         if transport not in TRANSPORTS:
@@ -278,17 +272,7 @@ class InliningEnv(ServedCompilerEnv):
         self.clang = clang or self.llvm.clang
         if self.plugin is not None:  # a plugin of another major crashes clang
             check_plugin_major(self.clang, Path(self.plugin), self.llvm.major)
-        self.modules: List[Module]
-        self.modules, self._by_name = environment_modules(
-            modules,
-            corpus,
-            split,
-            quick,
-            cache_dir,
-            max_programs=max_programs,
-            clang=self.clang,
-            validation_aside=validation_aside,
-        )
+        self._load_modules(modules, clang=self.clang, validation_aside=validation_aside)
         self._oz_sizes: Dict[str, int] = {}
         self._make_workdir("mlbridge-inlining-")
         self._episode: Optional[_Episode] = None

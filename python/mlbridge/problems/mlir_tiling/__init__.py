@@ -9,12 +9,12 @@ timed)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Tuple
 
 from mlbridge.mlir.features import FEATURES, OUTPUT_NAME
 from mlbridge.mlir.policy import TILE_CHOICES
 from mlbridge.problems.capabilities import Answer, AnswerTable, KernelSuite
-from mlbridge.problems.problem import Problem
+from mlbridge.problems.problem import Problem, TensorInputs
 from mlbridge.tensor_spec import TensorSpec
 
 #: Action 0 keeps the pass's own sizes; the others answer a row of TILE_CHOICES.
@@ -23,14 +23,8 @@ ANSWERS: Tuple[Answer, ...] = ("default_tile_sizes",) + tuple(
 )
 
 
-def deploy_inputs(
-    names: Sequence[str], kept: List[int]
-) -> Tuple[List[TensorSpec], Optional[List[int]]]:
-    """The pass feeds a model its int64 features, shaped [1] or [3]."""
-    inputs = [TensorSpec(name, "int64_t", (count,)) for name, count in FEATURES]
-    if sum(s.element_count for s in inputs) != len(names):
-        raise ValueError("the MLIR pass's features do not match the observation")
-    return inputs, kept
+#: The pass feeds a model its int64 features, shaped [1] or [3].
+DEPLOY_INPUTS = TensorInputs(tuple(TensorSpec(name, "int64_t", (n,)) for name, n in FEATURES))
 
 
 PROBLEM = Problem(
@@ -40,7 +34,7 @@ PROBLEM = Problem(
     output=OUTPUT_NAME,
     description="the tile sizes of each linalg operation (mlir-opt-19, MLIR pass plugin), "
     "reward: the kernel's run time vs the pass's own sizes",
-    deploy_inputs=deploy_inputs,
+    deploy_inputs=DEPLOY_INPUTS,
     evaluate="mlbridge.problems.mlir_tiling.deploy:evaluate_trained",
     llvm_majors=(19,),
     gamma=1.0,

@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from gymnasium import spaces
@@ -34,12 +34,11 @@ from gymnasium import spaces
 from mlbridge.channel import ChannelError, make_fifos, open_host_ends
 from mlbridge.codecs import FORMATS
 from mlbridge.gym.bridge import BridgeTimeout, DecisionBridge, Finished, Request
-from mlbridge.gym.compiler_env import CompilerEnv
+from mlbridge.gym.compiler_env import CompilerEnv, EnvOptions
 from mlbridge.gym.corpus_modules import (
     EnvError,
     ModuleLike,
     SkipModule,
-    environment_modules,
 )
 from mlbridge.gym.episode_limits import IDLE_MARGIN, runner_ms
 from mlbridge.gym.modules import Module
@@ -49,6 +48,9 @@ from mlbridge.policy import Session
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import STDERR_TAIL, CompilerSession, ToolError, exit_message, run_tool
 from mlbridge.tensor_spec import TensorSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["IDLE_TIMEOUT", "ROLLBACKS", "EnvError", "PhaseOrderingEnv", "describe_service"]
 
@@ -263,10 +265,7 @@ def deploy_inputs(
     from mlbridge.native import phase_service_path
 
     specs = describe_service(phase_service_path())["inputs"]
-    inputs = [TensorSpec(s["name"], s["type"], tuple(s["shape"])) for s in specs]
-    if sum(s.element_count for s in inputs) != len(names):
-        raise ValueError("the service's inputs do not match the observation")
-    return inputs, kept
+    return [TensorSpec(s["name"], s["type"], tuple(s["shape"])) for s in specs], kept
 
 
 def _scalar(features: Dict[str, np.ndarray], name: str) -> int:
@@ -277,18 +276,13 @@ class PhaseOrderingEnv(CompilerEnv):
     """Pass ordering for IR size on LLVM 19 or 16; see docs/gym.md for the reference.
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
-      of bitcode or textual IR files), all used; else the programs of
-      ``corpus`` (a path in any format of :mod:`mlbridge.corpus`; None: the
-      loop's default corpus, ``$MLBRIDGE_CORPUS`` or ``./.cache/corpus``,
-      with the bundled demo programs) in the ``split`` (``"train"``,
-      ``"validation"``, ``"held-out"`` or ``"all"``), compiled into ``cache_dir`` by
-      :func:`~mlbridge.gym.modules.prepare_modules`; ``quick`` keeps the
-      small programs of the fetched corpus.
-    - ``max_programs``: only a fixed sample of that many programs of the
-      split, its projects interleaved (a large corpus's first N).
+      of bitcode or textual IR files), all used; else the programs of the
+      corpus that the keywords of :class:`~mlbridge.gym.compiler_env.EnvOptions`
+      select, compiled by :func:`~mlbridge.gym.modules.prepare_modules`.
     - ``max_steps``: actions per episode (then it is truncated).
-    - ``step_timeout``: seconds the service may take to answer a command
-      (an action, a load with its ``-Oz`` baseline, its start).
+    - ``step_timeout`` (default 60): seconds the service may take to answer
+      a command (an action, a load with its ``-Oz`` baseline, its start);
+      an episode has no deadline of its own (``episode_timeout`` is refused).
     - ``llvm``: the LLVM major (16 or 19; default: the newest with mlbridge
       parts installed): its service's passes, its clang making the modules.
     - ``service``: the ``mlbridge-phase-service`` program (None:
@@ -300,27 +294,22 @@ class PhaseOrderingEnv(CompilerEnv):
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
+    default_episode_timeout = None
 
     def __init__(
         self,
         modules: Optional[Sequence[ModuleLike]] = None,
-        corpus: Optional[Union[str, os.PathLike]] = None,
-        split: str = "train",
         *,
-        quick: bool = True,
-        max_programs: Optional[int] = None,
         max_steps: int = 32,
-        step_timeout: float = 60.0,
         service: Optional[Union[str, os.PathLike]] = None,
-        cache_dir: Optional[Union[str, os.PathLike]] = None,
         rollback: str = "step",
         format: str = "bitstream",
         llvm: Optional[int] = None,
-        render_mode: Optional[str] = None,
+        **options: Unpack[EnvOptions],
     ) -> None:
         self._service: Optional[_Service] = None
         self._episode: Optional[_Episode] = None
-        self._take_common(render_mode, step_timeout)
+        self._take_common(options)
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
             raise ValueError(f"max_steps must be a whole number, got {max_steps!r}")
         if max_steps < 1:
@@ -346,16 +335,7 @@ class PhaseOrderingEnv(CompilerEnv):
         self.service = os.path.abspath(service)
         if not os.path.isfile(self.service):
             raise EnvError(f"the compiler service {self.service} does not exist")
-        self.modules: List[Module]
-        self.modules, self._by_name = environment_modules(
-            modules,
-            corpus,
-            split,
-            quick,
-            cache_dir,
-            max_programs=max_programs,
-            clang=self.llvm.clang,
-        )
+        self._load_modules(modules, clang=self.llvm.clang)
         self._index = {m.name: i for i, m in enumerate(self.modules)}
         for module in self.modules:
             path = os.path.abspath(module.bitcode)

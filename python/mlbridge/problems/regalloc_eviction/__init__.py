@@ -8,13 +8,13 @@ exported model served to llc-19 by the interactive host, scored)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 
 from mlbridge.policies import evict_lowest_density
 from mlbridge.problems.capabilities import ActionMask, Heuristic, OptimizedModules
-from mlbridge.problems.problem import Problem
+from mlbridge.problems.problem import Problem, TensorInputs
 from mlbridge.tensor_spec import TensorSpec
 
 #: Candidates per question: 32 interfering live ranges, then the live range
@@ -80,15 +80,10 @@ class DensityHeuristic:
         return evict_lowest_density(obs[self.mask], obs[self.density])
 
 
-def deploy_inputs(
-    names: Sequence[str], kept: List[int]
-) -> Tuple[List[TensorSpec], Optional[List[int]]]:
-    """The deployed model reads LLVM's tensors as LLVM shapes them, whose
-    concatenation is the observation; ``kept`` indexes that concatenation."""
-    inputs = [TensorSpec(name, type_name, shape(count)) for name, type_name, count in FEATURES]
-    if sum(s.element_count for s in inputs) != len(names):
-        raise ValueError("LLVM's eviction features do not match the observation")
-    return inputs, kept
+#: The deployed model reads LLVM's tensors as LLVM shapes them.
+DEPLOY_INPUTS = TensorInputs(
+    tuple(TensorSpec(name, type_name, shape(count)) for name, type_name, count in FEATURES)
+)
 
 
 PROBLEM = Problem(
@@ -98,7 +93,7 @@ PROBLEM = Problem(
     output=DECISION,
     description="which live range the greedy allocator of llc-19 evicts, "
     "reward: MLGO's regalloc score vs the default advisor",
-    deploy_inputs=deploy_inputs,
+    deploy_inputs=DEPLOY_INPUTS,
     evaluate="mlbridge.problems.regalloc_eviction.deploy:evaluate_trained",
     llvm_majors=(19,),
     gamma=1.0,

@@ -21,12 +21,13 @@ import logging
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from gymnasium import spaces
 
-from mlbridge.gym.corpus_modules import EnvError, SkipModule, environment_modules
+from mlbridge.gym.compiler_env import EnvOptions
+from mlbridge.gym.corpus_modules import EnvError, SkipModule
 from mlbridge.gym.episode_limits import FLOAT_MAX
 from mlbridge.gym.modules import Module, default_cache_dir, module_flags
 from mlbridge.gym.served_compilation import (
@@ -57,6 +58,9 @@ from mlbridge.problems.regalloc_eviction.score import (
     default_allocation,
     llc_input,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["EnvError", "RegallocEvictionEnv"]
 
@@ -89,15 +93,13 @@ class RegallocEvictionEnv(ServedCompilerEnv):
 
     - ``modules``: the modules (:class:`mlbridge.gym.modules.Module`, or paths
       of bitcode or IR files, compiled as they are); else the programs of
-      ``corpus`` (any format of :mod:`mlbridge.corpus`; None: the default
-      corpus) in ``split``, optimised by clang-19 -O2 into ``cache_dir``;
-      ``quick`` keeps the small programs of the fetched corpus.
-    - ``max_programs``: only a fixed sample of that many programs of the
-      split, its projects interleaved (a large corpus's first N).
-    - ``step_timeout``: seconds the compiler may take to reach the next
-      question (or its end); ``episode_timeout``: seconds an episode's
-      compilation may last, the agent's time included (and the default
-      advisor's compilation of a module).
+      the corpus that the keywords of
+      :class:`~mlbridge.gym.compiler_env.EnvOptions` select, optimised by
+      clang-19 -O2 into ``cache_dir``.
+    - ``step_timeout`` (default 60): seconds the compiler may take to reach
+      the next question (or its end); ``episode_timeout`` (default 600):
+      seconds an episode's compilation may last, the agent's time included
+      (and the default advisor's compilation of a module).
     - ``opt_level``: llc's ``-O`` level (1, 2 or 3).
     - ``per_function``: every function of every module is a module of its
       own (``MODULE:FUNCTION``, extracted by llvm-extract-19 into
@@ -112,35 +114,20 @@ class RegallocEvictionEnv(ServedCompilerEnv):
     def __init__(
         self,
         modules: Optional[Sequence[Union[Module, str, os.PathLike]]] = None,
-        corpus: Optional[Union[str, os.PathLike]] = None,
-        split: str = "train",
         *,
-        quick: bool = True,
-        max_programs: Optional[int] = None,
-        step_timeout: float = 60.0,
-        episode_timeout: float = 600.0,
         opt_level: int = 2,
         per_function: bool = False,
-        cache_dir: Optional[Union[str, os.PathLike]] = None,
         llc: str = LLC,
-        render_mode: Optional[str] = None,
+        **options: Unpack[EnvOptions],
     ) -> None:
-        self._take_common(render_mode, step_timeout, episode_timeout)
+        self._take_common(options)
         if opt_level not in (1, 2, 3):
             raise ValueError(f"opt_level must be 1, 2 or 3, got {opt_level!r}")
         self.opt_level, self.llc = opt_level, llc
-        self.modules: List[Module]
-        self.modules, self._by_name = environment_modules(
-            modules,
-            corpus,
-            split,
-            quick,
-            cache_dir,
-            module_flags(PROBLEM.get(OptimizedModules) is not None),
-            max_programs,
-        )
+        optimized = PROBLEM.get(OptimizedModules) is not None
+        self._load_modules(modules, module_flags=module_flags(optimized))
         if per_function:
-            self.modules = _functions_of(self.modules, cache_dir)
+            self.modules = _functions_of(self.modules, self.choice.cache_dir)
             self._by_name = {m.name: m for m in self.modules}
         self._baselines: Dict[str, DefaultAllocation] = {}
         self._inputs: Dict[str, Path] = {}
