@@ -164,7 +164,7 @@ LAYERS: List[Set[str]] = [
     # Environments.
     {"gym"},
     # Training, export, deployment.
-    {"train"},
+    {"train", "validation"},
     # The problems' folders: environment, deployment, score, trainers.
     {f"problems.{name}" for name in PROBLEM_FOLDERS},
     # The command line.

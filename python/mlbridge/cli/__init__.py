@@ -7,7 +7,9 @@
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
+    mlbridge validate PROBLEM --policy FILE --corpus DIR [--reference -O0] [--jobs N]
     mlbridge corpus build --recipe NAME|FILE --out DIR | packages --recipe R | info CORPUS
+                    | generate csmith|llvm-stress --count N --seed S --out DIR
     mlbridge log dump FILE
     mlbridge config [--prefix | --plugin | --phase-service | --deploy-replay |
                      --interactive-host | --cmake-dir | --libdir | --includedir |
@@ -38,6 +40,7 @@ from mlbridge.cli import (
     log_command,
     serve_command,
     train_command,
+    validate_command,
 )
 from mlbridge.cli_errors import ArgumentParser, run_command
 
@@ -71,6 +74,7 @@ COMMANDS: List[Command] = [
         drive_command,
         train_command,
         evaluate_command,
+        validate_command,
         corpus_command,
         log_command,
         config_command,

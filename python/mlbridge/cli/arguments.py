@@ -8,7 +8,7 @@ import importlib.util
 import math
 import os
 import shutil
-from typing import BinaryIO, Dict, Optional
+from typing import Any, BinaryIO, Dict, Optional
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.output_files import open_output_file
@@ -51,6 +51,17 @@ def whole(text: str, least: int) -> int:
 def count(text: str) -> int:
     """A whole number, at least 1."""
     return whole(text, 1)
+
+
+def add_problem_and_policy(parser: Any) -> None:
+    """The arguments of a command that deploys a trained policy: ``PROBLEM``
+    (a problem of the registry) and ``--policy FILE``."""
+    from mlbridge.problems import PROBLEMS
+
+    parser.add_argument("problem", choices=sorted(PROBLEMS), help="what the policy decides")
+    parser.add_argument(
+        "--policy", required=True, metavar="FILE", help="the policy (policy.onnx of a run)"
+    )
 
 
 def natural(text: str) -> int:

@@ -7,6 +7,7 @@
                           [--step-timeout S] [--memory-limit MIB]
     mlbridge corpus packages --recipe NAME|FILE     (Debian source packages)
     mlbridge corpus info DIR|FILE                   (programs per project and split)
+    mlbridge corpus generate csmith|llvm-stress --count N --seed S --out DIR [--no-progress]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mlbridge.cli.arguments import natural
-from mlbridge.cli_errors import CommandError
+from mlbridge.cli_errors import USAGE, CommandError, fail
 from mlbridge.corpus.sandbox import (
     DEFAULT_BUILD_USER,
     DEFAULT_MEMORY_BYTES,
@@ -71,6 +72,15 @@ def add_parser(sub: Any) -> None:
     )
     packages = actions.add_parser("packages", help="print the Debian source packages of a recipe")
     packages.add_argument("--recipe", required=True, help="a recipe file or shipped name")
+    generate = actions.add_parser(
+        "generate",
+        help="generate programs (csmith's runnable C, llvm-stress's IR), the same for a seed",
+    )
+    generate.add_argument("generator", choices=("csmith", "llvm-stress"), help="the generator")
+    generate.add_argument("--count", type=natural, required=True, help="how many programs")
+    generate.add_argument("--seed", type=natural, default=0, help="the corpus's seed (default 0)")
+    generate.add_argument("--out", required=True, help="the corpus directory (resumes there)")
+    generate.add_argument("--no-progress", action="store_true", help="no progress bar")
     info = actions.add_parser("info", help="programs per project and split of a corpus")
     info.add_argument("corpus", help="a corpus directory or file (any format of docs/corpus.md)")
 
@@ -119,6 +129,39 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate(args: argparse.Namespace) -> int:
+    from mlbridge.corpus.generated import generate_corpus
+
+    if args.count < 1:
+        fail("--count must be at least 1", USAGE)
+    bar: Any = None
+    if not args.no_progress and sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=args.count, desc=args.generator, unit="program", file=sys.stderr)
+        except ImportError:
+            bar = None
+
+    def progress(done: int, count: int) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+
+    try:
+        manifest = generate_corpus(
+            args.generator, Path(args.out), args.count, args.seed, progress=progress
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print(
+        f"{manifest['count']} {manifest['generator']} programs of seed {manifest['seed']} "
+        f"({manifest['version']}): {args.out}"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge corpus``."""
-    return {"build": _build, "packages": _packages, "info": _info}[args.corpus_command](args)
+    commands = {"build": _build, "packages": _packages, "info": _info, "generate": _generate}
+    return commands[args.corpus_command](args)

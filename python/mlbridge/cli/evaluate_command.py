@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from mlbridge.cli.arguments import natural
+from mlbridge.cli.arguments import add_problem_and_policy, natural
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
 
@@ -24,17 +24,13 @@ SPLITS = ("train", "validation", "held-out")
 
 def add_parser(sub: Any) -> None:
     """Adds ``evaluate`` to the ``mlbridge`` subcommands."""
-    from mlbridge.problems import PROBLEMS
 
     evaluate = sub.add_parser(
         "evaluate",
         help="deploy a policy where the compiler runs it and measure it against "
         "the compiler's own heuristic on a corpus split",
     )
-    evaluate.add_argument("problem", choices=sorted(PROBLEMS), help="what the policy decides")
-    evaluate.add_argument(
-        "--policy", required=True, metavar="FILE", help="the policy (policy.onnx of a run)"
-    )
+    add_problem_and_policy(evaluate)
     evaluate.add_argument(
         "--corpus",
         metavar="PATH",

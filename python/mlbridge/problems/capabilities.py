@@ -133,6 +133,16 @@ class Trainer(Capability):
     options: Optional[_EntryPoint] = None
 
 
+@dataclass(frozen=True)
+class DeployedBuild(Capability):
+    """How a program is built with the problem's policy deployed, for the
+    differential check of ``mlbridge validate`` (docs/validation.md; entry
+    point): (policy.onnx, native tool or None, LLVM major or None) -> a
+    :class:`mlbridge.validation.Build` that compiles and links C sources."""
+
+    make: _EntryPoint
+
+
 #: Every kind of capability.
 CAPABILITIES = (
     ActionMask,
@@ -145,4 +155,5 @@ CAPABILITIES = (
     OptimizedModules,
     Validation,
     Trainer,
+    DeployedBuild,
 )

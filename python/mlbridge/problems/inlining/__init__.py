@@ -12,6 +12,7 @@ from __future__ import annotations
 from mlbridge.problems.capabilities import (
     CompilerDecision,
     Deferral,
+    DeployedBuild,
     PluginFeatures,
     Trainer,
     Validation,
@@ -56,6 +57,7 @@ PROBLEM = Problem(
         Deferral(ODR_CALLEE),
         PluginFeatures(PLUGIN_FEATURES),
         Validation("mlbridge.problems.inlining.size_training:validation_measure"),
+        DeployedBuild("mlbridge.problems.inlining.deploy:deployed_build"),
         Trainer(
             "search",
             "mlbridge.problems.inlining.trainers:train_by_search",

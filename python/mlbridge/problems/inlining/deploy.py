@@ -23,9 +23,17 @@ from mlbridge.corpus.program import Program
 from mlbridge.gym.modules import Module
 from mlbridge.llvm.outcomes import CodeBytes, linked_code
 from mlbridge.llvm.plugin_settings import InlinePluginSettings
-from mlbridge.llvm.versions import LlvmTools, tools
-from mlbridge.problems.inlining.toolchain import Plugin, ProgramResult, compile_program, onnx_plugin
+from mlbridge.llvm.versions import LlvmTools, check_plugin_major, tools
+from mlbridge.problems.inlining.toolchain import (
+    OPT_LEVEL,
+    Plugin,
+    ProgramResult,
+    compile_program,
+    onnx_plugin,
+)
 from mlbridge.runner_config import RunnerConfig
+from mlbridge.session.plugin_settings import INLINE_ADVISOR
+from mlbridge.validation import Build
 
 #: The configurations compared, in report order.
 CONFIGS = ("-Oz", "onnx", "aot")
@@ -132,6 +140,27 @@ def evaluate_inlining(
             for name in CONFIGS
         ],
     }
+
+
+def deployed_build(
+    policy: Path, plugin: Optional[Path] = None, llvm: Optional[int] = None
+) -> Build:
+    """How ``mlbridge validate`` builds a program with ``policy`` deployed:
+    ``clang -Oz`` of LLVM ``llvm`` (default: the newest installed) with the
+    plugin (default: ``mlbridge config --plugin --llvm N``) running the
+    policy under ONNX Runtime, its statistics asked for."""
+    from mlbridge.native import plugin_path
+
+    compilers = tools(llvm)
+    plugin = plugin or plugin_path(llvm=compilers.major)
+    check_plugin_major(compilers.clang, plugin, compilers.major)
+    settings = InlinePluginSettings(RunnerConfig(kind="onnx", argument=str(policy)))
+    return Build(
+        f"{compilers.clang} {OPT_LEVEL}, inlining by {policy.name}",
+        (compilers.clang, OPT_LEVEL, *Plugin(plugin).flags()),
+        settings.environment(),
+        INLINE_ADVISOR.variable("stats"),
+    )
 
 
 def evaluate_trained(

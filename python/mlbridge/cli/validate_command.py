@@ -1,0 +1,116 @@
+"""``mlbridge validate PROBLEM --policy FILE --corpus DIR``: proof that programs
+built with a policy deployed still work (docs/validation.md). Each runnable
+program of the corpus (csmith's: ``mlbridge corpus generate csmith``) is built
+by ``clang -O0`` and with the policy deployed, both run under a deadline, and
+their outputs compared; a finding (different outputs, a crash, a hang, a
+build failure, a plugin that fell back) is kept as a reproducer and makes the
+command fail."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mlbridge.cli.arguments import add_problem_and_policy, natural
+from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
+from mlbridge.llvm.versions import add_llvm_argument
+
+NAME = "validate"
+GROUP = "learn"
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``validate`` to the ``mlbridge`` subcommands."""
+    validate = sub.add_parser(
+        "validate",
+        help="build runnable programs with a policy deployed and with clang -O0, run both "
+        "and compare their outputs",
+    )
+    add_problem_and_policy(validate)
+    validate.add_argument(
+        "--corpus",
+        required=True,
+        metavar="PATH",
+        help="runnable programs, any format of docs/corpus.md (mlbridge corpus generate csmith)",
+    )
+    validate.add_argument(
+        "--reference",
+        default="-O0",
+        choices=("-O0", "-O1", "-O2", "-Os", "-Oz"),
+        help="the reference build's level (default -O0)",
+    )
+    validate.add_argument(
+        "--max-programs", type=natural, metavar="N", help="the first N programs only"
+    )
+    validate.add_argument(
+        "--run-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a program may run (default 10; a reference past it is skipped)",
+    )
+    validate.add_argument("--jobs", type=natural, default=2, help="programs at once (default 2)")
+    validate.add_argument(
+        "--out", default="validate-out", help="report, reproducers, work (default validate-out)"
+    )
+    validate.add_argument("--tool", help="the native half (the plugin; default: mlbridge config)")
+    add_llvm_argument(validate, "of the compiler (default: the newest with mlbridge parts)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``mlbridge validate``."""
+    from mlbridge.corpus.load import load_corpus
+    from mlbridge.llvm.versions import tools
+    from mlbridge.native import NativeError
+    from mlbridge.problems import get_problem, resolve
+    from mlbridge.problems.capabilities import DeployedBuild
+    from mlbridge.validation import check_programs, reference_build
+
+    problem = get_problem(args.problem)
+    deployed = problem.get(DeployedBuild)
+    if deployed is None:
+        fail(f"the problem {args.problem} does not build programs with a policy yet", USAGE)
+    policy = Path(args.policy)
+    if not policy.is_file():
+        fail(f"{policy} does not exist", ENVIRONMENT)
+    if not args.run_timeout > 0:
+        fail("--run-timeout must be a positive number of seconds", USAGE)
+    if args.jobs < 1:
+        fail("--jobs must be at least 1", USAGE)
+    programs = load_corpus(Path(args.corpus))[: args.max_programs]
+    if not programs:
+        fail(f"{args.corpus} has no program", ENVIRONMENT)
+    tool = Path(args.tool) if args.tool else None
+    try:
+        candidate = resolve(deployed.make)(policy, tool, args.llvm)
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    reference = reference_build(args.reference, tools(args.llvm))
+    out = Path(args.out)
+    findings = out / "findings"
+    report = check_programs(
+        programs,
+        reference,
+        candidate,
+        out / "work",
+        jobs=args.jobs,
+        run_timeout=args.run_timeout,
+        findings=findings,
+    )
+    (out / "validate.json").write_text(json.dumps(report, indent=1) + "\n")
+    counts = ", ".join(f"{status} {n}" for status, n in report["counts"].items())
+    print(
+        f"{report['programs']} programs ({counts}); {report['compared']} compared, "
+        f"{len(report['findings'])} findings; {report['decisions']} decisions of the policy; "
+        f"{report['seconds']:.0f} s: {out / 'validate.json'}"
+    )
+    if report["findings"]:
+        for finding in report["findings"]:
+            print(
+                f"{finding['status']}: {finding['program']}: {finding['detail']}", file=sys.stderr
+            )
+        raise CommandError(f"{len(report['findings'])} findings, reproducers in {findings}")
+    return 0

@@ -1,0 +1,272 @@
+"""The differential check of runnable programs (csmith's, or any program
+that prints what it computed and exits 0).
+
+Each program is built twice, by a reference :class:`Build` (``clang-19
+-O0``) and by a candidate (the policy deployed), each executable is run
+under a deadline, and the two outputs (stdout and exit status) compared.
+What can come of it (:attr:`ProgramCheck.status`):
+
+- ``same``: both built, ran and printed the same;
+- a finding (:data:`FINDINGS`), kept as a reproducer: ``mismatch`` (the
+  outputs differ), ``candidate-build-failed``, ``candidate-crashed`` (it
+  exited non-zero or by a signal where the reference exited 0),
+  ``candidate-timed-out`` (the reference ended within the deadline, the
+  candidate did not), ``fallback`` (the policy's plugin fell back to the
+  compiler's heuristic, or wrote no statistics: the program was not built
+  with the policy);
+- a skip (:data:`SKIPS`), the program's fault, not the candidate's:
+  ``reference-build-failed``, ``reference-failed`` (it exited non-zero),
+  ``reference-timed-out`` (csmith's programs may loop for ever).
+
+A reproducer is a directory of the findings directory named after the
+program: its sources, and ``finding.json`` with both commands (argv lists),
+the candidate's environment, both outputs and the status.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from mlbridge.child_process import child_environment
+from mlbridge.corpus.program import Program
+from mlbridge.errors import CodecError
+from mlbridge.run_stats import RunTotals, read_run_stats
+from mlbridge.session import ToolError, run_tool
+from mlbridge.validation.build import Build
+
+__all__ = ["FINDINGS", "SKIPS", "ProgramCheck", "check_program", "check_programs"]
+
+#: Statuses that are findings against the candidate.
+FINDINGS = (
+    "mismatch",
+    "candidate-build-failed",
+    "candidate-crashed",
+    "candidate-timed-out",
+    "fallback",
+)
+#: Statuses that leave the program out (the program's fault).
+SKIPS = ("reference-build-failed", "reference-failed", "reference-timed-out")
+#: Characters of a program's output kept in a report (the whole output is
+#: compared).
+_OUTPUT_KEPT = 4000
+#: The largest statistics file read per build.
+_MAX_STATS_BYTES = 1 << 20
+
+
+@dataclass
+class ProgramCheck:
+    """What the check of one program found."""
+
+    program: str
+    status: str
+    #: What went wrong, in a line ("" when the outputs are the same).
+    detail: str = ""
+    #: The policy's decisions in the candidate build (None: no policy).
+    decisions: Optional[int] = None
+    #: Wall seconds of the whole check (both builds and runs).
+    seconds: float = 0.0
+
+    @property
+    def finding(self) -> bool:
+        return self.status in FINDINGS
+
+
+@dataclass
+class _Ran:
+    """An executable's run: its output and how it ended."""
+
+    stdout: str
+    returncode: Optional[int]
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def summary(self) -> Dict[str, Any]:
+        return {
+            "stdout": self.stdout[:_OUTPUT_KEPT],
+            "returncode": self.returncode,
+            "timed_out": self.timed_out,
+        }
+
+
+def _build(
+    build: Build, program: Program, output: Path, timeout: float, stats: Optional[Path]
+) -> Tuple[Optional[str], List[str]]:
+    """Builds ``program`` into ``output``: (None, argv) when it built, else
+    (the end of the compiler's error, argv)."""
+    argv = build.argv(program.flags, [str(s) for s in program.sources], str(output))
+    env = dict(build.env)
+    if stats is not None and build.stats_variable is not None:
+        env[build.stats_variable] = str(stats)
+    try:
+        run_tool(argv, timeout=timeout, env=child_environment(env), what=f"{build.name} building")
+    except ToolError as err:
+        return str(err).splitlines()[-1][:_OUTPUT_KEPT] if str(err) else "failed", argv
+    return None, argv
+
+
+def _run(executable: Path, timeout: float, cwd: Path) -> _Ran:
+    try:
+        done = run_tool([str(executable)], timeout=timeout, cwd=cwd, what=executable.name)
+    except ToolError as err:
+        return _Ran("", err.returncode, err.timed_out)
+    return _Ran(done.stdout, 0, False)
+
+
+def _policy_decisions(stats: Path) -> Tuple[Optional[str], int]:
+    """(what is wrong with the policy's statistics or None, its decisions)."""
+    try:
+        totals = RunTotals.of(read_run_stats(stats, _MAX_STATS_BYTES))
+    except CodecError as err:
+        return f"unreadable statistics: {err}", 0
+    if totals.units == 0:
+        return "the plugin wrote no statistics (was the policy loaded?)", 0
+    if totals.fallbacks:
+        error = totals.first_error or "no error given"
+        return f"{totals.fallbacks} of {totals.decisions} decisions fell back: {error}", 0
+    return None, totals.decisions
+
+
+def check_program(
+    program: Program,
+    reference: Build,
+    candidate: Build,
+    work: Path,
+    *,
+    run_timeout: float = 10.0,
+    build_timeout: float = 300.0,
+    findings: Optional[Path] = None,
+) -> ProgramCheck:
+    """Checks ``program`` (see the module's docstring) in a directory of
+    ``work``; keeps a reproducer in ``findings`` when it is a finding."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="check-", dir=work) as tmp:
+        scratch = Path(tmp)
+
+        def done(status: str, detail: str = "", decisions: Optional[int] = None) -> ProgramCheck:
+            return ProgramCheck(program.name, status, detail, decisions, time.monotonic() - start)
+
+        error, reference_argv = _build(
+            reference, program, scratch / "reference", build_timeout, None
+        )
+        if error is not None:
+            return done("reference-build-failed", error)
+        expected = _run(scratch / "reference", run_timeout, scratch)
+        if expected.timed_out:
+            return done("reference-timed-out", f"no end within {run_timeout:g} s")
+        if not expected.ok:
+            return done("reference-failed", f"exit status {expected.returncode}")
+        stats = scratch / "stats.jsonl" if candidate.stats_variable else None
+        error, candidate_argv = _build(
+            candidate, program, scratch / "candidate", build_timeout, stats
+        )
+        got = _Ran("", None, False)
+        decisions: Optional[int] = None
+        if error is not None:
+            check = done("candidate-build-failed", error)
+        else:
+            policy_error = None
+            if stats is not None:
+                policy_error, decisions = _policy_decisions(stats)
+            got = _run(scratch / "candidate", run_timeout, scratch)
+            if policy_error is not None:
+                check = done("fallback", policy_error)
+            elif got.timed_out:
+                check = done("candidate-timed-out", f"no end within {run_timeout:g} s", decisions)
+            elif got.returncode != 0:
+                check = done("candidate-crashed", f"exit status {got.returncode}", decisions)
+            elif got.stdout != expected.stdout:
+                check = done("mismatch", "the outputs differ", decisions)
+            else:
+                return done("same", "", decisions)
+        if findings is not None:
+            _keep(
+                findings, program, check, reference_argv, candidate_argv, candidate, expected, got
+            )
+        return check
+
+
+def _keep(
+    findings: Path,
+    program: Program,
+    check: ProgramCheck,
+    reference_argv: List[str],
+    candidate_argv: List[str],
+    candidate: Build,
+    expected: _Ran,
+    got: _Ran,
+) -> None:
+    """Writes the reproducer of a finding (see the module's docstring)."""
+    where = findings / program.dirname
+    where.mkdir(parents=True, exist_ok=True)
+    for source in program.sources:
+        shutil.copyfile(source, where / source.name)
+    record = {
+        "program": program.name,
+        "status": check.status,
+        "detail": check.detail,
+        "reference": {"argv": reference_argv, **expected.summary()},
+        "candidate": {"argv": candidate_argv, "env": candidate.env, **got.summary()},
+    }
+    (where / "finding.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+def check_programs(
+    programs: Sequence[Program],
+    reference: Build,
+    candidate: Build,
+    work: Path,
+    *,
+    jobs: int = 2,
+    run_timeout: float = 10.0,
+    build_timeout: float = 300.0,
+    findings: Optional[Path] = None,
+    progress: Optional[Callable[[ProgramCheck], None]] = None,
+) -> Dict[str, Any]:
+    """Checks every program, ``jobs`` at once: the report (counts per
+    status, the findings, each program's check, the wall seconds)."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+
+    def one(program: Program) -> ProgramCheck:
+        check = check_program(
+            program,
+            reference,
+            candidate,
+            work,
+            run_timeout=run_timeout,
+            build_timeout=build_timeout,
+            findings=findings,
+        )
+        if progress is not None:
+            progress(check)
+        return check
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        checks = list(pool.map(one, programs))
+    counts: Dict[str, int] = {}
+    for check in checks:
+        counts[check.status] = counts.get(check.status, 0) + 1
+    return {
+        "reference": reference.name,
+        "candidate": candidate.name,
+        "programs": len(checks),
+        "compared": counts.get("same", 0) + sum(counts.get(s, 0) for s in FINDINGS),
+        "counts": dict(sorted(counts.items())),
+        "findings": [asdict(c) for c in checks if c.finding],
+        "decisions": sum(c.decisions or 0 for c in checks),
+        "run_timeout": run_timeout,
+        "seconds": round(time.monotonic() - start, 3),
+        "checks": [asdict(c) for c in checks],
+    }
