@@ -120,3 +120,28 @@ def test_where_the_size_model_says_it_answers_llvms_decision_it_does():
         feed["is_callee_linkonce_odr"] = np.array([0], np.int64)
         overruled += session.run(None, feed)[0].tolist() != feed["inlining_default"].tolist()
     assert overruled > 0  # elsewhere the policy decides (the flag is what defers)
+
+
+#: The sections of a model card, in order (docs/models.md).
+CARD_SECTIONS = ("Using it", "Training", "Test projects", "Semantic validation", "Known limits")
+
+
+def test_every_card_has_the_templates_sections_validation_included():
+    """No model ships without its card's sections, the check that the
+    programs it builds still work among them (``mlbridge validate``, with
+    its count of programs)."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    for name, model in SHIPPED.items():
+        text = (root / model.card).read_text()
+        start = text.index(f"\n## {name}\n")
+        end = text.find("\n## ", start + 1)
+        card = text[start : end if end != -1 else len(text)]
+        headings = re.findall(r"^### (.+)$", card, re.M)
+        found = [h for h in headings if h in CARD_SECTIONS]
+        assert found == list(CARD_SECTIONS), (name, headings)
+        validation = card[card.index("### Semantic validation") :]
+        validation = validation[: validation.index("\n### ", 1)]
+        assert "mlbridge validate" in validation, name
+        assert re.search(r"\d[\d,]* (csmith )?programs", validation), name

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mlbridge.cli.arguments import natural
+from mlbridge.cli.progress import progress_bar
 from mlbridge.cli_errors import USAGE, CommandError, fail
 from mlbridge.corpus.sandbox import (
     DEFAULT_BUILD_USER,
@@ -134,14 +135,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     if args.count < 1:
         fail("--count must be at least 1", USAGE)
-    bar: Any = None
-    if not args.no_progress and sys.stderr.isatty():
-        try:
-            from tqdm import tqdm
-
-            bar = tqdm(total=args.count, desc=args.generator, unit="program", file=sys.stderr)
-        except ImportError:
-            bar = None
+    bar = progress_bar(args.count, args.generator, "program", not args.no_progress)
 
     def progress(done: int, count: int) -> None:
         if bar is not None:

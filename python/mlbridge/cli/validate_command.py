@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlbridge.cli.arguments import add_problem_and_policy, natural
+from mlbridge.cli.progress import progress_bar
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
 
@@ -53,6 +54,7 @@ def add_parser(sub: Any) -> None:
         help="seconds a program may run (default 10; a reference past it is skipped)",
     )
     validate.add_argument("--jobs", type=natural, default=2, help="programs at once (default 2)")
+    validate.add_argument("--no-progress", action="store_true", help="no progress bar")
     validate.add_argument(
         "--out", default="validate-out", help="report, reproducers, work (default validate-out)"
     )
@@ -91,15 +93,21 @@ def run(args: argparse.Namespace) -> int:
     reference = reference_build(args.reference, tools(args.llvm))
     out = Path(args.out)
     findings = out / "findings"
-    report = check_programs(
-        programs,
-        reference,
-        candidate,
-        out / "work",
-        jobs=args.jobs,
-        run_timeout=args.run_timeout,
-        findings=findings,
-    )
+    bar = progress_bar(len(programs), "validate", "program", not args.no_progress)
+    try:
+        report = check_programs(
+            programs,
+            reference,
+            candidate,
+            out / "work",
+            jobs=args.jobs,
+            run_timeout=args.run_timeout,
+            findings=findings,
+            progress=(lambda check: bar.update(1)) if bar is not None else None,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     (out / "validate.json").write_text(json.dumps(report, indent=1) + "\n")
     counts = ", ".join(f"{status} {n}" for status, n in report["counts"].items())
     print(
