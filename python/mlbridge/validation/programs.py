@@ -206,7 +206,8 @@ def _keep(
     got: _Ran,
 ) -> None:
     """Writes the reproducer of a finding (see the module's docstring)."""
-    where = findings / program.dirname
+    name = program.dirname  # one path component: "/" is percent-encoded
+    where = findings / (f"_{name}" if name in (".", "..") else name)
     where.mkdir(parents=True, exist_ok=True)
     for source in program.sources:
         shutil.copyfile(source, where / source.name)
