@@ -272,3 +272,103 @@ def test_the_command_offers_every_generator():
         assert args.generator == name
     with pytest.raises(SystemExit):
         parser.parse_args(["corpus", "generate", "yarpgen", "--count", "1", "--out", "x"])
+
+
+# -- robustness: one episode per module --------------------------------------
+
+
+class _FakeEnv:
+    """An environment whose episodes misbehave on purpose: ``behaviour``
+    per module name (``ok``, ``raise``, ``slow``, ``orphan``)."""
+
+    step_timeout = 0.1
+    episode_timeout = 0.2
+    compiler_pid = None
+
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+        self.children = []
+        self.closed = False
+        self.name = None
+
+    def reset(self, options):
+        self.name = options["module"]
+        if self.behaviour[self.name] == "orphan":  # never reaped: outlives its episode
+            self.children.append(subprocess.Popen(["sleep", "30"]))
+        return None, {}
+
+    def baseline_action(self):
+        return 0
+
+    def step(self, action):
+        kind = self.behaviour[self.name]
+        if kind == "raise":
+            raise RuntimeError("a bug")
+        if kind == "slow":
+            import time
+
+            time.sleep(0.4)
+        return None, 0.0, True, False, {"error": "refused"} if kind == "error" else {}
+
+    def _end_episode(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def test_episodes_that_raise_overrun_or_orphan_are_findings():
+    from mlbridge.validation.episodes import EPISODE_FINDINGS, run_episodes
+
+    env = _FakeEnv({"a": "ok", "b": "raise", "c": "slow", "d": "orphan", "e": "error"})
+    try:
+        report = run_episodes(env, ["a", "b", "c", "d", "e"], margin=0.05)
+    finally:
+        for child in env.children:
+            child.kill()
+            child.wait()
+    statuses = {c["module"]: c["status"] for c in report["checks"]}
+    assert statuses == {
+        "a": "done",
+        "b": "raised",
+        "c": "overran",
+        "d": "orphaned",
+        "e": "error",
+        "(close)": "orphaned",  # the same sleep, still there when the env closed
+    }
+    assert {f["status"] for f in report["findings"]} <= set(EPISODE_FINDINGS)
+    assert (
+        "RuntimeError: a bug" in next(c for c in report["checks"] if c["module"] == "b")["detail"]
+    )
+    assert env.closed
+    with pytest.raises(ValueError, match="mode"):
+        run_episodes(env, [], "greedy")
+
+
+@pytest.mark.parametrize("problem", ["phase-ordering", "regalloc-eviction"])
+def test_generated_ir_runs_through_an_environment(tmp_path, problem):
+    """llvm-stress modules, one episode each, random legal actions: no
+    finding (the CLI, as a user runs it)."""
+    _needs("llvm-stress")
+    _installed_plugin()
+    generate_corpus("llvm-stress", tmp_path / "ir", 3, 11)
+    done = subprocess.run(
+        [sys.executable, "-m", "mlbridge", "validate", problem, "--episodes", "random"]
+        + ["--corpus", str(tmp_path / "ir"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "episodes.json").read_text())
+    assert report["episodes"] == 3 and not report["findings"]
+    assert set(report["counts"]) <= {"done", "error", "skipped"}
+
+
+def test_validate_without_a_policy_or_episodes_is_a_usage_error(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mlbridge", "validate", "inlining", "--corpus", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--policy is required" in done.stderr

@@ -53,14 +53,14 @@ def count(text: str) -> int:
     return whole(text, 1)
 
 
-def add_problem_and_policy(parser: Any) -> None:
+def add_problem_and_policy(parser: Any, required: bool = True) -> None:
     """The arguments of a command that deploys a trained policy: ``PROBLEM``
-    (a problem of the registry) and ``--policy FILE``."""
+    (a problem of the registry) and ``--policy FILE`` (``required`` or not)."""
     from mlbridge.problems import PROBLEMS
 
     parser.add_argument("problem", choices=sorted(PROBLEMS), help="what the policy decides")
     parser.add_argument(
-        "--policy", required=True, metavar="FILE", help="the policy (policy.onnx of a run)"
+        "--policy", required=required, metavar="FILE", help="the policy (policy.onnx of a run)"
     )
 
 

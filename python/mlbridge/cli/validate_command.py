@@ -4,7 +4,13 @@ program of the corpus (csmith's: ``mlbridge corpus generate csmith``) is built
 by ``clang -O0`` and with the policy deployed, both run under a deadline, and
 their outputs compared; a finding (different outputs, a crash, a hang, a
 build failure, a plugin that fell back) is kept as a reproducer and makes the
-command fail."""
+command fail.
+
+``mlbridge validate PROBLEM --episodes baseline|random --corpus DIR``: the
+problem's environment runs one episode on each module of the corpus
+(llvm-stress's: ``mlbridge corpus generate llvm-stress``); an exception that
+escapes it, an episode past its deadlines or a process that outlives its
+episode is a finding."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 from mlbridge.cli.arguments import add_problem_and_policy, natural
 from mlbridge.cli.progress import progress_bar
@@ -30,7 +36,13 @@ def add_parser(sub: Any) -> None:
         help="build runnable programs with a policy deployed and with clang -O0, run both "
         "and compare their outputs",
     )
-    add_problem_and_policy(validate)
+    add_problem_and_policy(validate, required=False)
+    validate.add_argument(
+        "--episodes",
+        choices=("baseline", "random"),
+        help="instead of building programs: one episode of the problem's environment on each "
+        "module, with the compiler's own actions or random legal ones",
+    )
     validate.add_argument(
         "--corpus",
         required=True,
@@ -72,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
     from mlbridge.validation import check_programs, reference_build
 
     problem = get_problem(args.problem)
+    if args.jobs < 1:
+        fail("--jobs must be at least 1", USAGE)
+    if args.episodes is not None:
+        return _episodes(args, problem)
+    if args.policy is None:
+        fail("--policy is required (or --episodes)", USAGE)
     deployed = problem.get(DeployedBuild)
     if deployed is None:
         fail(f"the problem {args.problem} does not build programs with a policy yet", USAGE)
@@ -80,8 +98,6 @@ def run(args: argparse.Namespace) -> int:
         fail(f"{policy} does not exist", ENVIRONMENT)
     if not args.run_timeout > 0:
         fail("--run-timeout must be a positive number of seconds", USAGE)
-    if args.jobs < 1:
-        fail("--jobs must be at least 1", USAGE)
     programs = load_corpus(Path(args.corpus))[: args.max_programs]
     if not programs:
         fail(f"{args.corpus} has no program", ENVIRONMENT)
@@ -121,4 +137,56 @@ def run(args: argparse.Namespace) -> int:
                 f"{finding['status']}: {finding['program']}: {finding['detail']}", file=sys.stderr
             )
         raise CommandError(f"{len(report['findings'])} findings, reproducers in {findings}")
+    return 0
+
+
+def _episodes(args: argparse.Namespace, problem: Any) -> int:
+    """``--episodes``: the robustness run (:mod:`mlbridge.validation.episodes`)."""
+    import gymnasium
+
+    import mlbridge.gym  # noqa: F401  (registers the ids)
+    from mlbridge.corpus.load import load_corpus
+    from mlbridge.corpus.program import BITCODE_SUFFIXES
+    from mlbridge.problems.capabilities import KernelSuite
+    from mlbridge.validation.episodes import run_episodes
+
+    if problem.get(KernelSuite) is not None:
+        fail(f"{problem.name} runs on its own kernel suite, not on a corpus's modules", USAGE)
+    programs = load_corpus(Path(args.corpus))[: args.max_programs]
+    if not programs:
+        fail(f"{args.corpus} has no program", ENVIRONMENT)
+    kwargs: Dict[str, Any] = {}
+    if args.llvm is not None and len(problem.llvm_majors) > 1:
+        kwargs["llvm"] = args.llvm
+    if all(len(p.sources) == 1 and p.sources[0].suffix in BITCODE_SUFFIXES for p in programs):
+        kwargs["modules"] = [p.sources[0] for p in programs]
+    else:
+        kwargs.update(corpus=args.corpus, split="all", max_programs=args.max_programs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env: Any = gymnasium.make(problem.env_id, **kwargs).unwrapped
+    names = [m.name for m in env.modules]
+    bar = progress_bar(len(names), problem.name, "episode", not args.no_progress)
+    try:
+        report = run_episodes(
+            env,
+            names,
+            args.episodes,
+            progress=(lambda check: bar.update(1)) if bar is not None else None,
+        )
+    finally:
+        env.close()
+        if bar is not None:
+            bar.close()
+    (out / "episodes.json").write_text(json.dumps(report, indent=1) + "\n")
+    counts = ", ".join(f"{status} {n}" for status, n in report["counts"].items())
+    print(
+        f"{report['episodes']} episodes of {problem.name} ({counts}); "
+        f"{len(report['findings'])} findings; {report['steps']} steps; "
+        f"{report['seconds']:.0f} s: {out / 'episodes.json'}"
+    )
+    if report["findings"]:
+        for finding in report["findings"]:
+            print(f"{finding['status']}: {finding['module']}: {finding['detail']}", file=sys.stderr)
+        raise CommandError(f"{len(report['findings'])} findings")
     return 0
