@@ -10,7 +10,6 @@ back is a finding); every finding leaves a reproducer."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -172,11 +171,9 @@ def test_a_policy_the_plugin_cannot_load_is_a_finding(tmp_path):
 
 
 def _needs(generator: str) -> None:
-    gen = GENERATORS[generator]
-    if shutil.which(gen.program) is None:
-        pytest.skip(f"{gen.program} is not installed (scripts/setup installs it)")
-    if generator == "csmith" and not (CSMITH_INCLUDE / "csmith.h").is_file():
-        pytest.skip("libcsmith-dev is not installed")
+    missing = GENERATORS[generator].missing()
+    if missing is not None:
+        pytest.skip(f"{missing}; scripts/setup installs it")
 
 
 @pytest.mark.parametrize("generator", sorted(GENERATORS))

@@ -15,15 +15,17 @@ episode is a finding."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Iterator
 
 from mlbridge.cli.arguments import add_problem_and_policy, natural
 from mlbridge.cli.progress import progress_bar
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
+from mlbridge.validation.build import LEVELS
 
 NAME = "validate"
 GROUP = "learn"
@@ -52,7 +54,7 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "--reference",
         default="-O0",
-        choices=("-O0", "-O1", "-O2", "-Os", "-Oz"),
+        choices=LEVELS,
         help="the reference build's level (default -O0)",
     )
     validate.add_argument(
@@ -109,8 +111,7 @@ def run(args: argparse.Namespace) -> int:
     reference = reference_build(args.reference, tools(args.llvm))
     out = Path(args.out)
     findings = out / "findings"
-    bar = progress_bar(len(programs), "validate", "program", not args.no_progress)
-    try:
+    with _progress(args, len(programs), "validate", "program") as progress:
         report = check_programs(
             programs,
             reference,
@@ -119,24 +120,45 @@ def run(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             run_timeout=args.run_timeout,
             findings=findings,
-            progress=(lambda check: bar.update(1)) if bar is not None else None,
+            progress=progress,
         )
+    return _ended(
+        report,
+        out / "validate.json",
+        f"{report['programs']} programs",
+        f"{report['compared']} compared, {len(report['findings'])} findings; "
+        f"{report['decisions']} decisions of the policy",
+        "program",
+        f", reproducers in {findings}",
+    )
+
+
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace, total: int, what: str, unit: str) -> Iterator[Any]:
+    """A progress callback (None without a bar) that advances a bar by one
+    item a call, the bar closed on the way out."""
+    bar = progress_bar(total, what, unit, not args.no_progress)
+    try:
+        yield (lambda item: bar.update(1)) if bar is not None else None
     finally:
         if bar is not None:
             bar.close()
-    (out / "validate.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _ended(
+    report: Dict[str, Any], path: Path, items: str, figures: str, key: str, where: str = ""
+) -> int:
+    """Writes ``report`` to ``path``, prints its line (``items`` with its
+    counts per status, then ``figures``) and each finding (its ``key``,
+    status and detail); a CommandError when there is a finding."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
     counts = ", ".join(f"{status} {n}" for status, n in report["counts"].items())
-    print(
-        f"{report['programs']} programs ({counts}); {report['compared']} compared, "
-        f"{len(report['findings'])} findings; {report['decisions']} decisions of the policy; "
-        f"{report['seconds']:.0f} s: {out / 'validate.json'}"
-    )
+    print(f"{items} ({counts}); {figures}; {report['seconds']:.0f} s: {path}")
+    for finding in report["findings"]:
+        print(f"{finding['status']}: {finding[key]}: {finding['detail']}", file=sys.stderr)
     if report["findings"]:
-        for finding in report["findings"]:
-            print(
-                f"{finding['status']}: {finding['program']}: {finding['detail']}", file=sys.stderr
-            )
-        raise CommandError(f"{len(report['findings'])} findings, reproducers in {findings}")
+        raise CommandError(f"{len(report['findings'])} findings{where}")
     return 0
 
 
@@ -162,31 +184,17 @@ def _episodes(args: argparse.Namespace, problem: Any) -> int:
         kwargs["modules"] = [p.sources[0] for p in programs]
     else:
         kwargs.update(corpus=args.corpus, split="all", max_programs=args.max_programs)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     env: Any = gymnasium.make(problem.env_id, **kwargs).unwrapped
     names = [m.name for m in env.modules]
-    bar = progress_bar(len(names), problem.name, "episode", not args.no_progress)
     try:
-        report = run_episodes(
-            env,
-            names,
-            args.episodes,
-            progress=(lambda check: bar.update(1)) if bar is not None else None,
-        )
+        with _progress(args, len(names), problem.name, "episode") as progress:
+            report = run_episodes(env, names, args.episodes, progress=progress)
     finally:
-        env.close()
-        if bar is not None:
-            bar.close()
-    (out / "episodes.json").write_text(json.dumps(report, indent=1) + "\n")
-    counts = ", ".join(f"{status} {n}" for status, n in report["counts"].items())
-    print(
-        f"{report['episodes']} episodes of {problem.name} ({counts}); "
-        f"{len(report['findings'])} findings; {report['steps']} steps; "
-        f"{report['seconds']:.0f} s: {out / 'episodes.json'}"
+        env.close()  # run_episodes closes it too, but not when it raises
+    return _ended(
+        report,
+        Path(args.out) / "episodes.json",
+        f"{report['episodes']} episodes of {problem.name}",
+        f"{len(report['findings'])} findings; {report['steps']} steps",
+        "module",
     )
-    if report["findings"]:
-        for finding in report["findings"]:
-            print(f"{finding['status']}: {finding['module']}: {finding['detail']}", file=sys.stderr)
-        raise CommandError(f"{len(report['findings'])} findings")
-    return 0

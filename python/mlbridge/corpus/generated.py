@@ -7,9 +7,9 @@ directory, program ``i`` made from the seed :func:`program_seed` derives
 from the corpus's seed and ``i``, so that a corpus is the same for the same
 seed and generator version, and any program can be made again alone. It
 writes ``generated.json`` (generator, its version, seed, count, each
-program's file and seed) and, for csmith, ``compile_commands.json``, so that
-every reader of corpora (docs/corpus.md) compiles the programs with the
-include directory of csmith's runtime header. Running it again on the same
+program's file and seed) and, for a generator whose programs include a
+runtime header (csmith's), ``compile_commands.json``, so that every reader
+of corpora (docs/corpus.md) compiles the programs with its directory. Running it again on the same
 directory keeps the programs already written: an interrupted generation
 resumes.
 """
@@ -68,6 +68,18 @@ class Generator:
     command: Callable[[str, int], List[str]]
     #: The Debian packages that provide it.
     packages: Tuple[str, ...]
+    #: The runtime header its programs include (its directory goes into
+    #: the corpus's ``compile_commands.json``); None: they include none.
+    header: Optional[Path] = None
+
+    def missing(self) -> Optional[str]:
+        """What is not installed for it to work (None: nothing)."""
+        debian = f"(Debian: apt-get install {' '.join(self.packages)})"
+        if shutil.which(self.program) is None:
+            return f"{self.program} is not installed {debian}"
+        if self.header is not None and not self.header.is_file():
+            return f"{self.header} is missing {debian}"
+        return None
 
     def version(self) -> str:
         """The generator's version line (``--version``), recorded in the
@@ -88,7 +100,15 @@ def _llvm_stress(program: str, seed: int) -> List[str]:
 
 #: The generators, by name.
 GENERATORS: Dict[str, Generator] = {
-    "csmith": Generator("csmith", "csmith", ".c", True, _csmith, ("csmith", "libcsmith-dev")),
+    "csmith": Generator(
+        "csmith",
+        "csmith",
+        ".c",
+        True,
+        _csmith,
+        ("csmith", "libcsmith-dev"),
+        CSMITH_INCLUDE / "csmith.h",
+    ),
     "llvm-stress": Generator(
         "llvm-stress", "llvm-stress-19", ".ll", False, _llvm_stress, ("llvm-19",)
     ),
@@ -107,13 +127,13 @@ def _file_name(generator: Generator, index: int) -> str:
     return f"{generator.name}-{index:06d}{generator.suffix}"
 
 
-def _compile_commands(directory: Path, files: Iterable[str]) -> List[Dict[str, Any]]:
-    """The compilation database of csmith programs: C99 with csmith's header."""
+def _compile_commands(directory: Path, files: Iterable[str], header: Path) -> List[Dict[str, Any]]:
+    """The compilation database of programs that include ``header``: C99."""
     return [
         {
             "directory": str(directory),
             "file": name,
-            "arguments": ["cc", "-std=c99", f"-I{CSMITH_INCLUDE}", "-c", name],
+            "arguments": ["cc", "-std=c99", f"-I{header.parent}", "-c", name],
         }
         for name in files
     ]
@@ -170,12 +190,9 @@ def generate_corpus(
         raise ValueError(f"count must be a whole number in [1, {MAX_COUNT}], got {count!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
-    if shutil.which(gen.program) is None:
-        raise CorpusError(
-            f"{gen.program} is not installed (Debian: apt-get install {' '.join(gen.packages)})"
-        )
-    if gen.name == "csmith" and not (CSMITH_INCLUDE / "csmith.h").is_file():
-        raise CorpusError(f"{CSMITH_INCLUDE}/csmith.h is missing (Debian: libcsmith-dev)")
+    missing = gen.missing()
+    if missing is not None:
+        raise CorpusError(missing)
     out.mkdir(parents=True, exist_ok=True)
     if (out / MANIFEST).exists():
         before = read_manifest(out)
@@ -214,7 +231,8 @@ def generate_corpus(
         "runnable": gen.runnable,
         "programs": entries,
     }
-    if gen.name == "csmith":
-        _write_json(out / "compile_commands.json", _compile_commands(out.resolve(), files))
+    if gen.header is not None:
+        compdb = _compile_commands(out.resolve(), files, gen.header)
+        _write_json(out / "compile_commands.json", compdb)
     _write_json(out / MANIFEST, manifest)
     return manifest

@@ -51,7 +51,7 @@ class PluginInterface:
     def variable(self, key: str) -> str:
         """The environment variable of option ``key`` (``size-increase-threshold``
         -> ``MLBRIDGE_INLINE_SIZE_INCREASE_THRESHOLD``)."""
-        return f"MLBRIDGE_{self.plugin}_" + key.upper().replace("-", "_")
+        return self.prefix + key.upper().replace("-", "_")
 
     def flag(self, key: str) -> str:
         """What precedes option ``key``'s value on the command line."""

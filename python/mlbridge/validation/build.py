@@ -7,7 +7,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from mlbridge.llvm.versions import LlvmTools, tools
 
-__all__ = ["Build", "reference_build"]
+__all__ = ["LEVELS", "Build", "reference_build"]
+
+#: The optimisation levels a reference build may have.
+LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Build:
 def reference_build(level: str = "-O0", llvm: Optional[LlvmTools] = None) -> Build:
     """The reference a candidate is compared with: the clang of ``llvm``
     (default: the newest installed) at ``level``, no plugin."""
-    if level not in ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz"):
-        raise ValueError(f"level must be one of -O0 -O1 -O2 -O3 -Os -Oz, got {level!r}")
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {' '.join(LEVELS)}, got {level!r}")
     clang = (llvm or tools()).clang
     return Build(f"{clang} {level}", (clang, level))

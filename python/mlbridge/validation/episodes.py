@@ -23,8 +23,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from mlbridge.errors import MlbridgeError
-
 __all__ = ["EPISODE_FINDINGS", "MARGIN_S", "EpisodeCheck", "child_processes", "run_episodes"]
 
 #: Statuses that are findings against the environment.
@@ -109,8 +107,6 @@ def _episode(
                 break
     except EnvError as err:
         return done("skipped", str(err)[:500])
-    except MlbridgeError as err:
-        return done("raised", f"{type(err).__name__}: {err}"[:500])
     except Exception as err:  # noqa: BLE001 - an escaped exception is the finding
         return done("raised", f"{type(err).__name__}: {err}"[:500])
     if check.status != "overran" and check.seconds > _deadline(env, steps, margin):
