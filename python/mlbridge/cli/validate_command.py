@@ -10,7 +10,12 @@ command fail.
 problem's environment runs one episode on each module of the corpus
 (llvm-stress's: ``mlbridge corpus generate llvm-stress``); an exception that
 escapes it, an episode past its deadlines or a process that outlives its
-episode is a finding."""
+episode is a finding.
+
+``mlbridge validate PROBLEM --policy FILE --recipe R --project NAME``: each
+project is built by its own build system and tested by its own test suite,
+plainly (``clang -Oz``) and with the policy deployed, sandboxed; a test that
+passes plainly and fails with the policy is a finding."""
 
 from __future__ import annotations
 
@@ -47,15 +52,25 @@ def add_parser(sub: Any) -> None:
     )
     validate.add_argument(
         "--corpus",
-        required=True,
         metavar="PATH",
         help="runnable programs, any format of docs/corpus.md (mlbridge corpus generate csmith)",
     )
     validate.add_argument(
+        "--recipe",
+        help="instead of --corpus: build projects of this recipe (a shipped name or a file) "
+        "and run their own test suites",
+    )
+    validate.add_argument(
+        "--project",
+        action="append",
+        metavar="NAME",
+        help="a project of --recipe (repeatable; default: every one whose tests it describes)",
+    )
+    validate.add_argument(
         "--reference",
-        default="-O0",
         choices=LEVELS,
-        help="the reference build's level (default -O0)",
+        help="the reference build's level (default -O0 for programs, -Oz for projects, whose "
+        "candidate build is forced to the same level)",
     )
     validate.add_argument(
         "--max-programs", type=natural, metavar="N", help="the first N programs only"
@@ -80,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge validate``."""
     from mlbridge.corpus.load import load_corpus
     from mlbridge.llvm.versions import tools
-    from mlbridge.native import NativeError
-    from mlbridge.problems import get_problem, resolve
+    from mlbridge.problems import get_problem
     from mlbridge.problems.capabilities import DeployedBuild
     from mlbridge.validation import check_programs, reference_build
 
@@ -98,17 +112,17 @@ def run(args: argparse.Namespace) -> int:
     policy = Path(args.policy)
     if not policy.is_file():
         fail(f"{policy} does not exist", ENVIRONMENT)
+    if (args.corpus is None) == (args.recipe is None):
+        fail("give one of --corpus (programs) and --recipe (projects)", USAGE)
+    if args.recipe is not None:
+        return _projects(args, deployed, policy)
     if not args.run_timeout > 0:
         fail("--run-timeout must be a positive number of seconds", USAGE)
     programs = load_corpus(Path(args.corpus))[: args.max_programs]
     if not programs:
         fail(f"{args.corpus} has no program", ENVIRONMENT)
-    tool = Path(args.tool) if args.tool else None
-    try:
-        candidate = resolve(deployed.make)(policy, tool, args.llvm)
-    except NativeError as err:
-        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
-    reference = reference_build(args.reference, tools(args.llvm))
+    candidate = _candidate(args, deployed, policy)
+    reference = reference_build(args.reference or "-O0", tools(args.llvm))
     out = Path(args.out)
     findings = out / "findings"
     with _progress(args, len(programs), "validate", "program") as progress:
@@ -130,6 +144,65 @@ def run(args: argparse.Namespace) -> int:
         f"{report['decisions']} decisions of the policy",
         "program",
         f", reproducers in {findings}",
+    )
+
+
+def _candidate(args: argparse.Namespace, deployed: Any, policy: Path) -> Any:
+    """The problem's build with ``policy`` deployed (a Build)."""
+    from mlbridge.native import NativeError
+    from mlbridge.problems import resolve
+
+    tool = Path(args.tool) if args.tool else None
+    try:
+        return resolve(deployed.make)(policy, tool, args.llvm)
+    except NativeError as err:
+        raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+
+
+def _projects(args: argparse.Namespace, deployed: Any, policy: Path) -> int:
+    """``--recipe``: the projects' own test suites, plainly and with the
+    policy (:mod:`mlbridge.validation.projects`)."""
+    from mlbridge.corpus.recipe import read_recipe
+    from mlbridge.errors import CorpusError
+    from mlbridge.llvm.versions import tools
+    from mlbridge.validation import reference_build
+    from mlbridge.validation.projects import validate_projects
+
+    if args.episodes is not None or args.max_programs is not None:
+        fail("--recipe takes neither --episodes nor --max-programs", USAGE)
+    try:
+        recipe = read_recipe(args.recipe)
+        chosen = (
+            [recipe.project(name) for name in args.project]
+            if args.project
+            else [p for p in recipe.projects if p.tests is not None]
+        )
+    except CorpusError as err:
+        raise CommandError(str(err), USAGE) from None
+    untested = [p.name for p in chosen if p.tests is None]
+    if untested or not chosen:
+        fail(f"recipe {recipe.name}: no test suite described for {', '.join(untested)}", USAGE)
+    out = Path(args.out).resolve()
+    reference = reference_build(args.reference or "-Oz", tools(args.llvm))
+    candidate = _candidate(args, deployed, policy)
+    with _progress(args, len(chosen), "validate", "project") as progress:
+        report = validate_projects(
+            chosen, reference, candidate.at_level(reference), out, args.jobs, progress=progress
+        )
+    for record in report["projects"]:
+        counts = ", ".join(f"{k} {n}" for k, n in record.get("counts", {}).items())
+        print(f"{record['project']}: {record['status']}" + (f" ({counts})" if counts else ""))
+        if record["status"] in ("reference-build-failed", "error"):
+            print(f"{record['project']}: {record['detail']}", file=sys.stderr)
+    if all(r["status"] in ("reference-build-failed", "error") for r in report["projects"]):
+        raise CommandError("no project was built and tested plainly: nothing was compared")
+    return _ended(
+        report,
+        out / "projects.json",
+        f"{len(chosen)} projects, their tests",
+        f"{len(report['findings'])} findings",
+        "test",
+        f"; both trees of each project are kept in {out / 'projects'}",
     )
 
 
@@ -174,6 +247,8 @@ def _episodes(args: argparse.Namespace, problem: Any) -> int:
 
     if problem.get(KernelSuite) is not None:
         fail(f"{problem.name} runs on its own kernel suite, not on a corpus's modules", USAGE)
+    if args.corpus is None:
+        fail("--episodes runs on the modules of a --corpus", USAGE)
     programs = load_corpus(Path(args.corpus))[: args.max_programs]
     if not programs:
         fail(f"{args.corpus} has no program", ENVIRONMENT)

@@ -74,8 +74,11 @@ class BuildReport:
 
 
 def _fingerprint(project: ProjectRecipe) -> Any:
-    """What a finished build must match to be reused: the whole recipe entry."""
-    return json.loads(json.dumps(dataclasses.asdict(project), default=str))
+    """What a finished build must match to be reused: the recipe entry but
+    its test suite (which the corpus's build does not run)."""
+    entry = dataclasses.asdict(project)
+    del entry["tests"]
+    return json.loads(json.dumps(entry, default=str))
 
 
 def _project_dir(out: Path, project: ProjectRecipe) -> Path:
@@ -116,7 +119,7 @@ def _write_json(path: Path, value: Any) -> None:
     replace_file(path, data.encode("utf-8"))
 
 
-def _directory(out: Path, *names: str, fresh: bool = False) -> Path:
+def safe_directory(out: Path, *names: str, fresh: bool = False) -> Path:
     """``out/names...``, each a real directory (made when missing); a
     symbolic link or another file at any of those names is refused, so
     nothing planted in ``out`` redirects what the build writes. ``fresh``:
@@ -143,14 +146,10 @@ def build_one(out: Path, project: ProjectRecipe, jobs: int, limits: BuildLimits)
     ``out/projects/<name>`` (downloads reused when they check out), its
     build steps sandboxed under ``limits``."""
     start = time.monotonic()
-    directory = _directory(out, "projects", project.name, fresh=True)
+    directory = safe_directory(out, "projects", project.name, fresh=True)
     log = directory / "build.log"
     sources = directory / "src"
-    if isinstance(project.source, DebianSource):
-        downloads = _directory(out, "downloads", project.source.package)
-        unpack_debian(fetch_debian(project.source, downloads, log), sources, log)
-    elif isinstance(project.source, ArchiveSource):
-        unpack_archive(project.source, sources)
+    unpack_project(out, project, sources, log)
     compdb = build_project(project.build, sources, directory / "build", jobs, log, limits)
     check = keep_compiling_units(compdb, directory / "compile_commands.json", CC, jobs)
     seconds = time.monotonic() - start
@@ -164,6 +163,17 @@ def build_one(out: Path, project: ProjectRecipe, jobs: int, limits: BuildLimits)
         },
     )
     return BuiltProject(project.name, project.split, check.units, seconds)
+
+
+def unpack_project(out: Path, project: ProjectRecipe, sources: Path, log: Path) -> None:
+    """Unpacks the sources of ``project`` into ``sources``: a Debian source
+    package fetched into ``out/downloads/<package>`` (reused when its files
+    check out), or the recipe's archive."""
+    if isinstance(project.source, DebianSource):
+        downloads = safe_directory(out, "downloads", project.source.package)
+        unpack_debian(fetch_debian(project.source, downloads, log), sources, log)
+    elif isinstance(project.source, ArchiveSource):
+        unpack_archive(project.source, sources)
 
 
 def _source_record(project: ProjectRecipe) -> Dict[str, str]:

@@ -7,13 +7,18 @@ A recipe is a JSON file (docs/corpus.md, "Building a corpus from a recipe")::
        {"name": "libyaml", "split": "train", "licence": "MIT",
         "source": {"debian": "libyaml", "version": "0.2.5-1",
                    "dsc_sha256": "<64 hex digits>"},
-        "build": {"system": "cmake", "args": ["-DBUILD_TESTING=OFF"]}},
+        "build": {"system": "cmake", "args": ["-DBUILD_TESTING=OFF"]},
+        "tests": {"args": ["-DBUILD_TESTING=ON"], "timeout": 600}},
        ...]}
 
 Each project comes from a Debian source package (name, version and the
 SHA-256 of its ``.dsc``, which pins every file of the package) or from an
 archive file beside the recipe (its SHA-256), and is built by its own build
-system (cmake, meson, autotools or make) with the arguments given. Its split
+system (cmake, meson, autotools or make) with the arguments given; a
+project whose own test suite ``mlbridge validate --recipe`` runs says how
+it is built for its tests (``tests``: the build's arguments then, and
+its build system and ``autoreconf`` when not the corpus build's; the
+command that runs them; their deadline). Its split
 (train, validation or test) is part of the recipe: a corpus is split by
 project, never by file. Building a project runs its build system, so a
 recipe is code (docs/security.md); this module only checks that the recipe
@@ -46,6 +51,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ARGUMENT = re.compile(r"[^\x00-\x1f\x7f]{1,512}")
 MAX_PROJECTS = 1000
 MAX_ARGUMENTS = 100
+#: Longest a project's test suite may run, by default (seconds).
+DEFAULT_SUITE_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,19 @@ class BuildSpec:
 
 
 @dataclass(frozen=True)
+class SuiteSpec:
+    """How a project's own test suite is built and run: ``build`` is the
+    project's build with its tests turned on (its own arguments, another
+    of the project's build systems if need be), ``run`` runs the suite
+    (empty: the build system's own, :mod:`mlbridge.validation.suites`), in
+    at most ``timeout_s`` seconds."""
+
+    build: BuildSpec
+    run: Tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_SUITE_TIMEOUT_S
+
+
+@dataclass(frozen=True)
 class ProjectRecipe:
     """One project of a recipe."""
 
@@ -86,6 +106,8 @@ class ProjectRecipe:
     licence: str
     source: Any  # DebianSource | ArchiveSource
     build: BuildSpec
+    #: How its own test suite runs (None: the recipe does not say).
+    tests: Optional[SuiteSpec] = None
 
 
 @dataclass(frozen=True)
@@ -155,30 +177,55 @@ def _source(value: Any, where: str, base: Path) -> Any:
     return ArchiveSource(base / relative, _text(v["sha256"], f"{where}.sha256", _SHA256))
 
 
+def _arguments(value: Any, where: str) -> Tuple[str, ...]:
+    if not isinstance(value, list) or len(value) > MAX_ARGUMENTS:
+        raise _fail(where, f"expected a list of at most {MAX_ARGUMENTS} strings")
+    return tuple(_text(a, f"{where}[{i}]", _ARGUMENT) for i, a in enumerate(value))
+
+
 def _build(value: Any, where: str) -> BuildSpec:
     v = _object(value, where, ("system", "args", "subdir", "autoreconf"), ("system",))
     system = _text(v["system"], f"{where}.system")
     if system not in SYSTEMS:
         raise _fail(f"{where}.system", f"{system!r} is not one of {', '.join(SYSTEMS)}")
-    args = v.get("args", [])
-    if not isinstance(args, list) or len(args) > MAX_ARGUMENTS:
-        raise _fail(f"{where}.args", f"expected a list of at most {MAX_ARGUMENTS} strings")
     autoreconf = v.get("autoreconf", False)
     if not isinstance(autoreconf, bool):
         raise _fail(f"{where}.autoreconf", "expected true or false")
     return BuildSpec(
         system,
-        tuple(_text(a, f"{where}.args[{i}]", _ARGUMENT) for i, a in enumerate(args)),
+        _arguments(v.get("args", []), f"{where}.args"),
         _relative_dir(v.get("subdir", ""), f"{where}.subdir"),
         autoreconf,
     )
+
+
+def _suite(value: Any, where: str, project: BuildSpec) -> SuiteSpec:
+    v = _object(value, where, ("system", "args", "autoreconf", "run", "timeout"), ("args",))
+    system = v.get("system", project.system)
+    same = system == project.system
+    build = _build(
+        {
+            "system": system,
+            "args": v["args"],
+            "subdir": project.subdir,
+            "autoreconf": v.get("autoreconf", project.autoreconf if same else False),
+        },
+        where,
+    )
+    run = _arguments(v.get("run", []), f"{where}.run")
+    if build.system == "make" and not run:
+        raise _fail(f"{where}.run", "a make project names the command that runs its tests")
+    timeout = v.get("timeout", DEFAULT_SUITE_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise _fail(f"{where}.timeout", f"expected a positive number of seconds, got {timeout!r}")
+    return SuiteSpec(build, run, float(timeout))
 
 
 def _project(value: Any, where: str, base: Path) -> ProjectRecipe:
     v = _object(
         value,
         where,
-        ("name", "split", "licence", "source", "build", "notes"),
+        ("name", "split", "licence", "source", "build", "tests", "notes"),
         ("name", "split", "licence", "source", "build"),
     )
     split = _text(v["split"], f"{where}.split")
@@ -189,7 +236,8 @@ def _project(value: Any, where: str, base: Path) -> ProjectRecipe:
         split,
         _text(v["licence"], f"{where}.licence"),
         _source(v["source"], f"{where}.source", base),
-        _build(v["build"], f"{where}.build"),
+        build := _build(v["build"], f"{where}.build"),
+        _suite(v["tests"], f"{where}.tests", build) if "tests" in v else None,
     )
 
 

@@ -12,7 +12,9 @@ A step runs under bubblewrap (``bwrap``, Debian's ``bubblewrap``):
   as that user in a user namespace of its own.
 - **in its own work directory**: the whole file system is mounted read-only
   but the project's directory; ``/tmp``, ``/var/tmp``, ``/run`` and
-  ``/dev/shm`` are empty, private and gone with the step; a directory on the
+  ``/dev/shm`` are empty, private, writable by the step (as ``/tmp`` is by
+  anyone: configure scripts make their temporary files there) and gone with
+  the step; a directory on the
   way to the work directory that the build user may not enter (``/root``) is
   replaced by an empty one holding only that way.
 - **without network**: a network namespace of its own (a loopback device
@@ -110,13 +112,15 @@ def _searchable_by(path: Path, user: BuildUser) -> bool:
     return bool(info.st_mode & stat.S_IXOTH)
 
 
-def _mounts(writable: Sequence[Path], user: Optional[BuildUser]) -> List[str]:
+def _mounts(
+    writable: Sequence[Path], user: Optional[BuildUser], readable: Sequence[Path] = ()
+) -> List[str]:
     """bwrap's file-system options: everything read-only, the private
-    directories empty, a way to each ``writable`` directory the build user
-    may walk, and those directories writable."""
+    directories empty, a way to each ``writable`` and ``readable`` directory
+    the build user may walk, and the ``writable`` ones writable."""
     covers = [Path(d) for d in PRIVATE_DIRS]
     if user is not None:
-        for work in writable:
+        for work in [*writable, *readable]:
             for directory in reversed(work.parents):  # "/" first
                 if any(directory == c or c in directory.parents for c in covers):
                     break
@@ -125,15 +129,20 @@ def _mounts(writable: Sequence[Path], user: Optional[BuildUser]) -> List[str]:
                     break
     options = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for cover in covers:
-        options += ["--tmpfs", str(cover)]
+        # The private directories are the build's own, writable by it as
+        # /tmp is by anyone; a directory covered on the way is not.
+        private = str(cover) in PRIVATE_DIRS
+        options += [*(["--perms", "01777"] if private else []), "--tmpfs", str(cover)]
     ways: List[Path] = []
-    for work in writable:
+    for work in [*writable, *readable]:
         hidden = [c for c in covers if c in work.parents]
         if hidden:
             deepest = max(hidden, key=lambda c: len(c.parts))
             ways += [d for d in reversed(work.parents) if deepest in d.parents and d not in ways]
     for directory in ways:
         options += ["--perms", "0755", "--dir", str(directory)]
+    for seen in readable:
+        options += ["--ro-bind", str(seen), str(seen)]
     for work in writable:
         options += ["--bind", str(work), str(work)]
     return options
@@ -145,11 +154,13 @@ def sandboxed(
     cwd: Path,
     limits: BuildLimits,
     user: Optional[BuildUser],
+    readable: Sequence[Path] = (),
 ) -> List[str]:
     """The command that runs ``args`` in ``cwd`` inside the sandbox where
     only the ``writable`` directories (absolute, resolved, not one of the
-    private ones) can be written."""
-    for work in writable:
+    private ones) can be written; the ``readable`` ones (absolute, resolved)
+    are seen read-only even under a directory the build user may not enter."""
+    for work in [*writable, *readable]:
         if not work.is_absolute() or any(work == Path(d) for d in PRIVATE_DIRS):
             raise CorpusError(f"{work}: not a directory a build step may write")
     command = [bubblewrap(), "--die-with-parent", "--new-session"]
@@ -158,7 +169,7 @@ def sandboxed(
     else:  # no user namespace: the switch below is to a real, unprivileged uid
         command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         command += ["--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    command += _mounts(writable, user) + ["--chdir", str(cwd), "--"]
+    command += _mounts(writable, user, readable) + ["--chdir", str(cwd), "--"]
     if user is not None:
         command += [
             "setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",

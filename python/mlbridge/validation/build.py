@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from mlbridge.errors import CodecError
 from mlbridge.llvm.versions import LlvmTools, tools
+from mlbridge.run_stats import RunTotals, read_run_stats
 
-__all__ = ["LEVELS", "Build", "reference_build"]
+__all__ = ["LEVELS", "Build", "policy_decisions", "reference_build"]
 
 #: The optimisation levels a reference build may have.
 LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
@@ -27,6 +30,19 @@ class Build:
     #: statistics records (docs/run-stats.md) to a file, so that the check
     #: knows the policy decided and never fell back; None: no policy.
     stats_variable: Optional[str] = None
+    #: The C++ driver of the same compiler, for projects that have C++
+    #: (None: ``command[0]`` compiles C only).
+    cxx: Optional[str] = None
+    #: Files and directories the compiler reads besides its own install
+    #: (a plugin's directory, a policy): a sandboxed build sees them.
+    reads: Tuple[Path, ...] = ()
+
+    def at_level(self, other: "Build") -> "Build":
+        """This build with ``other``'s optimisation level instead of its own
+        (both compile at the same level; they differ in their other flags)."""
+        level = [a for a in other.command[1:] if a in LEVELS]
+        rest = [a for a in self.command[1:] if a not in LEVELS]
+        return replace(self, command=(self.command[0], *level, *rest))
 
     def argv(self, flags: Sequence[str], sources: Sequence[str], output: str) -> List[str]:
         """The command that builds ``sources`` into the executable ``output``."""
@@ -38,5 +54,21 @@ def reference_build(level: str = "-O0", llvm: Optional[LlvmTools] = None) -> Bui
     (default: the newest installed) at ``level``, no plugin."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {' '.join(LEVELS)}, got {level!r}")
-    clang = (llvm or tools()).clang
-    return Build(f"{clang} {level}", (clang, level))
+    llvm = llvm or tools()
+    return Build(f"{llvm.clang} {level}", (llvm.clang, level), cxx=llvm.clangxx)
+
+
+def policy_decisions(stats: Path, max_bytes: int) -> Tuple[Optional[str], int]:
+    """What a deployed policy's statistics file ``stats`` (at most
+    ``max_bytes``) says: (what is wrong, or None when the policy decided
+    every decision asked of it; its decisions)."""
+    try:
+        totals = RunTotals.of(read_run_stats(stats, max_bytes))
+    except CodecError as err:
+        return f"unreadable statistics: {err}", 0
+    if totals.units == 0:
+        return "the plugin wrote no statistics (was the policy loaded?)", 0
+    if totals.fallbacks:
+        error = totals.first_error or "no error given"
+        return f"{totals.fallbacks} of {totals.decisions} decisions fell back: {error}", 0
+    return None, totals.decisions

@@ -36,10 +36,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mlbridge.child_process import child_environment
 from mlbridge.corpus.program import Program
-from mlbridge.errors import CodecError
-from mlbridge.run_stats import RunTotals, read_run_stats
 from mlbridge.session import ToolError, run_tool
-from mlbridge.validation.build import Build
+from mlbridge.validation.build import Build, policy_decisions
 
 __all__ = ["FINDINGS", "SKIPS", "ProgramCheck", "check_program", "check_programs"]
 
@@ -122,20 +120,6 @@ def _run(executable: Path, timeout: float, cwd: Path) -> _Ran:
     return _Ran(done.stdout, 0, False)
 
 
-def _policy_decisions(stats: Path) -> Tuple[Optional[str], int]:
-    """(what is wrong with the policy's statistics or None, its decisions)."""
-    try:
-        totals = RunTotals.of(read_run_stats(stats, _MAX_STATS_BYTES))
-    except CodecError as err:
-        return f"unreadable statistics: {err}", 0
-    if totals.units == 0:
-        return "the plugin wrote no statistics (was the policy loaded?)", 0
-    if totals.fallbacks:
-        error = totals.first_error or "no error given"
-        return f"{totals.fallbacks} of {totals.decisions} decisions fell back: {error}", 0
-    return None, totals.decisions
-
-
 def check_program(
     program: Program,
     reference: Build,
@@ -176,7 +160,7 @@ def check_program(
         else:
             policy_error = None
             if stats is not None:
-                policy_error, decisions = _policy_decisions(stats)
+                policy_error, decisions = policy_decisions(stats, _MAX_STATS_BYTES)
             got = _run(scratch / "candidate", run_timeout, scratch)
             if policy_error is not None:
                 check = done("fallback", policy_error)

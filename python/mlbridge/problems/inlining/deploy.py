@@ -160,6 +160,8 @@ def deployed_build(
         (compilers.clang, OPT_LEVEL, *Plugin(plugin).flags()),
         settings.environment(),
         INLINE_ADVISOR.variable("stats"),
+        compilers.clangxx,
+        (plugin.resolve().parent, policy.resolve()),
     )
 
 

@@ -1,0 +1,90 @@
+"""The compiler a project's own build system is given (``CC``, ``CXX``) when
+``mlbridge validate --recipe`` builds it: a :class:`Build`'s compiler with
+the project's arguments, then the build's own (its level and the plugin's
+flags, so that they win over the project's ``-O2``), in the build's
+environment (the plugin's settings).
+
+This file is also the wrapper itself: :func:`write_wrappers` copies it,
+under an interpreter line, as ``mlbridge-cc`` and ``mlbridge-c++`` beside a
+``wrapper.json`` that holds the compilers, the arguments and the
+environment. It uses nothing but Python's standard library and runs
+isolated (``python3 -I -S``), so that a compilation costs a few
+milliseconds more, and a build user who may not read mlbridge's install
+can still run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Tuple
+
+if TYPE_CHECKING:
+    from mlbridge.validation.build import Build
+
+#: The wrappers' names: the C compiler's and the C++ compiler's.
+NAMES = ("mlbridge-cc", "mlbridge-c++")
+#: The file beside the wrappers that says what they run.
+CONFIG = "wrapper.json"
+#: The interpreter the wrappers run under (Debian's; any Python 3 with its
+#: standard library would do).
+INTERPRETER = "/usr/bin/python3"
+
+
+def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
+    """Writes the wrappers of ``build`` into ``directory`` (made readable by
+    anyone); their paths (C, C++). The build's C++ driver is ``build.cxx``."""
+    compilers: List[str] = []
+    for name in (build.command[0], build.cxx or build.command[0]):
+        found = shutil.which(name)
+        if found is None:
+            raise FileNotFoundError(f"{name}: no such compiler on PATH")
+        compilers.append(found)
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    config = {
+        "c": compilers[0],
+        "c++": compilers[1],
+        "append": list(build.command[1:]),
+        "env": dict(build.env),
+    }
+    (directory / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
+    (directory / CONFIG).chmod(0o644)
+    body = Path(__file__).read_text()
+    paths: List[str] = []
+    for name in NAMES:
+        wrapper = directory / name
+        wrapper.write_text(f"#!{INTERPRETER} -IS\n{body}")
+        wrapper.chmod(0o755)
+        paths.append(str(wrapper))
+    return paths[0], paths[1]
+
+
+def command(config: Dict[str, object], name: str, args: List[str]) -> List[str]:
+    """The compiler's command for the wrapper called ``name`` run with ``args``."""
+    compiler = config["c++" if name.endswith("++") else "c"]
+    append = config["append"]
+    if not isinstance(compiler, str) or not isinstance(append, list):
+        raise ValueError(f"{CONFIG}: malformed")
+    return [compiler, *args, *(str(a) for a in append)]
+
+
+def main() -> int:
+    """Runs the compiler in this process's place; 127 when it cannot."""
+    me = Path(__file__).resolve()
+    try:
+        config = json.loads((me.parent / CONFIG).read_text())
+        argv = command(config, me.name, sys.argv[1:])
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in dict(config["env"]).items()})
+        os.execve(argv[0], argv, env)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        sys.stderr.write(f"{me.name}: {err}\n")
+    return 127
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
