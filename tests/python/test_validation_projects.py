@@ -21,13 +21,13 @@ import pytest
 from test_corpus_recipe import _archive, _project, _recipe, needs_tools
 from test_corpus_sandbox import _listener
 
-from mlbridge.corpus.recipe import BuildSpec, read_recipe
+from mlbridge.corpus.recipe import BuildSpec, SuiteSpec, read_recipe
 from mlbridge.errors import CorpusError
 from mlbridge.llvm.versions import tools
 from mlbridge.validation import Build, reference_build
 from mlbridge.validation.compiler_wrapper import write_wrappers
 from mlbridge.validation.projects import compare_tests, validate_projects
-from mlbridge.validation.suites import suite_results
+from mlbridge.validation.suites import suite_name, suite_results
 
 CLANG = tools().clang
 
@@ -181,6 +181,7 @@ def test_each_test_is_compared_by_its_outcomes():
     reference["f"] = "passed"
     candidate = {"a": "passed", "b": "failed", "c": "failed", "d": "passed", "e": "passed"}
     candidate["g"] = "passed"
+    assert suite_name(BuildSpec("cmake"), SuiteSpec(BuildSpec("cmake"))) == "ctest"
     assert compare_tests(reference, candidate) == {
         "a": "passed",
         "b": "failed-with-policy",

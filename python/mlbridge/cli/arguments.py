@@ -1,5 +1,6 @@
 """What the commands share: argument types (numbers, sizes, durations),
-policies named on the command line, output files, executables."""
+policies named on the command line, output files, executables, the
+sandbox's limits."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import importlib.util
 import math
 import os
 import shutil
-from typing import Any, BinaryIO, Dict, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict, Optional
 
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.output_files import open_output_file
 from mlbridge.policies import PolicyError, load_policy
 from mlbridge.policy import Policy
+
+if TYPE_CHECKING:
+    from mlbridge.corpus.sandbox import BuildLimits
 
 
 def number(text: str, what: str) -> float:
@@ -141,3 +145,41 @@ def read_file(path: Optional[str], what: str) -> Optional[bytes]:
             return f.read()
     except OSError as err:
         raise CommandError(f"{what} {path}: {err.strerror or err}") from None
+
+
+def add_sandbox_arguments(parser: Any) -> None:
+    """``--build-user``, ``--step-timeout`` and ``--memory-limit``: the
+    limits of the sandbox projects' build steps run in
+    (:mod:`mlbridge.corpus.sandbox`); :func:`sandbox_limits` reads them."""
+    from mlbridge.corpus.sandbox import (
+        DEFAULT_BUILD_USER,
+        DEFAULT_MEMORY_BYTES,
+        DEFAULT_STEP_TIMEOUT_S,
+    )
+
+    parser.add_argument(
+        "--build-user",
+        default=DEFAULT_BUILD_USER,
+        help="run as root, the projects' build steps run as this unprivileged user "
+        f"(default: {DEFAULT_BUILD_USER})",
+    )
+    parser.add_argument(
+        "--step-timeout",
+        type=natural,
+        default=int(DEFAULT_STEP_TIMEOUT_S),
+        help=f"seconds one configure or build step may take (default: {DEFAULT_STEP_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=natural,
+        default=DEFAULT_MEMORY_BYTES >> 20,
+        help="MiB of address space one process of a build step may use "
+        f"(default: {DEFAULT_MEMORY_BYTES >> 20})",
+    )
+
+
+def sandbox_limits(args: argparse.Namespace) -> "BuildLimits":
+    """The sandbox's limits from :func:`add_sandbox_arguments`' options."""
+    from mlbridge.corpus.sandbox import BuildLimits
+
+    return BuildLimits(float(args.step_timeout), args.memory_limit << 20, args.build_user)

@@ -19,15 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mlbridge.cli.arguments import natural
+from mlbridge.cli.arguments import add_sandbox_arguments, natural, sandbox_limits
 from mlbridge.cli.progress import progress_bar
 from mlbridge.cli_errors import USAGE, CommandError, fail
-from mlbridge.corpus.sandbox import (
-    DEFAULT_BUILD_USER,
-    DEFAULT_MEMORY_BYTES,
-    DEFAULT_STEP_TIMEOUT_S,
-    BuildLimits,
-)
 
 NAME = "corpus"
 GROUP = "data"
@@ -52,25 +46,7 @@ def add_parser(sub: Any) -> None:
         "entries made from APT's deb ones if it has none (root)",
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
-    build.add_argument(
-        "--build-user",
-        default=DEFAULT_BUILD_USER,
-        help="run as root, the projects' build steps run as this unprivileged user "
-        f"(default: {DEFAULT_BUILD_USER})",
-    )
-    build.add_argument(
-        "--step-timeout",
-        type=natural,
-        default=int(DEFAULT_STEP_TIMEOUT_S),
-        help=f"seconds one configure or build step may take (default: {DEFAULT_STEP_TIMEOUT_S:g})",
-    )
-    build.add_argument(
-        "--memory-limit",
-        type=natural,
-        default=DEFAULT_MEMORY_BYTES >> 20,
-        help="MiB of address space one process of a build step may use "
-        f"(default: {DEFAULT_MEMORY_BYTES >> 20})",
-    )
+    add_sandbox_arguments(build)
     packages = actions.add_parser("packages", help="print the Debian source packages of a recipe")
     packages.add_argument("--recipe", required=True, help="a recipe file or shipped name")
     generate = actions.add_parser(
@@ -97,7 +73,7 @@ def _build(args: argparse.Namespace) -> int:
     if args.install_build_deps:
         out.mkdir(parents=True, exist_ok=True)
         install_build_dependencies(recipe, out / "build-deps.log")
-    limits = BuildLimits(float(args.step_timeout), args.memory_limit << 20, args.build_user)
+    limits = sandbox_limits(args)
     report = build_corpus(recipe, out, args.jobs, only, not args.no_progress, limits=limits)
     units = sum(p.translation_units for p in report.projects)
     print(

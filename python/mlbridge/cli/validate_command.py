@@ -26,7 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
-from mlbridge.cli.arguments import add_problem_and_policy, natural
+from mlbridge.cli.arguments import (
+    add_problem_and_policy,
+    add_sandbox_arguments,
+    natural,
+    sandbox_limits,
+)
 from mlbridge.cli.progress import progress_bar
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
@@ -88,6 +93,7 @@ def add_parser(sub: Any) -> None:
         "--out", default="validate-out", help="report, reproducers, work (default validate-out)"
     )
     validate.add_argument("--tool", help="the native half (the plugin; default: mlbridge config)")
+    add_sandbox_arguments(validate)
     add_llvm_argument(validate, "of the compiler (default: the newest with mlbridge parts)")
 
 
@@ -187,7 +193,13 @@ def _projects(args: argparse.Namespace, deployed: Any, policy: Path) -> int:
     candidate = _candidate(args, deployed, policy)
     with _progress(args, len(chosen), "validate", "project") as progress:
         report = validate_projects(
-            chosen, reference, candidate.at_level(reference), out, args.jobs, progress=progress
+            chosen,
+            reference,
+            candidate.at_level(reference),
+            out,
+            args.jobs,
+            sandbox_limits(args),
+            progress=progress,
         )
     for record in report["projects"]:
         counts = ", ".join(f"{k} {n}" for k, n in record.get("counts", {}).items())

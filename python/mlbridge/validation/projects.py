@@ -43,7 +43,7 @@ from mlbridge.llvm.elf import ElfError
 from mlbridge.llvm.outcomes import OutcomeError, allocated_bytes, text_size
 from mlbridge.validation.build import Build, policy_decisions
 from mlbridge.validation.compiler_wrapper import write_wrappers
-from mlbridge.validation.suites import rerun_command, suite_command, suite_results
+from mlbridge.validation.suites import rerun_command, suite_command, suite_name, suite_results
 
 __all__ = [
     "PROJECT_FINDINGS",
@@ -181,7 +181,7 @@ def run_suite(
                 run.error = str(err)
     if run.built:
         run.tests = suite_results(spec, source, build_dir) or {
-            " ".join(command): "passed" if ok else "failed"
+            suite_name(spec, suite): "passed" if ok else "failed"
         }
         run.binaries = binary_sizes(directory, ("src", "build"))
     if build.stats_variable is not None:

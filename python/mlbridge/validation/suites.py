@@ -9,7 +9,7 @@ result read from what the build system's harness leaves behind.
 | make | the recipe's | (the whole command is one test) |
 
 A suite whose harness leaves no per-test results is one test, named by its
-command, that passed when the command exited 0. The files read were
+command (:func:`suite_name`), that passed when the command exited 0. The files read were
 written by a project's build (code, docs/security.md): each is read up to a
 size, at most :data:`MAX_TESTS` tests are taken, and an XML file with a
 document type declaration (entities) is refused.
@@ -28,7 +28,14 @@ from typing import Dict, Iterator, List, Optional
 from mlbridge.corpus.recipe import BuildSpec, SuiteSpec
 from mlbridge.errors import CorpusError
 
-__all__ = ["MAX_TESTS", "OUTCOMES", "suite_command", "suite_results", "rerun_command"]
+__all__ = [
+    "MAX_TESTS",
+    "OUTCOMES",
+    "rerun_command",
+    "suite_command",
+    "suite_name",
+    "suite_results",
+]
 
 #: A test's outcome in one build.
 OUTCOMES = ("passed", "failed", "skipped")
@@ -67,6 +74,15 @@ def suite_command(build: BuildSpec, suite: SuiteSpec, build_dir: Path, jobs: int
     if build.system == "meson":
         return ["meson", "test", "-C", str(build_dir), "--num-processes", str(jobs)]
     return ["make", "-k", f"-j{jobs}", "check"]
+
+
+def suite_name(build: BuildSpec, suite: SuiteSpec) -> str:
+    """The name of the one test a suite is when its harness leaves no
+    per-test results: its command as the recipe or the build system says
+    it, without the tree's paths (the same in both builds)."""
+    if suite.run:
+        return " ".join(suite.run)
+    return {"cmake": "ctest", "meson": "meson test"}.get(build.system, "make check")
 
 
 def suite_results(build: BuildSpec, source: Path, build_dir: Path) -> Dict[str, str]:
