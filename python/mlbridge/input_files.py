@@ -15,14 +15,18 @@ from mlbridge.errors import MlbridgeError
 
 
 def read_regular_file(
-    path: "os.PathLike[str] | str", max_bytes: int, error: Type[MlbridgeError] = MlbridgeError
+    path: "os.PathLike[str] | str",
+    max_bytes: int,
+    error: Type[MlbridgeError] = MlbridgeError,
+    follow_symlinks: bool = True,
 ) -> bytes:
     """The bytes of the regular file ``path``; ``error`` naming the path and
     why when it cannot be opened or read, is not a regular file (a FIFO, a
-    device, a directory), has more than ``max_bytes`` bytes, or grows while
-    it is read."""
+    device, a directory; with ``follow_symlinks`` false, a symbolic link),
+    has more than ``max_bytes`` bytes, or grows while it is read."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, flags if follow_symlinks else flags | os.O_NOFOLLOW)
     except OSError as err:
         raise error(f"{path}: cannot read: {err.strerror or err}") from None
     try:

@@ -172,7 +172,7 @@ def _projects(args: argparse.Namespace, deployed: Any, policy: Path) -> int:
     from mlbridge.errors import CorpusError
     from mlbridge.llvm.versions import tools
     from mlbridge.validation import reference_build
-    from mlbridge.validation.projects import validate_projects
+    from mlbridge.validation.projects import LEFT_OUT, validate_projects
 
     if args.episodes is not None or args.max_programs is not None:
         fail("--recipe takes neither --episodes nor --max-programs", USAGE)
@@ -204,9 +204,9 @@ def _projects(args: argparse.Namespace, deployed: Any, policy: Path) -> int:
     for record in report["projects"]:
         counts = ", ".join(f"{k} {n}" for k, n in record.get("counts", {}).items())
         print(f"{record['project']}: {record['status']}" + (f" ({counts})" if counts else ""))
-        if record["status"] in ("reference-build-failed", "error"):
+        if record["status"] in LEFT_OUT:
             print(f"{record['project']}: {record['detail']}", file=sys.stderr)
-    if all(r["status"] in ("reference-build-failed", "error") for r in report["projects"]):
+    if all(r["status"] in LEFT_OUT for r in report["projects"]):
         raise CommandError("no project was built and tested plainly: nothing was compared")
     return _ended(
         report,

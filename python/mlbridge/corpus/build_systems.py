@@ -37,29 +37,28 @@ def build_steps(
     ``compilers`` (C, C++); ``record``: make and autotools builds run under
     ``bear`` for their ``compile_commands.json``."""
     cc, cxx = compilers
-    args = spec.args
     compdb = str(build / "compile_commands.json")
     if spec.system == "cmake":
         return [
             [
                 "cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
                 "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_C_COMPILER={cc}",
-                f"-DCMAKE_CXX_COMPILER={cxx}", *args,
+                f"-DCMAKE_CXX_COMPILER={cxx}", *spec.args,
             ],
             ["cmake", "--build", str(build), "-j", str(jobs)],
         ]  # fmt: skip
     if spec.system == "meson":
         return [
-            ["meson", "setup", *args, str(build), str(source)],
+            ["meson", "setup", *spec.args, str(build), str(source)],
             ["ninja", "-C", str(build), "-j", str(jobs)],
         ]
     make = (
         ["bear", "--output", compdb, "--", "make", f"-j{jobs}"] if record else ["make", f"-j{jobs}"]
     )
     if spec.system == "make":
-        return [[*make, f"CC={cc}", f"CXX={cxx}", *args]]
+        return [[*make, f"CC={cc}", f"CXX={cxx}", *spec.args]]
     configure = [["autoreconf", "-fi"]] if spec.autoreconf else []
-    return [*configure, ["./configure", *args], make]
+    return [*configure, ["./configure", *spec.args], make]
 
 
 def source_dir(spec: BuildSpec, sources: Path) -> Path:

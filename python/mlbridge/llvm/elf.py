@@ -44,6 +44,10 @@ SHF_EXECINSTR = 0x4
 #: First word of a ``SHT_GROUP`` section: the group is a COMDAT group.
 GRP_COMDAT = 0x1
 SHN_UNDEF = 0
+#: ``e_type`` of relocatable objects, executables and shared objects.
+ET_REL = 1
+ET_EXEC = 2
+ET_DYN = 3
 SHN_LORESERVE = 0xFF00
 SHN_XINDEX = 0xFFFF
 STT_SECTION = 3
@@ -81,11 +85,15 @@ class Section:
 
 @dataclass(frozen=True)
 class ElfObject:
-    """An object's sections, and the COMDAT group of each grouped section."""
+    """An object's sections, the COMDAT group of each grouped section, and
+    its type (``e_type``)."""
 
     sections: Tuple[Section, ...]
     #: Section index -> signature of the COMDAT group holding it.
     comdat_of: Dict[int, str]
+    #: ``e_type``: :data:`ET_REL` (an object), :data:`ET_EXEC` or
+    #: :data:`ET_DYN` (an executable, PIE or not, or a shared library).
+    type: int = 0
 
 
 class _Reader:
@@ -97,6 +105,7 @@ class _Reader:
         self.headers: List[Tuple[int, ...]] = []
         self.names: List[str] = []
         self.bits, self.order = 2, "<"
+        self.type = 0  # e_type
         self.contents_read = 0  # bytes of string tables and groups
         self.names_taken = 0  # bytes of names decoded
 
@@ -167,11 +176,12 @@ class _Reader:
         self.bits, self.order = ident[4], "<" if ident[5] == 1 else ">"
         layout = struct.Struct(self.order + _HEADER[self.bits])
         fields = layout.unpack(self.read(16, layout.size, "the ELF header"))
+        self.type = fields[0]
         shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
         if shoff == 0:
             if shnum != 0:
                 raise ElfError(f"{shnum} sections but no section header table")
-            return ElfObject((), {})
+            return ElfObject((), {}, self.type)
         entry = struct.Struct(self.order + _SECTION[self.bits])
         if shentsize != entry.size:
             raise ElfError(f"section header size {shentsize} (expected {entry.size})")
@@ -193,7 +203,7 @@ class _Reader:
                     f"extends past the end of the file ({self.size} bytes)"
                 )
         if len(self.headers) <= 1:
-            return ElfObject((), {})
+            return ElfObject((), {}, self.type)
         names = self.strings(
             self.contents(
                 self.section(shstrndx, SHT_STRTAB, "the section name table"), "the section names"
@@ -206,7 +216,7 @@ class _Reader:
             Section(index, self.names[index], h[1], h[2], h[4], h[5], h[6], h[7])
             for index, h in enumerate(self.headers[1:], 1)
         )
-        return ElfObject(sections, self.groups(sections))
+        return ElfObject(sections, self.groups(sections), self.type)
 
     def groups(self, sections: Tuple[Section, ...]) -> Dict[int, str]:
         """Each section of a COMDAT group -> the group's signature."""

@@ -51,14 +51,23 @@ def _is_code(section: Section) -> bool:
 def text_size(path: str) -> int:
     """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections),
     any code section whatever its name, from the section headers."""
-    return sum(s.size for s in _object(path).sections if _is_code(s))
+    return elf_sizes(_object(path))["text"]
 
 
 def allocated_bytes(path: str) -> int:
     """Bytes the object's sections occupy in the loaded program: every
     section with ``SHF_ALLOC`` (code, read-only and writable data, unwind
     tables, ``.bss``), from the section headers."""
-    return sum(s.size for s in _object(path).sections if s.flags & SHF_ALLOC)
+    return elf_sizes(_object(path))["allocated"]
+
+
+def elf_sizes(elf: ElfObject) -> Dict[str, int]:
+    """An ELF file's ``allocated`` bytes (as :func:`allocated_bytes`) and
+    ``text`` bytes (as :func:`text_size`), from headers already read."""
+    return {
+        "allocated": sum(s.size for s in elf.sections if s.flags & SHF_ALLOC),
+        "text": sum(s.size for s in elf.sections if _is_code(s)),
+    }
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ candidate that does not build, or whose plugin fell back, is a finding;
 from __future__ import annotations
 
 import os
-import stat
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,8 +38,8 @@ from mlbridge.corpus.builder import safe_directory, unpack_project
 from mlbridge.corpus.recipe import ProjectRecipe
 from mlbridge.corpus.sandbox import BuildLimits
 from mlbridge.errors import CorpusError
-from mlbridge.llvm.elf import ElfError
-from mlbridge.llvm.outcomes import OutcomeError, allocated_bytes, text_size
+from mlbridge.llvm.elf import ET_DYN, ET_EXEC, ElfError, read_elf
+from mlbridge.llvm.outcomes import elf_sizes
 from mlbridge.validation.build import Build, policy_decisions
 from mlbridge.validation.compiler_wrapper import write_wrappers
 from mlbridge.validation.suites import rerun_command, suite_command, suite_name, suite_results
@@ -48,6 +47,7 @@ from mlbridge.validation.suites import rerun_command, suite_command, suite_name,
 __all__ = [
     "PROJECT_FINDINGS",
     "PROJECT_STATUSES",
+    "LEFT_OUT",
     "TEST_FINDINGS",
     "TEST_STATUSES",
     "SuiteRun",
@@ -68,11 +68,12 @@ TEST_STATUSES = (
 )
 #: Project statuses that are findings against the candidate.
 PROJECT_FINDINGS = ("candidate-build-failed", "fallback")
-PROJECT_STATUSES = ("compared", "reference-build-failed", "error", *PROJECT_FINDINGS)
+#: Project statuses that leave a project out (its own fault, or its
+#: sources could not be had).
+LEFT_OUT = ("reference-build-failed", "error")
+PROJECT_STATUSES = ("compared", *LEFT_OUT, *PROJECT_FINDINGS)
 #: The largest statistics file of a project's build read.
 MAX_STATS_BYTES = 256 << 20
-#: ELF ``e_type`` of executables and of shared objects (PIE executables too).
-_LINKED_TYPES = (2, 3)
 
 
 @dataclass
@@ -81,6 +82,8 @@ class SuiteRun:
 
     which: str
     directory: Path
+    #: Where the build system ran (the sources' subdirectory).
+    source: Path
     #: Whether the build steps all succeeded.
     built: bool = False
     #: Why the build failed, or how the suite's command ended when not 0.
@@ -97,23 +100,6 @@ class SuiteRun:
     seconds: float = 0.0
 
 
-def _elf_type(path: Path) -> Optional[int]:
-    """``e_type`` of the ELF file at ``path``, None for any other file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        head = os.pread(fd, 18, 0)
-    finally:
-        os.close(fd)
-    if len(head) < 18 or head[:4] != b"\x7fELF" or head[5] not in (1, 2):
-        return None
-    return int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
-
-
 def binary_sizes(root: Path, trees: Iterable[str]) -> Dict[str, Dict[str, int]]:
     """Every linked ELF file (executable or shared library) under the
     ``trees`` of ``root`` (CMake's probes in ``CMakeFiles`` and configure's
@@ -125,15 +111,14 @@ def binary_sizes(root: Path, trees: Iterable[str]) -> Dict[str, Dict[str, int]]:
             dirs[:] = sorted(d for d in dirs if d != "CMakeFiles")
             for name in sorted(files):
                 path = Path(directory) / name
-                if name.startswith("conftest") or _elf_type(path) not in _LINKED_TYPES:
-                    continue
+                if name.startswith("conftest") or path.is_symlink():
+                    continue  # a library's links name the file counted once
                 try:
-                    sizes[str(path.relative_to(root))] = {
-                        "allocated": allocated_bytes(str(path)),
-                        "text": text_size(str(path)),
-                    }
-                except (OutcomeError, ElfError):
+                    elf = read_elf(path)  # reads 16 bytes of any other file
+                except ElfError:
                     continue
+                if elf.type in (ET_EXEC, ET_DYN):
+                    sizes[str(path.relative_to(root))] = elf_sizes(elf)
     return sizes
 
 
@@ -153,12 +138,12 @@ def run_suite(
         raise CorpusError(f"{project.name}: the recipe says nothing of its test suite")
     start = time.monotonic()
     directory = safe_directory(out, "projects", project.name, which, fresh=True)
-    run = SuiteRun(which, directory)
     log = directory / "log"
     sources, build_dir = directory / "src", directory / "build"
     unpack_project(out, project, sources, log)
     spec = suite.build
     source = source_dir(spec, sources)
+    run = SuiteRun(which, directory, source)
     build_dir.mkdir()
     stats = build_dir / "mlbridge-stats.jsonl"
     if build.stats_variable is not None:
@@ -242,7 +227,6 @@ def validate_project(
         status = "compared"
     tests = compare_tests(plain.tests, policy.tests) if policy.built else {}
     spec = project.tests.build if project.tests is not None else project.build
-    source = source_dir(spec, policy.directory / "src")
     for name, test_status in tests.items():
         if test_status in ("failed-with-policy", "missing-with-policy"):
             findings.append(
@@ -252,7 +236,9 @@ def validate_project(
                     "detail": f"{plain.tests[name]} plainly, "
                     f"{policy.tests.get(name, 'not run')} with the policy "
                     f"(log: {policy.directory / 'log'})",
-                    "reproduce": rerun_command(spec, source, policy.directory / "build", name),
+                    "reproduce": rerun_command(
+                        spec, policy.source, policy.directory / "build", name
+                    ),
                 }
             )
     counts = {s: n for s in TEST_STATUSES if (n := list(tests.values()).count(s))}

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 from mlbridge.corpus.recipe import BuildSpec, SuiteSpec
 from mlbridge.errors import CorpusError
+from mlbridge.input_files import read_regular_file
 
 __all__ = [
     "MAX_TESTS",
@@ -112,20 +112,10 @@ def rerun_command(build: BuildSpec, source: Path, build_dir: Path, test: str) ->
 
 def _read(path: Path) -> Optional[bytes]:
     """The file at ``path`` (a regular file, not a link), None when there is
-    none; CorpusError when it is too large."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+    none; CorpusError when it cannot be read or is too large."""
+    if not os.path.lexists(path):
         return None
-    except OSError as err:
-        raise CorpusError(f"{path}: cannot read the results: {err.strerror or err}") from None
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(stream.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise CorpusError(f"{path}: not a regular file")
-        if info.st_size > MAX_RESULTS_BYTES:
-            raise CorpusError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
-        return stream.read(MAX_RESULTS_BYTES + 1)
+    return read_regular_file(path, MAX_RESULTS_BYTES, CorpusError, follow_symlinks=False)
 
 
 def _add(results: Dict[str, str], name: str, outcome: str) -> None:
