@@ -128,6 +128,7 @@ LAYERS: List[Set[str]] = [
         "output_files",
         "child_process",
         "session",
+        "program_runs",
         "tensor_spec",
         "policy",
         "runner_config",

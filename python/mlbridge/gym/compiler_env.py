@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import (
     Any,
     ClassVar,
@@ -41,6 +42,9 @@ from gymnasium import spaces
 from mlbridge.gym.corpus_modules import EnvError, ModuleLike, environment_modules, start_drawn
 from mlbridge.gym.episode_limits import FLOAT_MAX, seconds
 from mlbridge.gym.modules import Module
+from mlbridge.gym.state_validation import ProgramReferences
+from mlbridge.llvm.versions import tools
+from mlbridge.program_runs import ProgramCheck
 
 __all__ = ["CompilerEnv", "EnvOptions", "ModuleChoice"]
 
@@ -99,6 +103,8 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
     episode_timeout: float
     _episode: Any = None
     _tmp: Optional[str] = None
+    #: The programs :meth:`validate` made references of (None: none yet).
+    _references: Optional[ProgramReferences] = None
     #: Which modules, when none are given (:meth:`_take_common`).
     choice: ModuleChoice
     #: The deadlines when none are given: of a step, and of an episode
@@ -189,6 +195,50 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
         step: playing it every step is the baseline episode."""
         raise NotImplementedError
 
+    def validate(self, *, run_timeout: float = 10.0) -> ProgramCheck:
+        """Whether the current episode's state still computes what its
+        program computes (docs/gym.md, Validation): the state compiled to
+        an object, linked into the program in place of the module's ``-O0``
+        object, run for at most ``run_timeout`` seconds, its output compared
+        with the program's built wholly at ``-O0``. The check's ``status``
+        is ``same``, a finding (``mismatch``, ``candidate-crashed``...) or a
+        skip (the program does not build, run or end by itself at ``-O0``:
+        it has no ``main``, say). Raises :class:`EnvError` when there is no
+        state to check (no episode; one that has no object yet)."""
+        run_timeout = seconds("run_timeout", run_timeout)
+        module = self._checked_module()
+        members = [m for m in self.modules if m.program == module.program]
+        if module not in members:
+            members = [module]
+        work = Path(self._workdir()) / "validate"
+        if self._references is None:
+            clang, linker = self._validation_compilers()
+            self._references = ProgramReferences(work, clang, linker, self.step_timeout)
+        work.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="state-", dir=work) as tmp:
+            state = self._state_object(Path(tmp))
+            return self._references.check(module, members, state, run_timeout)
+
+    def _checked_module(self) -> Module:
+        """The module of the episode :meth:`validate` checks."""
+        episode = self._episode
+        if episode is None:
+            raise EnvError("no episode to validate: call reset() first")
+        module: Module = episode.module
+        return module
+
+    def _state_object(self, scratch: Path) -> Path:
+        """The current state of the episode's module as an object file (made
+        in ``scratch`` when it is not one already); raises :class:`EnvError`
+        when there is none."""
+        raise EnvError(f"{type(self).__name__} has no validate()")
+
+    def _validation_compilers(self) -> Tuple[str, str]:
+        """The C compiler and the C++ driver that build and link the
+        references of :meth:`validate`."""
+        llvm = tools()
+        return llvm.clang, llvm.clangxx
+
     def _start(self, module: Module) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Starts an episode on ``module``: its first observation and info."""
         raise NotImplementedError
@@ -224,6 +274,7 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
         self._end_episode()
         self._release()
         tmp, self._tmp = self._tmp, None
+        self._references = None
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 

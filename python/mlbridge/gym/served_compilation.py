@@ -47,6 +47,9 @@ class ServedEpisode:
         self.bridge: Optional[DecisionBridge] = None
         self.decisions = 0
         self.done = False
+        #: Whether the compilation ended well (its output is kept until the
+        #: next reset, for :meth:`ServedCompilerEnv.validate`).
+        self.finished = False
         self.observation: Optional[np.ndarray] = None
         self.features: Dict[str, np.ndarray] = {}
         self.agent_seconds = 0.0
@@ -134,6 +137,20 @@ class ServedCompilerEnv(CompilerEnv):
 
     def _info(self, episode: ServedEpisode) -> Dict[str, Any]:
         return {"module": episode.module.name, "decisions": episode.decisions}
+
+    def _finished_object(self, episode: ServedEpisode, scratch: Path) -> Path:
+        """The object file of a finished episode's compilation (its output,
+        or one made from it in ``scratch``)."""
+        return episode.output
+
+    def _state_object(self, scratch: Path) -> Path:
+        episode = self._episode
+        if episode is None or not episode.finished:
+            raise EnvError(
+                "validate() checks the compilation of a finished episode: a served "
+                "compilation has an object only once it ends (step until terminated)"
+            )
+        return self._finished_object(episode, scratch)
 
     # -- the life cycle ------------------------------------------------------
 
@@ -237,10 +254,12 @@ class ServedCompilerEnv(CompilerEnv):
         episode.stop()  # joins the serving thread
         try:
             outcome = self._outcome(episode, result)
-        finally:
+        except BaseException:
             episode.output.unlink(missing_ok=True)
+            raise
         if isinstance(outcome, str):
             return self._fault(episode, outcome)
+        episode.finished = True
         reward, extra = outcome
         info = self._info(episode)
         info.update(extra)

@@ -400,6 +400,12 @@ class TimedKernelEnv(ServedCompilerEnv):
         """The action keeping the compiler's own decision."""
         return self._answers.keeps_default
 
+    def _state_object(self, scratch: Path) -> Path:
+        raise EnvError(
+            f"{type(self).__name__} validates every episode itself: a kernel whose "
+            "checksum differs from its default build's ends the episode with info['error']"
+        )
+
     def step(self, action: Any) -> StepResult:
         """Answers the current decision with the problem's answer of ``action``."""
         episode = self._running()

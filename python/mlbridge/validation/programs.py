@@ -30,70 +30,29 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mlbridge.child_process import child_environment
 from mlbridge.corpus.program import Program
+from mlbridge.program_runs import (
+    FINDINGS,
+    SKIPS,
+    ProgramCheck,
+    ProgramRun,
+    compare_runs,
+    error_detail,
+    reference_skip,
+    run_executable,
+)
 from mlbridge.session import ToolError, run_tool
 from mlbridge.validation.build import Build, policy_decisions
 
 __all__ = ["FINDINGS", "SKIPS", "ProgramCheck", "check_program", "check_programs"]
 
-#: Statuses that are findings against the candidate.
-FINDINGS = (
-    "mismatch",
-    "candidate-build-failed",
-    "candidate-crashed",
-    "candidate-timed-out",
-    "fallback",
-)
-#: Statuses that leave the program out (the program's fault).
-SKIPS = ("reference-build-failed", "reference-failed", "reference-timed-out")
-#: Characters of a program's output kept in a report (the whole output is
-#: compared).
-_OUTPUT_KEPT = 4000
 #: The largest statistics file read per build.
 _MAX_STATS_BYTES = 1 << 20
-
-
-@dataclass
-class ProgramCheck:
-    """What the check of one program found."""
-
-    program: str
-    status: str
-    #: What went wrong, in a line ("" when the outputs are the same).
-    detail: str = ""
-    #: The policy's decisions in the candidate build (None: no policy).
-    decisions: Optional[int] = None
-    #: Wall seconds of the whole check (both builds and runs).
-    seconds: float = 0.0
-
-    @property
-    def finding(self) -> bool:
-        return self.status in FINDINGS
-
-
-@dataclass
-class _Ran:
-    """An executable's run: its output and how it ended."""
-
-    stdout: str
-    returncode: Optional[int]
-    timed_out: bool
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def summary(self) -> Dict[str, Any]:
-        return {
-            "stdout": self.stdout[:_OUTPUT_KEPT],
-            "returncode": self.returncode,
-            "timed_out": self.timed_out,
-        }
 
 
 def _build(
@@ -108,16 +67,8 @@ def _build(
     try:
         run_tool(argv, timeout=timeout, env=child_environment(env), what=f"{build.name} building")
     except ToolError as err:
-        return str(err).splitlines()[-1][:_OUTPUT_KEPT] if str(err) else "failed", argv
+        return error_detail(err), argv
     return None, argv
-
-
-def _run(executable: Path, timeout: float, cwd: Path) -> _Ran:
-    try:
-        done = run_tool([str(executable)], timeout=timeout, cwd=cwd, what=executable.name)
-    except ToolError as err:
-        return _Ran("", err.returncode, err.timed_out)
-    return _Ran(done.stdout, 0, False)
 
 
 def check_program(
@@ -144,16 +95,15 @@ def check_program(
         )
         if error is not None:
             return done("reference-build-failed", error)
-        expected = _run(scratch / "reference", run_timeout, scratch)
-        if expected.timed_out:
-            return done("reference-timed-out", f"no end within {run_timeout:g} s")
-        if not expected.ok:
-            return done("reference-failed", f"exit status {expected.returncode}")
+        expected = run_executable(scratch / "reference", run_timeout, scratch)
+        skip = reference_skip(expected, run_timeout)
+        if skip is not None:
+            return done(*skip)
         stats = scratch / "stats.jsonl" if candidate.stats_variable else None
         error, candidate_argv = _build(
             candidate, program, scratch / "candidate", build_timeout, stats
         )
-        got = _Ran("", None, False)
+        got = ProgramRun("", None, False)
         decisions: Optional[int] = None
         if error is not None:
             check = done("candidate-build-failed", error)
@@ -161,17 +111,13 @@ def check_program(
             policy_error = None
             if stats is not None:
                 policy_error, decisions = policy_decisions(stats, _MAX_STATS_BYTES)
-            got = _run(scratch / "candidate", run_timeout, scratch)
+            got = run_executable(scratch / "candidate", run_timeout, scratch)
             if policy_error is not None:
                 check = done("fallback", policy_error)
-            elif got.timed_out:
-                check = done("candidate-timed-out", f"no end within {run_timeout:g} s", decisions)
-            elif got.returncode != 0:
-                check = done("candidate-crashed", f"exit status {got.returncode}", decisions)
-            elif got.stdout != expected.stdout:
-                check = done("mismatch", "the outputs differ", decisions)
             else:
-                return done("same", "", decisions)
+                check = done(*compare_runs(expected, got, run_timeout), decisions)
+                if not check.finding:
+                    return check
         if findings is not None:
             _keep(
                 findings, program, check, reference_argv, candidate_argv, candidate, expected, got
@@ -186,8 +132,8 @@ def _keep(
     reference_argv: List[str],
     candidate_argv: List[str],
     candidate: Build,
-    expected: _Ran,
-    got: _Ran,
+    expected: ProgramRun,
+    got: ProgramRun,
 ) -> None:
     """Writes the reproducer of a finding (see the module's docstring)."""
     name = program.dirname  # one path component: "/" is percent-encoded

@@ -474,6 +474,9 @@ class InliningEnv(ServedCompilerEnv):
                 output.unlink(missing_ok=True)
         return self._oz_sizes[module.name]
 
+    def _validation_compilers(self) -> Tuple[str, str]:
+        return self.clang, self.llvm.clangxx
+
     def _release(self) -> None:
         server, self._server = getattr(self, "_server", None), None
         if server is not None:

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -425,7 +426,13 @@ class PhaseOrderingEnv(CompilerEnv):
             self._list,
             "--rollback",
             ROLLBACKS[self.rollback],
+            "--output",
+            self._state_file(),
         ]
+
+    def _state_file(self) -> str:
+        """Where the service WRITEs the current module (for :meth:`validate`)."""
+        return os.path.join(self._workdir(), "state.bc")
 
     def _running_service(self) -> _Service:
         """The service waiting for a command: the running one, or a new one
@@ -638,6 +645,43 @@ class PhaseOrderingEnv(CompilerEnv):
         episode.action = None
         episode.done = False
         return episode.observation
+
+    # -- validation --------------------------------------------------------------
+
+    def _state_object(self, scratch: Path) -> Path:
+        """The current module, WRITten by the service, through clang's ``-Oz``
+        code generation alone (the module's passes are the episode's)."""
+        episode = self._loaded()
+        if "write" not in self._commands:
+            raise EnvError(f"{self.service} has no WRITE command: it cannot validate")
+        state = Path(self._state_file())
+        state.unlink(missing_ok=True)
+        self._slot_command(episode, "write", 0)
+        output = scratch / "state.o"
+        command = [
+            self.llvm.clang,
+            "-Oz",
+            "-Xclang",
+            "-disable-llvm-passes",
+            "-c",
+            "-w",
+            *episode.module.codegen_flags(),
+            str(state),
+            "-o",
+            str(output),
+        ]
+        try:
+            run_tool(command, timeout=self.step_timeout, what=f"{self.llvm.clang} -Oz")
+        except ToolError as err:
+            raise EnvError(
+                f"{episode.module.name}: the written module made no object: {err}"
+            ) from None
+        finally:
+            state.unlink(missing_ok=True)
+        return output
+
+    def _validation_compilers(self) -> Tuple[str, str]:
+        return self.llvm.clang, self.llvm.clangxx
 
     # -- resources -------------------------------------------------------------
 

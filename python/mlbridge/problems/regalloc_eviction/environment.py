@@ -57,7 +57,9 @@ from mlbridge.problems.regalloc_eviction.score import (
     allocation_command,
     default_allocation,
     llc_input,
+    object_command,
 )
+from mlbridge.session import ToolError, run_tool
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -124,6 +126,7 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         if opt_level not in (1, 2, 3):
             raise ValueError(f"opt_level must be 1, 2 or 3, got {opt_level!r}")
         self.opt_level, self.llc = opt_level, llc
+        self.per_function = per_function
         optimized = PROBLEM.get(OptimizedModules) is not None
         self._load_modules(modules, module_flags=module_flags(optimized))
         if per_function:
@@ -266,6 +269,25 @@ class RegallocEvictionEnv(ServedCompilerEnv):
                 f"legal: {np.flatnonzero(mask).tolist()})",
             )
         return self._answer(episode, int(action))
+
+    def _finished_object(self, episode: ServedEpisode, scratch: Path) -> Path:
+        """The allocated code through the rest of llc's code generation."""
+        if self.per_function:
+            raise EnvError(
+                "with per_function=True an episode allocates one function out of its "
+                "module: there is no program to run"
+            )
+        output = scratch / "state.o"
+        command = object_command(
+            self.llc, self.opt_level, episode.output, episode.module.flags, output
+        )
+        try:
+            run_tool(command, timeout=self.episode_timeout, what=f"{self.llc} -start-after")
+        except ToolError as err:
+            raise EnvError(
+                f"{episode.module.name}: the allocated code made no object: {err}"
+            ) from None
+        return output
 
     def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
         baseline = self._baseline(episode.module)

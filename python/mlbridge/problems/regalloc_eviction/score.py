@@ -452,11 +452,10 @@ def allocation_command(
     """``llc`` allocating ``bitcode`` (compiled with ``module_flags``) and
     writing the allocated code as MIR to ``output``, the module's local names
     discarded (only its functions' and globals' names remain)."""
-    pic = ["-relocation-model=pic"] if PIC_FLAGS & set(module_flags) else []
     return [
         llc,
         f"-O{opt_level}",
-        *pic,
+        *_relocation(module_flags),
         # No block, argument or instruction names: llc prints them raw in
         # the MIR and the block frequencies, where a line break in one would
         # start lines of the module's choosing. Code generation ignores them.
@@ -467,6 +466,28 @@ def allocation_command(
         "-o",
         str(output),
     ]
+
+
+def object_command(
+    llc: str, opt_level: int, mir: Path, module_flags: Sequence[str], output: Path
+) -> List[str]:
+    """``llc`` finishing the code generation of the allocated code ``mir``
+    (what :func:`allocation_command` wrote) into the object file ``output``."""
+    return [
+        llc,
+        f"-O{opt_level}",
+        *_relocation(module_flags),
+        f"-start-after={STOP_AFTER}",
+        "-filetype=obj",
+        str(mir),
+        "-o",
+        str(output),
+    ]
+
+
+def _relocation(module_flags: Sequence[str]) -> List[str]:
+    """llc's relocation model for a module compiled with ``module_flags``."""
+    return ["-relocation-model=pic"] if PIC_FLAGS & set(module_flags) else []
 
 
 @dataclass(frozen=True)
