@@ -7,12 +7,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from mlbridge.cli.arguments import add_problem_and_policy, natural
+from mlbridge.cli.arguments import (
+    add_problem_and_policy,
+    add_sandbox_arguments,
+    natural,
+    sandbox_limits,
+)
 from mlbridge.cli_errors import ENVIRONMENT, USAGE, CommandError, fail
 from mlbridge.llvm.versions import add_llvm_argument
+
+if TYPE_CHECKING:
+    from mlbridge.validation.deployment import DeploymentChecks
 
 NAME = "evaluate"
 GROUP = "learn"
@@ -55,6 +64,25 @@ def add_parser(sub: Any) -> None:
     evaluate.add_argument(
         "--tool", help="the native half (the plugin, the phase service; default: mlbridge config)"
     )
+    evaluate.add_argument(
+        "--validate",
+        action="store_true",
+        help="also prove the measured programs still work with the policy deployed: their "
+        "output against clang -O0, or a recipe's projects' own test suites (docs/validation.md)",
+    )
+    evaluate.add_argument(
+        "--run-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="--validate: seconds a program may run (default 10)",
+    )
+    evaluate.add_argument(
+        "--recipe",
+        help="--validate: the recipe a built corpus was built from, a shipped name or a file "
+        "(default: the name its manifest records)",
+    )
+    add_sandbox_arguments(evaluate)
     add_llvm_argument(evaluate, "of the compiler (default: the newest with mlbridge parts)")
 
 
@@ -68,10 +96,14 @@ def measure(
     work: Path,
     max_programs: Optional[int] = None,
     llvm: Optional[int] = None,
+    validate: Optional["DeploymentChecks"] = None,
 ) -> Dict[str, Any]:
     """The problem's deployment of ``policy`` on ``split`` of ``corpus``
     (a sample of ``max_programs`` of it), measured (its report, with
-    ``summary`` lines), on LLVM ``llvm`` (default: the newest installed)."""
+    ``summary`` lines), on LLVM ``llvm`` (default: the newest installed);
+    with ``validate``, its ``validation`` too
+    (:func:`mlbridge.validation.deployment.validate_deployment`, in
+    ``work/validate``)."""
     from mlbridge.corpus.defaults import default_corpus
     from mlbridge.gym.corpus_modules import corpus_modules
     from mlbridge.gym.modules import module_flags
@@ -88,6 +120,12 @@ def measure(
         fail(str(err), USAGE)
     if declared.evaluate is None:
         fail(f"the problem {problem} has no deployment to measure", USAGE)
+    if validate is not None:
+        from mlbridge.validation.deployment import refusal
+
+        why = refusal(declared)
+        if why is not None:
+            fail(f"--validate: {why}", USAGE)
     if not policy.is_file():
         fail(f"{policy} does not exist: train first", ENVIRONMENT)
     if corpus is not None and not corpus.exists():
@@ -112,14 +150,57 @@ def measure(
     if not modules:
         fail(f"the corpus has no {split} module to evaluate on", ENVIRONMENT)
     try:
-        return evaluate(declared, policy, modules, work, tool, llvm)
+        report = evaluate(declared, policy, modules, work, tool, llvm)
+        if validate is not None:
+            report["validation"] = _validated(
+                declared, policy, corpus, split, full, modules, work, tool, report, validate
+            )
+            report["summary"] += report["validation"]["summary"]
     except NativeError as err:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
+    return report
+
+
+def _validated(
+    problem: Any,
+    policy: Path,
+    corpus: Optional[Path],
+    split: str,
+    full: bool,
+    modules: Any,
+    work: Path,
+    tool: Optional[Path],
+    report: Dict[str, Any],
+    checks: "DeploymentChecks",
+) -> Dict[str, Any]:
+    """``--validate``: the measured programs, proven to still work."""
+    from mlbridge.corpus.defaults import default_corpus, load_corpus
+    from mlbridge.errors import CorpusError
+    from mlbridge.validation.deployment import validate_deployment
+
+    measured = {m.program for m in modules}
+    path = corpus if corpus is not None else default_corpus()
+    try:
+        programs = [p for p in load_corpus(path, not full) if p.name in measured]
+        return validate_deployment(
+            problem, policy, programs, path, split, work / "validate", tool, report, checks
+        )
+    except CorpusError as err:
+        raise CommandError(f"--validate: {err}", ENVIRONMENT) from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``mlbridge evaluate``."""
     out = Path(args.out)
+    checks = None
+    if args.validate:
+        from mlbridge.validation.deployment import DeploymentChecks
+
+        if not args.run_timeout > 0:
+            fail("--run-timeout must be a positive number of seconds", USAGE)
+        checks = DeploymentChecks(args.run_timeout, 2, sandbox_limits(args), args.llvm, args.recipe)
+    elif args.recipe is not None:
+        fail("--recipe is for --validate", USAGE)
     report = measure(
         args.problem,
         Path(args.policy),
@@ -130,10 +211,17 @@ def run(args: argparse.Namespace) -> int:
         out / "deploy",
         args.max_programs,
         args.llvm,
+        checks,
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "evaluate.json").write_text(json.dumps(report, indent=2) + "\n")
     for line in report["summary"]:
         print(line)
     print(f"details: {out}/evaluate.json")
+    findings = report.get("validation", {}).get("findings", [])
+    for finding in findings:
+        what = finding.get("program") or finding.get("test") or finding.get("project")
+        print(f"{finding['status']}: {what}: {finding['detail']}", file=sys.stderr)
+    if findings:
+        raise CommandError(f"--validate: {len(findings)} findings (details in evaluate.json)")
     return 0

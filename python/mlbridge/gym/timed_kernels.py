@@ -59,7 +59,18 @@ from mlbridge.session import ToolError, run_tool
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Baseline", "EnvError", "TimedKernelEnv", "answer_value", "kernel_modules"]
+__all__ = [
+    "CHANGED_RESULT",
+    "Baseline",
+    "EnvError",
+    "TimedKernelEnv",
+    "answer_value",
+    "kernel_modules",
+]
+
+#: What :meth:`TimedKernelEnv.deploy`'s error says of a kernel whose
+#: checksum the model changed.
+CHANGED_RESULT = "the model changed the result"
 
 #: Outcomes remembered per environment (then forgotten all at once).
 MAX_REMEMBERED = 100_000
@@ -331,7 +342,7 @@ class TimedKernelEnv(ServedCompilerEnv):
                 runnable.unlink(missing_ok=True)
         if not self._same_result(best["model"][1], best["default"][1]):
             raise EnvError(
-                f"{module}: the model changed the result: checksum {best['model'][1]}, "
+                f"{module}: {CHANGED_RESULT}: checksum {best['model'][1]}, "
                 f"{best['default'][1]} with the compiler's own decisions"
             )
         return {
