@@ -110,8 +110,14 @@ def die_with_parent(parent: int) -> None:
 
 #: The prefixes of the variables mlbridge's plugins read, one per plugin
 #: (``MLBRIDGE_<PLUGIN>_<OPTION>``: src/llvm/PluginOptions.cpp,
-#: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp).
-PLUGIN_PREFIXES: Tuple[str, ...] = ("MLBRIDGE_INLINE_", "MLBRIDGE_GCC_", "MLBRIDGE_MLIR_")
+#: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp), and the interactive
+#: host (tools/interactive_host).
+PLUGIN_PREFIXES: Tuple[str, ...] = (
+    "MLBRIDGE_INLINE_",
+    "MLBRIDGE_GCC_",
+    "MLBRIDGE_MLIR_",
+    "MLBRIDGE_HOST_",
+)
 
 
 def is_plugin_variable(name: str) -> bool:

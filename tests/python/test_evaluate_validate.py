@@ -105,7 +105,7 @@ def test_a_deployment_that_breaks_a_program_fails_the_command(tmp_path, capsys, 
 
 def test_a_problem_without_a_deployed_build_is_refused_before_measuring(tmp_path, capsys):
     code = main(
-        ["evaluate", "regalloc-eviction", "--policy", str(tmp_path / "none.onnx")]
+        ["evaluate", "phase-ordering", "--policy", str(tmp_path / "none.onnx")]
         + [
             "--validate",
             "--out",

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from eviction_policy import untrained_eviction_policy
 from process_checks import children, gone, wait_for
 
 pytest.importorskip("onnx")
@@ -47,23 +48,7 @@ def bitcode(tmp_path_factory):
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory):
     """An untrained eviction policy as the export writes it."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("stable_baselines3")
-    import gymnasium
-    import numpy as np
-    from stable_baselines3.common.policies import ActorCriticPolicy
-
-    from mlbridge.problems.regalloc_eviction import CANDIDATES, DEPLOY_INPUTS, observation_names
-    from mlbridge.train.export import export_policy
-
-    names = observation_names()
-    space = gymnasium.spaces.Box(-np.inf, np.inf, (len(names),), np.float32)
-    torch.manual_seed(0)
-    net = ActorCriticPolicy(space, gymnasium.spaces.Discrete(CANDIDATES), lambda _: 3e-4)
-    inputs, keep = DEPLOY_INPUTS(names, list(range(len(names))))
-    path = tmp_path_factory.mktemp("policy") / "policy.onnx"
-    export_policy(net, path, inputs, "index_to_evict", keep, mask=list(range(CANDIDATES)))
-    return path
+    return untrained_eviction_policy(tmp_path_factory.mktemp("policy") / "policy.onnx")
 
 
 def _run(host, runner, command, stats=None, *extra, timeout=120):
@@ -131,6 +116,41 @@ def test_a_compiler_that_asks_nothing_is_served_nothing(host, bitcode, policy, t
     done = _run(host, f"onnx:{policy}", ["llc-19", "-O0", str(bitcode), "-o", "/dev/null"], stats)
     assert done.returncode == 0, done.stderr
     assert read_run_stats(stats)[0].decisions == 0
+
+
+def test_clang_is_served_for_every_source_and_its_link_asks_nothing(host, policy, tmp_path):
+    """One session per cc1 of a clang command (two sources: two sessions),
+    the statistics file named by $MLBRIDGE_HOST_STATS; linking asks nothing."""
+    import os
+
+    sources = []
+    for name in ("a", "b"):
+        sources.append(tmp_path / f"{name}.c")
+        shutil.copyfile(PRESSURE, sources[-1])
+    env = dict(os.environ)
+
+    def clang(stats, *args):
+        env["MLBRIDGE_HOST_STATS"] = str(stats)
+        command = ["clang-19", "-O2", "-w", *args]
+        args = [str(host), "--runner", f"onnx:{policy}", "--problem", "regalloc-eviction"]
+        done = subprocess.run(
+            [*args, "--finite", "--mask", "mask", "--", *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        (record,) = read_run_stats(stats)
+        assert record.first_error is None and record.details["compiler_status"] == 0
+        return record.decisions
+
+    one = clang(tmp_path / "one.jsonl", "-c", str(sources[0]), "-o", "a.o")
+    assert one > 10
+    assert clang(tmp_path / "two.jsonl", "-c", *map(str, sources)) == 2 * one
+    assert clang(tmp_path / "link.jsonl", "-shared", "a.o", "-o", "liba.so") == 0
+    assert (tmp_path / "liba.so").is_file()
 
 
 def test_an_illegal_answer_stops_the_compiler(host, bitcode, tmp_path):

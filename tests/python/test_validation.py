@@ -170,6 +170,31 @@ def test_a_policy_the_plugin_cannot_load_is_a_finding(tmp_path):
     assert "fell back" in check.detail or "no statistics" in check.detail
 
 
+def test_an_eviction_policy_is_deployed_through_the_interactive_host(tmp_path):
+    """regalloc-eviction's deployed build: clang under the interactive host,
+    every eviction answered by the policy (its records read: it decided)."""
+    from eviction_policy import untrained_eviction_policy
+
+    from mlbridge.native import NativeError
+    from mlbridge.problems.regalloc_eviction.deploy import deployed_build
+
+    policy = untrained_eviction_policy(tmp_path / "policy.onnx")
+    try:
+        build = deployed_build(policy)
+    except NativeError as err:
+        pytest.skip(f"no interactive host with ONNX Runtime: {err}")
+    pressure = Path(__file__).resolve().parents[1] / "data" / "regalloc_pressure.c"
+    text = pressure.read_text() + (
+        "#include <stdio.h>\nint g(int x) { return x * 7 + 1; }\n"
+        "int main(void) {\n  int a[80];\n  for (int i = 0; i < 80; ++i) a[i] = i * i;\n"
+        '  printf("%d\\n", pressure(a, 64));\n  return 0;\n}\n'
+    )
+    check = _check(tmp_path, _program(tmp_path, "p", text), build)
+    assert check.status == "same", check
+    assert check.decisions is not None and check.decisions > 0
+    assert build.at_level(Build("-Oz", (CLANG, "-Oz"))).name.startswith(f"{CLANG} -Oz, eviction")
+
+
 def _needs(generator: str) -> None:
     missing = GENERATORS[generator].missing()
     if missing is not None:

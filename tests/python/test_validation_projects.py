@@ -214,6 +214,22 @@ def test_the_wrapper_appends_the_builds_flags_and_environment(tmp_path):
     assert oct(Path(cc).stat().st_mode & 0o777) == "0o755"
 
 
+def test_the_wrapper_runs_the_compiler_under_the_builds_launcher(tmp_path):
+    """A launcher (the interactive host) gets the compiler's whole command
+    after its own arguments."""
+    log = tmp_path / "launched"
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f'#!/bin/sh\necho "$1" > {log}\nshift 2\nexec "$@"\n')
+    launcher.chmod(0o755)
+    build = Build("x", (CLANG, "-Oz"), launcher=(str(launcher), "--tag", "--"))
+    cc, _ = write_wrappers(tmp_path / "w", build)
+    source = tmp_path / "p.c"
+    source.write_text("int main(void) { return 0; }\n")
+    subprocess.run([cc, str(source), "-o", str(tmp_path / "p")], check=True)
+    assert log.read_text() == "--tag\n" and (tmp_path / "p").is_file()
+    assert build.argv([], ["p.c"], "p")[:4] == [str(launcher), "--tag", "--", CLANG]
+
+
 def test_results_are_read_from_each_harness(tmp_path):
     build = tmp_path / "build"
     (build / "meson-logs").mkdir(parents=True)

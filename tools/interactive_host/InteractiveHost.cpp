@@ -23,9 +23,9 @@
 //
 // Exit status: the compiler's (0 when it compiled), 1 a host error (the
 // runner, the protocol, a timeout: the compiler was killed), 2 usage. With
-// --stats FILE, the run's statistics record (docs/run-stats.md): decisions,
-// the error (or null); in details the problem, seconds in evaluate, wall
-// seconds and the compiler's status.
+// --stats FILE (or, without it, $MLBRIDGE_HOST_STATS), the run's statistics
+// record (docs/run-stats.md): decisions, the error (or null); in details the
+// problem, seconds in evaluate, wall seconds and the compiler's status.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +70,8 @@ constexpr size_t MaxHeaderBytes = size_t(8) << 20;
 constexpr size_t MaxLineBytes = size_t(64) << 10;
 /// Seconds the compiler has to exit after SIGTERM before SIGKILL.
 constexpr int KillGraceMs = 2000;
+/// The variable naming the statistics file when --stats is not given.
+constexpr const char *StatsVariable = "MLBRIDGE_HOST_STATS";
 /// Slice of a wait in which the compiler's exit is checked.
 constexpr chrono::milliseconds Slice(50);
 
@@ -91,7 +93,7 @@ constexpr const char *Usage =
     "  --mask FEATURE    refuse an advice that is not an index of FEATURE\n"
     "                    whose element is non-zero (the eviction mask)\n"
     "  --stats FILE      append the run's statistics record (one JSON line,\n"
-    "                    docs/run-stats.md)\n";
+    "                    docs/run-stats.md); default: $MLBRIDGE_HOST_STATS\n";
 
 int usage(const std::string &Message) {
   std::fprintf(stderr, "%s: %s\n%s", Tool, Message.c_str(), Usage);
@@ -372,16 +374,21 @@ struct Ends {
 Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
               const Channel &Ch, Ends &E, Stats &S);
 
-/// Serves the compiler until it closes its channel. Returns success when the
-/// compiler ended the session (or never opened it), else the host's error,
-/// the compiler then stopped while the channel's ends are still open.
+/// Serves the compiler until it exits: one session per process of it that
+/// opens the channel (clang runs one cc1 per source, each asking in turn).
+/// Returns success when every session ended well (or none was opened), else
+/// the host's error, the compiler then stopped while the channel's ends are
+/// still open.
 Error serve(const Options &O, const RunnerConfig &Config, Compiler &C,
             const Channel &Ch, Stats &S) {
-  Ends E;
-  Error Failed = session(O, Config, C, Ch, E, S);
-  if (Failed)
-    C.kill(); // before the FIFOs close: LLVM 19 spins on a closed input
-  return Failed;
+  do {
+    Ends E;
+    if (Error Failed = session(O, Config, C, Ch, E, S)) {
+      C.kill(); // before the FIFOs close: LLVM 19 spins on a closed input
+      return Failed;
+    }
+  } while (!C.exited());
+  return Error::success();
 }
 
 Error session(const Options &O, const RunnerConfig &Config, Compiler &C,
@@ -562,6 +569,9 @@ int main(int Argc, char **Argv) {
   S.CompilerStatus = C->exitCode();
   S.WallSeconds =
       chrono::duration<double>(chrono::steady_clock::now() - Start).count();
+  if (O->Stats.empty()) // a build system passes it through the environment
+    if (const char *Path = std::getenv(StatsVariable); Path && *Path)
+      O->Stats = Path;
   if (!O->Stats.empty())
     writeStats(*O, *Config, S);
   if (!S.Error.empty())

@@ -36,17 +36,24 @@ class Build:
     #: Files and directories the compiler reads besides its own install
     #: (a plugin's directory, a policy): a sandboxed build sees them.
     reads: Tuple[Path, ...] = ()
+    #: A program the compiler runs under, with its arguments before the
+    #: compiler's command (``mlbridge-interactive-host ... --``; empty: none).
+    launcher: Tuple[str, ...] = ()
 
     def at_level(self, other: "Build") -> "Build":
         """This build with ``other``'s optimisation level instead of its own
         (both compile at the same level; they differ in their other flags)."""
         level = [a for a in other.command[1:] if a in LEVELS]
+        own = [a for a in self.command[1:] if a in LEVELS]
         rest = [a for a in self.command[1:] if a not in LEVELS]
-        return replace(self, command=(self.command[0], *level, *rest))
+        name = self.name
+        if len(level) == 1 and len(own) == 1:  # the name says the level it builds at
+            name = name.replace(own[0], level[0])
+        return replace(self, name=name, command=(self.command[0], *level, *rest))
 
     def argv(self, flags: Sequence[str], sources: Sequence[str], output: str) -> List[str]:
         """The command that builds ``sources`` into the executable ``output``."""
-        return [*self.command, "-w", *flags, *sources, "-o", output]
+        return [*self.launcher, *self.command, "-w", *flags, *sources, "-o", output]
 
 
 def reference_build(level: str = "-O0", llvm: Optional[LlvmTools] = None) -> Build:

@@ -1,8 +1,8 @@
 """The compiler a project's own build system is given (``CC``, ``CXX``) when
 ``mlbridge validate --recipe`` builds it: a :class:`Build`'s compiler with
 the project's arguments, then the build's own (its level and the plugin's
-flags, so that they win over the project's ``-O2``), in the build's
-environment (the plugin's settings).
+flags, so that they win over the project's ``-O2``), under the build's
+launcher if it has one, in the build's environment (the plugin's settings).
 
 This file is also the wrapper itself: :func:`write_wrappers` copies it,
 under an interpreter line, as ``mlbridge-cc`` and ``mlbridge-c++`` beside a
@@ -38,10 +38,11 @@ def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
     """Writes the wrappers of ``build`` into ``directory`` (made readable by
     anyone); their paths (C, C++). The build's C++ driver is ``build.cxx``."""
     compilers: List[str] = []
-    for name in (build.command[0], build.cxx or build.command[0]):
+    launcher = list(build.launcher[:1])
+    for name in (build.command[0], build.cxx or build.command[0], *launcher):
         found = shutil.which(name)
         if found is None:
-            raise FileNotFoundError(f"{name}: no such compiler on PATH")
+            raise FileNotFoundError(f"{name}: no such program on PATH")
         compilers.append(found)
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)
@@ -49,6 +50,7 @@ def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
         "c": compilers[0],
         "c++": compilers[1],
         "append": list(build.command[1:]),
+        "launcher": compilers[2:] + list(build.launcher[1:]),
         "env": dict(build.env),
     }
     (directory / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
@@ -66,10 +68,12 @@ def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
 def command(config: Dict[str, object], name: str, args: List[str]) -> List[str]:
     """The compiler's command for the wrapper called ``name`` run with ``args``."""
     compiler = config["c++" if name.endswith("++") else "c"]
-    append = config["append"]
+    append, launcher = config["append"], config["launcher"]
     if not isinstance(compiler, str) or not isinstance(append, list):
         raise ValueError(f"{CONFIG}: malformed")
-    return [compiler, *args, *(str(a) for a in append)]
+    if not isinstance(launcher, list):
+        raise ValueError(f"{CONFIG}: malformed")
+    return [*(str(a) for a in launcher), compiler, *args, *(str(a) for a in append)]
 
 
 def main() -> int:

@@ -13,7 +13,12 @@ from typing import Any, Sequence, Tuple
 import numpy as np
 
 from mlbridge.policies import evict_lowest_density
-from mlbridge.problems.capabilities import ActionMask, Heuristic, OptimizedModules
+from mlbridge.problems.capabilities import (
+    ActionMask,
+    DeployedBuild,
+    Heuristic,
+    OptimizedModules,
+)
 from mlbridge.problems.problem import Problem, TensorInputs
 from mlbridge.tensor_spec import TensorSpec
 
@@ -98,5 +103,10 @@ PROBLEM = Problem(
     llvm_majors=(19,),
     gamma=1.0,
     gae_lambda=1.0,
-    capabilities=(ActionMask(MASK), Heuristic(DensityHeuristic), OptimizedModules()),
+    capabilities=(
+        ActionMask(MASK),
+        Heuristic(DensityHeuristic),
+        OptimizedModules(),
+        DeployedBuild("mlbridge.problems.regalloc_eviction.deploy:deployed_build"),
+    ),
 )

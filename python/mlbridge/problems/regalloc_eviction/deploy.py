@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from mlbridge.corpus.program import project_of
 from mlbridge.errors import MlbridgeError
 from mlbridge.gym.modules import Module
+from mlbridge.llvm.versions import tools
 from mlbridge.problems.regalloc_eviction import MASK
 from mlbridge.problems.regalloc_eviction.score import (
     LLC,
@@ -34,11 +35,34 @@ from mlbridge.problems.regalloc_eviction.score import (
 from mlbridge.run_stats import read_run_stats
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
+from mlbridge.validation import Build
 
 #: Longest one allocation may take.
 DEPLOY_TIMEOUT = 600.0
 #: Runners the model is deployed with, in the report's order.
 RUNNERS = ("aot", "onnx")
+#: The variable naming the file the interactive host appends its statistics
+#: record to when no ``--stats`` is given.
+HOST_STATS = "MLBRIDGE_HOST_STATS"
+
+
+def host_command(host: Path, runner: RunnerConfig, *stats: str) -> List[str]:
+    """The host answering eviction with ``runner`` (NaN features as 0, the
+    mask enforced), up to the ``--`` before the compiler's command."""
+    return [
+        str(host),
+        "--runner",
+        str(runner),
+        "--problem",
+        "regalloc-eviction",
+        "--finite",
+        "--mask",
+        MASK,
+        "--timeout-ms",
+        str(int(DEPLOY_TIMEOUT * 1000)),
+        *stats,
+        "--",
+    ]
 
 
 def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path) -> Dict[str, Any]:
@@ -46,22 +70,7 @@ def _host_run(host: Path, runner: RunnerConfig, command: List[str], stats: Path)
     stats.unlink(missing_ok=True)
     start = time.monotonic()
     run_tool(
-        [
-            str(host),
-            "--runner",
-            str(runner),
-            "--problem",
-            "regalloc-eviction",
-            "--finite",
-            "--mask",
-            MASK,
-            "--timeout-ms",
-            str(int(DEPLOY_TIMEOUT * 1000)),
-            "--stats",
-            str(stats),
-            "--",
-            *command,
-        ],
+        [*host_command(host, runner, "--stats", str(stats)), *command],
         timeout=DEPLOY_TIMEOUT + 30,
         what=f"{runner.kind}: {host.name}",
         stdout=subprocess.DEVNULL,
@@ -241,3 +250,31 @@ def evaluate_trained(
     else:
         runners = list(RUNNERS)
     return evaluate_regalloc_eviction(policy, modules, work, host, runners)
+
+
+def deployed_build(policy: Path, host: Optional[Path] = None, llvm: Optional[int] = None) -> Build:
+    """How ``mlbridge validate`` builds a program with ``policy`` deployed:
+    ``clang-19 -O2`` under the interactive host (default: ``mlbridge config
+    --interactive-host``), which answers every eviction question of every
+    compilation with the policy under ONNX Runtime (:func:`host_command`)
+    and appends a statistics record
+    per compiler command to the file ``$MLBRIDGE_HOST_STATS`` names."""
+    from mlbridge.native import NativeError, find_native, interactive_host_path
+
+    if llvm not in (None, 19):
+        raise ValueError(f"regalloc-eviction deploys in LLVM 19 only, not {llvm}")
+    if host is None:
+        if "onnx" not in find_native().components:
+            raise NativeError("the interactive host was installed without ONNX Runtime")
+        host = interactive_host_path()
+    compilers = tools(19)
+    runner = RunnerConfig(kind="onnx", argument=str(policy.resolve()))
+    return Build(
+        f"{compilers.clang} -O2, eviction by {policy.name}",
+        (compilers.clang, "-O2"),
+        stats_variable=HOST_STATS,
+        cxx=compilers.clangxx,
+        # the host and its libraries (ONNX Runtime) beside it, and the policy
+        reads=(host.resolve().parent.parent, policy.resolve()),
+        launcher=tuple(host_command(host, runner)),
+    )
