@@ -101,8 +101,9 @@ def error_detail(err: ToolError) -> str:
 def run_executable(executable: Path, timeout: float, cwd: Path) -> ProgramRun:
     """Runs ``executable`` (no arguments, no input) in ``cwd`` for at most
     ``timeout`` seconds, its process group killed past it."""
-    try:
-        done = run_tool([str(executable)], timeout=timeout, cwd=cwd, what=executable.name)
+    try:  # a relative path would be found from cwd
+        argv = [str(executable.absolute())]
+        done = run_tool(argv, timeout=timeout, cwd=cwd, what=executable.name)
     except ToolError as err:
         return ProgramRun("", err.returncode, err.timed_out)
     return ProgramRun(done.stdout, 0, False)

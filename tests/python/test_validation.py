@@ -79,6 +79,16 @@ def test_a_candidate_that_builds_the_same_program_passes(tmp_path):
     assert not (tmp_path / "findings").exists()
 
 
+def test_a_relative_work_directory_runs_the_programs_built_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("work").mkdir()
+    program = _program(tmp_path, "p")
+    check = check_program(
+        program, Build("-O0", (CLANG, "-O0")), Build("-Oz", (CLANG, "-Oz")), Path("work")
+    )
+    assert check.status == "same", check
+
+
 @pytest.mark.parametrize(
     "define, status",
     [
