@@ -92,7 +92,10 @@ def add_parser(sub: Any) -> None:
     validate.add_argument(
         "--out", default="validate-out", help="report, reproducers, work (default validate-out)"
     )
-    validate.add_argument("--tool", help="the native half (the plugin; default: mlbridge config)")
+    validate.add_argument(
+        "--tool",
+        help="the native half (the plugin, the interactive host; default: mlbridge config)",
+    )
     add_sandbox_arguments(validate)
     add_llvm_argument(validate, "of the compiler (default: the newest with mlbridge parts)")
 
