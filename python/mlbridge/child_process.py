@@ -110,21 +110,18 @@ def die_with_parent(parent: int) -> None:
 
 #: The prefixes of the variables mlbridge's plugins read, one per plugin
 #: (``MLBRIDGE_<PLUGIN>_<OPTION>``: src/llvm/PluginOptions.cpp,
-#: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp), and the interactive
-#: host (tools/interactive_host).
-PLUGIN_PREFIXES: Tuple[str, ...] = (
-    "MLBRIDGE_INLINE_",
-    "MLBRIDGE_GCC_",
-    "MLBRIDGE_MLIR_",
-    "MLBRIDGE_HOST_",
-)
+#: src/gcc/PluginOptions.cpp, src/mlir/TilingPass.cpp).
+PLUGIN_PREFIXES: Tuple[str, ...] = ("MLBRIDGE_INLINE_", "MLBRIDGE_GCC_", "MLBRIDGE_MLIR_")
+#: The variables the compiler-side tools read: the interactive host's
+#: statistics file (tools/interactive_host).
+TOOL_VARIABLES: Tuple[str, ...] = ("MLBRIDGE_HOST_STATS",)
 
 
 def is_plugin_variable(name: str) -> bool:
-    """Whether one of mlbridge's plugins reads the environment variable
-    ``name`` (the package's own, ``MLBRIDGE_PREFIX``, ``MLBRIDGE_CACHE``...,
-    are not the plugins')."""
-    return name.startswith(PLUGIN_PREFIXES)
+    """Whether one of mlbridge's plugins, or a tool a compiler runs under,
+    reads the environment variable ``name`` (the package's own,
+    ``MLBRIDGE_PREFIX``, ``MLBRIDGE_CACHE``..., are not theirs)."""
+    return name.startswith(PLUGIN_PREFIXES) or name in TOOL_VARIABLES
 
 
 def child_environment(

@@ -102,6 +102,10 @@ def test_the_dropped_names_are_those_the_plugins_read() -> None:
     # Only the option parser reads the environment for them.
     for path in tables.values():
         assert len(re.findall(r"getenv\(", path.read_text())) <= 1, path
+    # The interactive host's variable, which a build's compiler wrapper sets.
+    host = (SRC.parent / "tools" / "interactive_host" / "InteractiveHost.cpp").read_text()
+    for name in child_process.TOOL_VARIABLES:
+        assert f'"{name}"' in host and child_process.is_plugin_variable(name)
     # The names without INLINE_ (aliases before 0.2.0) are no plugin's.
     assert not child_process.is_plugin_variable("MLBRIDGE_RUNNER")
     # The package's own variables are not the plugins'.
