@@ -176,12 +176,15 @@ def _validated(
     """``--validate``: the measured programs, proven to still work."""
     from mlbridge.corpus.defaults import default_corpus, load_corpus
     from mlbridge.errors import CorpusError
+    from mlbridge.problems.capabilities import KernelSuite
     from mlbridge.validation.deployment import validate_deployment
 
     measured = {m.program for m in modules}
     path = corpus if corpus is not None else default_corpus()
     try:
-        programs = [p for p in load_corpus(path, not full) if p.name in measured]
+        programs = []  # a kernel suite is validated by its checksums alone
+        if problem.get(KernelSuite) is None:
+            programs = [p for p in load_corpus(path, not full) if p.name in measured]
         return validate_deployment(
             problem, policy, programs, path, split, work / "validate", tool, report, checks
         )
