@@ -52,4 +52,7 @@ def test_a_residual_policy_that_never_flips_measures_exactly_oz(tmp_path, capsys
     assert code == 0, capsys.readouterr().err
     report = json.loads((out / "evaluate.json").read_text())
     assert report["text_vs_oz"] == {"-Oz": 1.0, "onnx": 1.0, "aot": 1.0}
+    assert report["allocated_vs_oz"] == {"-Oz": 1.0, "onnx": 1.0, "aot": 1.0}
+    oz = report["totals"]["-Oz"]
+    assert oz["allocated"] > oz["text"] > 0  # data and unwind tables besides the code
     assert "1.0000x -Oz" in capsys.readouterr().out

@@ -152,6 +152,7 @@ def test_llvm_default_decisions_reproduce_oz_exactly(bundled):
             assert terminated and not truncated, info
             assert total == 0.0
             assert info["text_size"] == info["oz_text_size"] > 0
+            assert info["allocated_size"] == info["oz_allocated_size"] > info["text_size"]
             assert info["decisions"] == len(observations) > 10
             assert info["module"] == module.name
             assert info["compile_seconds"] > 0 and info["agent_seconds"] >= 0

@@ -51,14 +51,20 @@ def _is_code(section: Section) -> bool:
 def text_size(path: str) -> int:
     """Bytes of code: ``.text`` plus any ``.text.*`` sections (-ffunction-sections),
     any code section whatever its name, from the section headers."""
-    return elf_sizes(_object(path))["text"]
+    return object_sizes(path)["text"]
 
 
 def allocated_bytes(path: str) -> int:
     """Bytes the object's sections occupy in the loaded program: every
     section with ``SHF_ALLOC`` (code, read-only and writable data, unwind
     tables, ``.bss``), from the section headers."""
-    return elf_sizes(_object(path))["allocated"]
+    return object_sizes(path)["allocated"]
+
+
+def object_sizes(path: str) -> Dict[str, int]:
+    """Both of an object file's sizes from one read of its headers:
+    ``allocated`` (:func:`allocated_bytes`) and ``text`` (:func:`text_size`)."""
+    return elf_sizes(_object(path))
 
 
 def elf_sizes(elf: ElfObject) -> Dict[str, int]:

@@ -74,10 +74,10 @@ def evaluate_inlining(
     repeats: int = 1,
     llvm: Optional[LlvmTools] = None,
 ) -> Dict[str, Any]:
-    """Per module and in total: ``.text`` bytes and compile CPU seconds of
-    each configuration (with the clang of ``llvm``, which ``plugin`` was
-    built for), and the policy's size ratio to ``-Oz``; per project, the
-    same for its modules linked together."""
+    """Per module and in total: allocated and ``.text`` bytes and compile
+    CPU seconds of each configuration (with the clang of ``llvm``, which
+    ``plugin`` was built for), and the policy's size ratios to ``-Oz``; per
+    project, the code of its modules linked together."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, not {repeats}")
     llvm = llvm or tools()
@@ -99,19 +99,26 @@ def evaluate_inlining(
         for name in CONFIGS:
             best = fastest[name]
             linked[program.project][name] += best.code
-            row[name] = {"text": best.text_bytes, "cpu_seconds": round(best.cpu_seconds, 4)}
+            row[name] = {
+                "allocated": best.allocated_bytes,
+                "text": best.text_bytes,
+                "cpu_seconds": round(best.cpu_seconds, 4),
+            }
             if name != "-Oz":
                 row[name]["fallbacks"] = best.fallbacks
         row["ratio_to_oz"] = row["onnx"]["text"] / max(1, row["-Oz"]["text"])
+        row["allocated_ratio_to_oz"] = row["onnx"]["allocated"] / max(1, row["-Oz"]["allocated"])
         rows.append(row)
     totals = {
         name: {
+            "allocated": sum(r[name]["allocated"] for r in rows),
             "text": sum(r[name]["text"] for r in rows),
             "cpu_seconds": round(sum(r[name]["cpu_seconds"] for r in rows), 3),
         }
         for name in CONFIGS
     }
     oz = max(1, totals["-Oz"]["text"])
+    oz_allocated = max(1, totals["-Oz"]["allocated"])
     projects = {
         project: {name: linked_code(code[name]) for name in CONFIGS}
         for project, code in sorted(linked.items())
@@ -121,6 +128,7 @@ def evaluate_inlining(
     return {
         "modules": rows,
         "totals": totals,
+        "allocated_vs_oz": {name: totals[name]["allocated"] / oz_allocated for name in CONFIGS},
         "text_vs_oz": {name: totals[name]["text"] / oz for name in CONFIGS},
         "projects": {
             project: {**sizes, "linked_ratio_to_oz": sizes["onnx"] / max(1, sizes["-Oz"])}
@@ -131,10 +139,14 @@ def evaluate_inlining(
             name: totals[name]["cpu_seconds"] / max(1e-9, totals["-Oz"]["cpu_seconds"])
             for name in CONFIGS
         },
-        "aot_equals_onnx": all(r["aot"]["text"] == r["onnx"]["text"] for r in rows),
+        "aot_equals_onnx": all(
+            r["aot"][size] == r["onnx"][size] for r in rows for size in ("allocated", "text")
+        ),
         "summary": [
-            f"{name:5s} .text {totals[name]['text']:>9d} bytes  "
-            f"{totals[name]['text'] / oz:.4f}x -Oz (linked per project "
+            f"{name:5s} allocated {totals[name]['allocated']:>9d} bytes "
+            f"{totals[name]['allocated'] / oz_allocated:.4f}x -Oz, "
+            f".text {totals[name]['text']:>9d} bytes {totals[name]['text'] / oz:.4f}x "
+            "(linked per project "
             f"{linked_vs_oz[name]:.4f}x), "
             f"compile CPU {totals[name]['cpu_seconds']} s"
             for name in CONFIGS

@@ -45,7 +45,7 @@ from mlbridge.gym.served_compilation import (
 )
 from mlbridge.llvm import INLINING, size_cap
 from mlbridge.llvm.driver import RunResult, run_compiler
-from mlbridge.llvm.outcomes import OutcomeError, text_size
+from mlbridge.llvm.outcomes import OutcomeError, object_sizes
 from mlbridge.llvm.plugin_settings import InlinePluginSettings, check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command, tools
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
-#: The size tool measuring ``.text`` (:func:`mlbridge.llvm.outcomes.text_size`).
 #: How the compiler's questions reach the environment.
 TRANSPORTS = ("pipe", "grpc")
 #: The module compiled at construction to read the compiler's feature list.
@@ -273,7 +272,7 @@ class InliningEnv(ServedCompilerEnv):
         if self.plugin is not None:  # a plugin of another major crashes clang
             check_plugin_major(self.clang, Path(self.plugin), self.llvm.major)
         self._load_modules(modules, clang=self.clang, validation_aside=validation_aside)
-        self._oz_sizes: Dict[str, int] = {}
+        self._oz_sizes: Dict[str, Dict[str, int]] = {}
         self._make_workdir("mlbridge-inlining-")
         self._episode: Optional[_Episode] = None
         self._episodes = 0
@@ -442,21 +441,27 @@ class InliningEnv(ServedCompilerEnv):
 
     def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
         try:
-            size = text_size(str(episode.output))
-            oz_size = self._oz_size(episode.module)
+            sizes = object_sizes(str(episode.output))
+            oz = self._oz_size(episode.module)
         except (OutcomeError, EnvError, OSError) as err:
             return f"measuring the object failed: {err}"
-        reward = (oz_size - size) / max(oz_size, 1)
-        return reward, {"text_size": size, "oz_text_size": oz_size}
+        reward = (oz["text"] - sizes["text"]) / max(oz["text"], 1)
+        return reward, {
+            "text_size": sizes["text"],
+            "oz_text_size": oz["text"],
+            "allocated_size": sizes["allocated"],
+            "oz_allocated_size": oz["allocated"],
+        }
 
     def oz_text_size(self, module: str) -> int:
         """``.text`` bytes of plain ``clang -Oz -c`` of the module named
         ``module`` (measured once per environment)."""
         if module not in self._by_name:
             raise EnvError(f"no module named {module!r}")
-        return self._oz_size(self._by_name[module])
+        return self._oz_size(self._by_name[module])["text"]
 
-    def _oz_size(self, module: Module) -> int:
+    def _oz_size(self, module: Module) -> Dict[str, int]:
+        """Both sizes of plain ``clang -Oz -c`` of ``module`` (measured once)."""
         if module.name not in self._oz_sizes:
             output = Path(self._workdir()) / "oz.o"
             try:
@@ -469,7 +474,7 @@ class InliningEnv(ServedCompilerEnv):
             except ToolError as err:
                 raise EnvError(f"{module.name}: {err}") from None
             try:
-                self._oz_sizes[module.name] = text_size(str(output))
+                self._oz_sizes[module.name] = object_sizes(str(output))
             finally:
                 output.unlink(missing_ok=True)
         return self._oz_sizes[module.name]

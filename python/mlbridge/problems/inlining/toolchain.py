@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from mlbridge import child_process
 from mlbridge.corpus.program import Program
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm.outcomes import CodeBytes, code_bytes
+from mlbridge.llvm.outcomes import CodeBytes, allocated_bytes, code_bytes
 from mlbridge.llvm.plugin_settings import InlinePluginSettings
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, tools
@@ -53,7 +53,9 @@ def onnx_plugin(path: Path, model: Path, env: Optional[Mapping[str, str]] = None
 @dataclass
 class ProgramResult:
     """One program compiled under one configuration: ``text_bytes`` is the
-    sum of its objects' code, ``code`` each object's (in source order)."""
+    sum of its objects' code, ``allocated_bytes`` of the bytes their sections
+    occupy in the loaded image (:func:`~mlbridge.llvm.outcomes.allocated_bytes`),
+    ``code`` each object's code (in source order)."""
 
     program: str
     text_bytes: int
@@ -67,6 +69,7 @@ class ProgramResult:
     #: Modules (one compiler process each) that asked the model at least once.
     deciding: int = 0
     code: Tuple[CodeBytes, ...] = ()
+    allocated_bytes: int = 0
 
     def figures(self) -> Dict[str, Any]:
         """Its fields for a report, all but the objects' ``code``."""
@@ -155,6 +158,7 @@ def compile_program(
         counts.agreed,
         counts.deciding,
         code,
+        sum(allocated_bytes(str(o)) for o in objects),
     )
 
 
