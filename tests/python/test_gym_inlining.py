@@ -162,18 +162,25 @@ def test_llvm_default_decisions_reproduce_oz_exactly(bundled):
         env.close()
 
 
-def test_the_reward_is_the_text_size_change_against_oz(bundled):
-    env = InliningEnv(bundled)
+@pytest.mark.parametrize("metric", ["allocated", "text", None])
+def test_the_reward_is_the_size_change_against_oz(bundled, metric):
+    """In .text bytes by default, in allocated bytes when asked."""
+    env = InliningEnv(bundled, **({} if metric is None else {"size_metric": metric}))
     try:
         _, total, terminated, _, info = _run_episode(
             env, lambda obs: 1, options={"module": "demo-expr"}
         )
         assert terminated
-        assert info["text_size"] != info["oz_text_size"]
-        expected = (info["oz_text_size"] - info["text_size"]) / info["oz_text_size"]
-        assert total == pytest.approx(expected, rel=1e-12)
+        size, oz = f"{metric or 'text'}_size", f"oz_{metric or 'text'}_size"
+        assert info[size] != info[oz]
+        assert total == pytest.approx((info[oz] - info[size]) / info[oz], rel=1e-12)
     finally:
         env.close()
+
+
+def test_an_unknown_size_metric_is_refused(bundled):
+    with pytest.raises(ValueError, match="size_metric"):
+        InliningEnv(bundled, size_metric="dec")
 
 
 @pytest.mark.slow

@@ -61,6 +61,9 @@ __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 
 #: How the compiler's questions reach the environment.
 TRANSPORTS = ("pipe", "grpc")
+#: The sizes of an object the reward may count (keys of
+#: :func:`mlbridge.llvm.outcomes.object_sizes`).
+SIZE_METRICS = ("allocated", "text")
 #: The module compiled at construction to read the compiler's feature list.
 _PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
 
@@ -198,6 +201,11 @@ class InliningEnv(ServedCompilerEnv):
       seconds an episode's compilation may last, the agent's time included.
     - ``size_increase_threshold``: LLVM's size cap on the ML inliner (None:
       lifted, every call site is asked).
+    - ``size_metric``: the size the reward counts (:data:`SIZE_METRICS`):
+      ``"text"`` (default: the code alone, as the shipped ``inlining-size``
+      model was trained and ``mlbridge train`` trains) or ``"allocated"``
+      (every section of the object that occupies the loaded image, what a
+      user's binary grows by).
     - ``transport``: ``"pipe"`` (LLVM's interactive mode; on LLVM 16
       mlbridge's plugin and its pipe runner) or ``"grpc"`` (mlbridge's
       plugin asking the environment's in-process gRPC server over a unix
@@ -234,6 +242,7 @@ class InliningEnv(ServedCompilerEnv):
         validation_aside: bool = False,
         include_default: bool = True,
         size_increase_threshold: Optional[float] = None,
+        size_metric: str = "text",
         clang: Optional[str] = None,
         transport: str = "pipe",
         plugin: Optional[Union[str, os.PathLike]] = None,
@@ -245,6 +254,12 @@ class InliningEnv(ServedCompilerEnv):
         self._take_common(options)
         if size_increase_threshold is not None and not size_increase_threshold >= 1.0:
             raise ValueError("size_increase_threshold must be >= 1 (or None: no cap)")
+        if size_metric not in SIZE_METRICS:
+            raise ValueError(
+                f"size_metric must be one of {', '.join(SIZE_METRICS)}, got {size_metric!r}"
+            )
+        #: Which size of the object the reward counts.
+        self.size_metric = size_metric
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         check_defers_when(defers_when)
@@ -445,7 +460,8 @@ class InliningEnv(ServedCompilerEnv):
             oz = self._oz_size(episode.module)
         except (OutcomeError, EnvError, OSError) as err:
             return f"measuring the object failed: {err}"
-        reward = (oz["text"] - sizes["text"]) / max(oz["text"], 1)
+        metric = self.size_metric
+        reward = (oz[metric] - sizes[metric]) / max(oz[metric], 1)
         return reward, {
             "text_size": sizes["text"],
             "oz_text_size": oz["text"],
