@@ -5,10 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Each load gets a fresh LLVMContext (types and constants of earlier modules
-// do not pile up in a long-lived service); within it the pristine module,
-// the current one and the snapshots are copies made by llvm::CloneModule
-// (cheaper than parsing the bitcode again, and it does not rename struct
-// types). Each step runs on fresh analysis managers, so no cached analysis
+// do not pile up in a long-lived service). The module steps run on is the
+// one parsed, with the use-list order its bitcode recorded, so default<Oz>
+// through the service is clang -Oz's; within the context the pristine
+// module, the snapshots and what a reset or a rollback makes current are
+// copies made by llvm::CloneModule (cheaper than parsing the bitcode again,
+// and it does not rename struct types), whose use lists may be in another
+// order. Each step runs on fresh analysis managers, so no cached analysis
 // outlives a module it was computed for.
 //
 // Rolling a failed step back does not need a copy per step (a third of an
@@ -340,8 +343,11 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
   llvm::SMDiagnostic Diag;
   llvm::MemoryBufferRef Buffer(llvm::StringRef(Bytes.data(), Bytes.size()),
                                Name);
-  L->Pristine = llvm::parseIR(Buffer, Diag, *L->Ctx);
-  if (!L->Pristine) {
+  // Steps run on the module as parsed, with the use-list order its bitcode
+  // recorded (a block's predecessors, in the order clang -Oz would see
+  // them); the pristine copy is a clone, only reset and rollback use it.
+  std::unique_ptr<llvm::Module> Parsed = llvm::parseIR(Buffer, Diag, *L->Ctx);
+  if (!Parsed) {
     std::string Where = Diag.getLineNo() > 0
                             ? std::to_string(Diag.getLineNo()) + ":" +
                                   std::to_string(Diag.getColumnNo() + 1) + ": "
@@ -350,16 +356,17 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
                      "': not valid LLVM bitcode or IR: ", Where,
                      Diag.getMessage().str());
   }
-  if (std::string Why = verifierErrors(*L->Pristine); !Why.empty())
+  if (std::string Why = verifierErrors(*Parsed); !Why.empty())
     return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
                      "': invalid IR: ", truncated(Why));
   if (!L->FirstError.empty())
     return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
                      "': ", truncated(L->FirstError));
   if (P->Options.UseTarget)
-    L->TM = targetFor(*L->Pristine);
+    L->TM = targetFor(*Parsed);
   L->Name = Name;
-  L->Current = llvm::CloneModule(*L->Pristine);
+  L->Pristine = llvm::CloneModule(*Parsed);
+  L->Current = std::move(Parsed);
   L->rebase(L->Pristine, 0);
   L->Initial = autophase::instructionCount(*L->Pristine);
 
@@ -369,8 +376,12 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
   if (Cached != P->Baselines.end()) {
     L->Baseline = Cached->second;
   } else {
-    std::unique_ptr<llvm::Module> Copy = llvm::CloneModule(*L->Pristine);
-    L->Baseline = runOz(*Copy, L->TM.get());
+    // Parsed again (in a context of its own: no renamed types), not cloned:
+    // default<Oz> on the use-list order clang -Oz would see.
+    llvm::LLVMContext BaselineCtx;
+    std::unique_ptr<llvm::Module> Copy =
+        llvm::parseIR(Buffer, Diag, BaselineCtx);
+    L->Baseline = Copy ? runOz(*Copy, L->TM.get()) : 0;
     if (P->Baselines.size() >= MaxCachedBaselines)
       P->Baselines.clear();
     P->Baselines.emplace(Key, L->Baseline);
@@ -451,12 +462,20 @@ Error Session::restore(int64_t Slot) {
   return Error::success();
 }
 
+/// Writes \p M as bitcode with its use-list order, as clang -emit-llvm and
+/// opt do: the order in which a value's uses (a block's predecessors) are
+/// read back steers code generation, so without it the same IR compiles to
+/// different code than the module would in one clang process.
+static void writeModule(const llvm::Module &M, llvm::raw_ostream &OS) {
+  llvm::WriteBitcodeToFile(M, OS, /*ShouldPreserveUseListOrder=*/true);
+}
+
 Expected<std::string> Session::bitcode() const {
   if (Error E = P->needModule())
     return E;
   std::string Bytes;
   llvm::raw_string_ostream OS(Bytes);
-  llvm::WriteBitcodeToFile(*P->L->Current, OS);
+  writeModule(*P->L->Current, OS);
   OS.flush();
   return Bytes;
 }
@@ -469,7 +488,7 @@ Error Session::writeBitcode(const std::string &Path) const {
   if (EC)
     return makeError(ErrorCode::IO, "cannot write '", Path,
                      "': ", EC.message());
-  llvm::WriteBitcodeToFile(*P->L->Current, OS);
+  writeModule(*P->L->Current, OS);
   OS.close();
   if (OS.has_error()) {
     std::string Why = OS.error().message();

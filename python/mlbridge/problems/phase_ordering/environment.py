@@ -648,15 +648,25 @@ class PhaseOrderingEnv(CompilerEnv):
 
     # -- validation --------------------------------------------------------------
 
-    def _state_object(self, scratch: Path) -> Path:
-        """The current module, WRITten by the service, through clang's ``-Oz``
-        code generation alone (the module's passes are the episode's)."""
+    def write_bitcode(self, path: Union[str, os.PathLike]) -> Path:
+        """Writes the current module as bitcode to ``path`` (CompilerGym's
+        ``env.write_bitcode``): the service's WRITE, with the module's
+        use-list order, so that clang compiles it as it would have in one
+        process (docs/gym.md, Validation)."""
         episode = self._loaded()
         if "write" not in self._commands:
-            raise EnvError(f"{self.service} has no WRITE command: it cannot validate")
+            raise EnvError(f"{self.service} has no WRITE command")
         state = Path(self._state_file())
         state.unlink(missing_ok=True)
         self._slot_command(episode, "write", 0)
+        shutil.move(str(state), os.fspath(path))
+        return Path(path)
+
+    def _state_object(self, scratch: Path) -> Path:
+        """The current module through clang's ``-Oz`` code generation alone
+        (the module's passes are the episode's)."""
+        episode = self._loaded()
+        state = self.write_bitcode(scratch / "state.bc")
         output = scratch / "state.o"
         command = [
             self.llvm.clang,
@@ -676,8 +686,6 @@ class PhaseOrderingEnv(CompilerEnv):
             raise EnvError(
                 f"{episode.module.name}: the written module made no object: {err}"
             ) from None
-        finally:
-            state.unlink(missing_ok=True)
         return output
 
     def _validation_compilers(self) -> Tuple[str, str]:
