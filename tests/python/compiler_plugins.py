@@ -1,5 +1,6 @@
-"""What the GCC and MLIR plugin tests share: which plugin they test, and the
-environment of the compilers that load it.
+"""What the plugin tests share: which plugin they test (the GCC and MLIR
+plugins', the installed inline advisor), and the environment of the
+compilers that load it.
 
 A test module tests the plugin its environment variable names (ctest passes
 the sanitizer build's, e.g. MLBRIDGE_GCC_PLUGIN, with the sanitizer runtimes
@@ -33,6 +34,17 @@ def plugin_under_test(variable: str, component: str, key: str, package: str) -> 
         path = native.require(key)
     assert path.is_file(), path
     return path
+
+
+def installed_inline_plugin() -> Path:
+    """The installed inline-advisor plugin of the newest LLVM (``mlbridge
+    config --plugin``); skips when there is none."""
+    from mlbridge.native import plugin_path
+
+    try:
+        return plugin_path()
+    except NativeError as err:
+        pytest.skip(f"no installed plugin: {err}")
 
 
 def compiler_env(variable: str, settings: Optional[Dict[str, str]] = None) -> Dict[str, str]:

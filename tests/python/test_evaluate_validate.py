@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from compiler_plugins import installed_inline_plugin
 from test_corpus_recipe import _archive, _project, _recipe, needs_tools
 from test_validation_projects import MAKEFILE, NAN_TEST_C, NUM_C
 
@@ -34,15 +34,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-
-
-def _installed_plugin():
-    from mlbridge.native import NativeError, plugin_path
-
-    try:
-        return plugin_path()
-    except NativeError as err:
-        pytest.skip(f"no installed plugin: {err}")
 
 
 def _programs(tmp_path: Path) -> tuple:
@@ -75,7 +66,7 @@ def _evaluate(tmp_path: Path, corpus: Path, split: str, *extra: str) -> int:
 
 
 def test_the_measured_programs_are_run_against_O0(tmp_path, capsys):
-    _installed_plugin()
+    installed_inline_plugin()
     corpus, split = _programs(tmp_path)
     assert _evaluate(tmp_path, corpus, split) == 0
     report = json.loads((tmp_path / "out" / "evaluate.json").read_text())
@@ -91,7 +82,7 @@ def test_the_measured_programs_are_run_against_O0(tmp_path, capsys):
 def test_a_deployment_that_breaks_a_program_fails_the_command(tmp_path, capsys, monkeypatch):
     from mlbridge.problems.inlining import deploy
 
-    _installed_plugin()
+    installed_inline_plugin()
     broken = Build("fast-math", (tools().clang, "-O2", "-ffast-math"))
     monkeypatch.setattr(deploy, "deployed_build", lambda policy, tool, llvm: broken)
     corpus, split = _programs(tmp_path)
@@ -132,7 +123,7 @@ def test_a_kernel_suite_is_validated_by_its_checksums(tmp_path):
 
 @needs_tools
 def test_a_built_corpus_is_validated_by_its_projects_test_suites(tmp_path):
-    _installed_plugin()
+    installed_inline_plugin()
     files = {"Makefile": MAKEFILE, "num.c": NUM_C, "nan_test.c": NAN_TEST_C}
     project = _project("tiny", "make", _archive(tmp_path / "tiny.tar.gz", files), split="test")
     project["tests"] = {"args": [], "run": ["make", "check"], "timeout": 60}

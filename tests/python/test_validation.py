@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from compiler_plugins import installed_inline_plugin
 
 from mlbridge.corpus.generated import (
     CSMITH_INCLUDE,
@@ -147,22 +148,13 @@ def test_check_programs_counts_every_status(tmp_path):
         check_programs(programs, Build("x", (CLANG,)), Build("y", (CLANG,)), tmp_path, jobs=0)
 
 
-def _installed_plugin():
-    from mlbridge.native import NativeError, plugin_path
-
-    try:
-        return plugin_path()
-    except NativeError as err:
-        pytest.skip(f"no installed plugin: {err}")
-
-
 def test_the_shipped_inlining_model_builds_the_same_programs(tmp_path):
     """The shipped model deployed through the plugin (its statistics read:
     it decided at every call site, never fell back)."""
     from mlbridge.models import model_path
     from mlbridge.problems.inlining.deploy import deployed_build
 
-    build = deployed_build(model_path("inlining-size"), _installed_plugin())
+    build = deployed_build(model_path("inlining-size"), installed_inline_plugin())
     check = _check(tmp_path, _program(tmp_path, "p"), build)
     assert check.status == "same"
     assert check.decisions is not None and check.decisions > 0
@@ -175,7 +167,9 @@ def test_a_policy_the_plugin_cannot_load_is_a_finding(tmp_path):
 
     bogus = tmp_path / "bogus.onnx"
     bogus.write_bytes(b"not a model")
-    check = _check(tmp_path, _program(tmp_path, "p"), deployed_build(bogus, _installed_plugin()))
+    check = _check(
+        tmp_path, _program(tmp_path, "p"), deployed_build(bogus, installed_inline_plugin())
+    )
     assert check.status == "fallback" and check.finding
     assert "fell back" in check.detail or "no statistics" in check.detail
 
@@ -268,7 +262,7 @@ def test_corpus_generate_refuses_bad_arguments(tmp_path, args, message):
 def test_the_cli_validates_and_fails_on_a_finding(tmp_path):
     from mlbridge.models import model_path
 
-    _installed_plugin()
+    installed_inline_plugin()
     corpus = tmp_path / "programs"
     corpus.mkdir()
     (corpus / "p.c").write_text(PROGRAM)
@@ -382,7 +376,7 @@ def test_generated_ir_runs_through_an_environment(tmp_path, problem):
     """llvm-stress modules, one episode each, random legal actions: no
     finding (the CLI, as a user runs it)."""
     _needs("llvm-stress")
-    _installed_plugin()
+    installed_inline_plugin()
     generate_corpus("llvm-stress", tmp_path / "ir", 3, 11)
     done = subprocess.run(
         [sys.executable, "-m", "mlbridge", "validate", problem, "--episodes", "random"]

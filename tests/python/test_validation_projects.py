@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from compiler_plugins import installed_inline_plugin
 from test_corpus_recipe import _archive, _project, _recipe, needs_tools
 from test_corpus_sandbox import _listener
 
@@ -319,12 +320,8 @@ def test_the_shipped_recipe_describes_at_least_five_test_suites():
 @needs_tools
 def test_the_cli_validates_a_project_with_the_shipped_model(tmp_path):
     from mlbridge.models import model_path
-    from mlbridge.native import NativeError, plugin_path
 
-    try:
-        plugin_path()
-    except NativeError as err:
-        pytest.skip(f"no installed plugin: {err}")
+    installed_inline_plugin()
     recipe = _recipe(tmp_path, [_make_project(tmp_path, "m")])
     command = [sys.executable, "-m", "mlbridge", "validate", "inlining", "--recipe", str(recipe)]
     command += ["--policy", str(model_path("inlining-size")), "--out", str(tmp_path / "out")]
