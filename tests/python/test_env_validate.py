@@ -203,5 +203,9 @@ def test_the_regalloc_env_validates_the_allocated_code(tmp_path, per_function):
                 env.validate()
         else:
             assert env.validate().status == "same"
+            # Allocated code llc cannot read back makes no object: an EnvError.
+            env._episode.output.write_text("--- not MIR\n")
+            with pytest.raises(EnvError, match="allocated code made no object"):
+                env.validate()
     finally:
         env.close()

@@ -45,6 +45,7 @@ from mlbridge.gym.modules import Module
 from mlbridge.gym.state_validation import ProgramReferences
 from mlbridge.llvm.versions import tools
 from mlbridge.program_runs import ProgramCheck
+from mlbridge.session import ToolError, run_tool
 
 __all__ = ["CompilerEnv", "EnvOptions", "ModuleChoice"]
 
@@ -232,6 +233,18 @@ class CompilerEnv(gym.Env[np.ndarray, np.int64]):
         in ``scratch`` when it is not one already); raises :class:`EnvError`
         when there is none."""
         raise EnvError(f"{type(self).__name__} has no validate()")
+
+    def _make_state_object(
+        self, command: Sequence[str], timeout: float, what: str, source: str
+    ) -> None:
+        """Runs ``command`` (``what``, for messages), which makes the state's
+        object from ``source``; raises :class:`EnvError` naming the episode's
+        module when it fails."""
+        try:
+            run_tool(list(command), timeout=timeout, what=what)
+        except ToolError as err:
+            name = self._checked_module().name
+            raise EnvError(f"{name}: {source} made no object: {err}") from None
 
     def _validation_compilers(self) -> Tuple[str, str]:
         """The C compiler and the C++ driver that build and link the

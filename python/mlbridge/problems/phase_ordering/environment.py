@@ -680,12 +680,8 @@ class PhaseOrderingEnv(CompilerEnv):
             "-o",
             str(output),
         ]
-        try:
-            run_tool(command, timeout=self.step_timeout, what=f"{self.llvm.clang} -Oz")
-        except ToolError as err:
-            raise EnvError(
-                f"{episode.module.name}: the written module made no object: {err}"
-            ) from None
+        what = f"{self.llvm.clang} -Oz"
+        self._make_state_object(command, self.step_timeout, what, "the written module")
         return output
 
     def _validation_compilers(self) -> Tuple[str, str]:

@@ -259,14 +259,15 @@ def deployed_build(policy: Path, host: Optional[Path] = None, llvm: Optional[int
     compilation with the policy under ONNX Runtime (:func:`host_command`)
     and appends a statistics record
     per compiler command to the file ``$MLBRIDGE_HOST_STATS`` names."""
-    from mlbridge.native import NativeError, find_native, interactive_host_path
+    from mlbridge.native import NativeError, find_native
 
     if llvm not in (None, 19):
         raise ValueError(f"regalloc-eviction deploys in LLVM 19 only, not {llvm}")
     if host is None:
-        if "onnx" not in find_native().components:
+        native = find_native()  # read once: the host and its components
+        if "onnx" not in native.components:
             raise NativeError("the interactive host was installed without ONNX Runtime")
-        host = interactive_host_path()
+        host = native.require("interactive_host")
     compilers = tools(19)
     runner = RunnerConfig(kind="onnx", argument=str(policy.resolve()))
     return Build(

@@ -59,7 +59,6 @@ from mlbridge.problems.regalloc_eviction.score import (
     llc_input,
     object_command,
 )
-from mlbridge.session import ToolError, run_tool
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -281,12 +280,8 @@ class RegallocEvictionEnv(ServedCompilerEnv):
         command = object_command(
             self.llc, self.opt_level, episode.output, episode.module.flags, output
         )
-        try:
-            run_tool(command, timeout=self.episode_timeout, what=f"{self.llc} -start-after")
-        except ToolError as err:
-            raise EnvError(
-                f"{episode.module.name}: the allocated code made no object: {err}"
-            ) from None
+        what = f"{self.llc} -start-after"
+        self._make_state_object(command, self.episode_timeout, what, "the allocated code")
         return output
 
     def _outcome(self, episode: ServedEpisode, result: RunResult) -> Outcome:
