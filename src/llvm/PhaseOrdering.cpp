@@ -29,6 +29,7 @@
 #include "compat/StandardInstrumentations.h"
 #include "support/ReadFile.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -94,8 +95,9 @@ private:
   std::string &FirstError;
 };
 
-/// The TargetMachine for \p M's triple, or null (no triple, or a target this
-/// LLVM lacks: passes then use target-independent defaults).
+/// The TargetMachine for \p M's triple and relocation model, or null (no
+/// triple, or a target this LLVM lacks: passes then use target-independent
+/// defaults).
 std::unique_ptr<llvm::TargetMachine> targetFor(const llvm::Module &M) {
   static std::once_flag Once;
   std::call_once(Once, [] {
@@ -110,16 +112,67 @@ std::unique_ptr<llvm::TargetMachine> targetFor(const llvm::Module &M) {
   const llvm::Target *T = llvm::TargetRegistry::lookupTarget(Triple, Ignored);
   if (!T)
     return nullptr;
-  return std::unique_ptr<llvm::TargetMachine>(T->createTargetMachine(
-      Triple, "", "", llvm::TargetOptions(), std::nullopt));
+  // clang's relocation model, which the module records: passes ask the
+  // target whether code is position independent (relative lookup tables).
+  std::optional<llvm::Reloc::Model> Reloc;
+  if (M.getPICLevel() != llvm::PICLevel::NotPIC)
+    Reloc = llvm::Reloc::PIC_;
+  return std::unique_ptr<llvm::TargetMachine>(
+      T->createTargetMachine(Triple, "", "", llvm::TargetOptions(), Reloc));
 }
 
-/// Runs a module pipeline on \p M with fresh analysis managers. \p Build
-/// fills the pass manager (parsing a textual pipeline, or the Oz pipeline).
-Error runPipeline(
-    llvm::Module &M, llvm::TargetMachine *TM,
-    const std::function<Error(llvm::PassBuilder &, llvm::ModulePassManager &)>
-        &Build) {
+/// clang's optimisation level for a default<L> pipeline element, if \p
+/// Element is one.
+std::optional<llvm::OptimizationLevel> defaultLevel(llvm::StringRef Element) {
+  if (!Element.consume_front("default<") || !Element.consume_back(">"))
+    return std::nullopt;
+  return llvm::StringSwitch<std::optional<llvm::OptimizationLevel>>(Element)
+      .Case("O1", llvm::OptimizationLevel::O1)
+      .Case("O2", llvm::OptimizationLevel::O2)
+      .Case("O3", llvm::OptimizationLevel::O3)
+      .Case("Os", llvm::OptimizationLevel::Os)
+      .Case("Oz", llvm::OptimizationLevel::Oz)
+      .Default(std::nullopt);
+}
+
+/// clang's tuning at \p Level. Its driver passes -vectorize-loops at -O2,
+/// -O3 and -Os, and -vectorize-slp at those and -Oz. (LLVM's parser of
+/// "default<Oz>" turns SLP vectorization off, as opt does: that is not the
+/// pipeline clang -Oz runs.)
+llvm::PipelineTuningOptions clangTuning(llvm::OptimizationLevel Level) {
+  llvm::PipelineTuningOptions PTO;
+  PTO.SLPVectorization =
+      Level.getSpeedupLevel() > 1 || Level == llvm::OptimizationLevel::Oz;
+  PTO.LoopVectorization =
+      Level.getSpeedupLevel() > 1 && Level != llvm::OptimizationLevel::Oz;
+  return PTO;
+}
+
+/// The top-level elements of a textual pipeline ("a,f(b,c),d" has three).
+std::vector<llvm::StringRef> topLevelElements(llvm::StringRef Text) {
+  std::vector<llvm::StringRef> Elements;
+  int Depth = 0;
+  size_t Start = 0;
+  for (size_t I = 0; I < Text.size(); ++I) {
+    char C = Text[I];
+    if (C == '(' || C == '<')
+      ++Depth;
+    else if (C == ')' || C == '>')
+      --Depth;
+    else if (C == ',' && Depth == 0) {
+      Elements.push_back(Text.slice(Start, I).trim());
+      Start = I + 1;
+    }
+  }
+  Elements.push_back(Text.substr(Start).trim());
+  return Elements;
+}
+
+/// Runs a module pipeline on \p M with fresh analysis managers. Each
+/// default<L> element is the pipeline clang -L builds (its tuning); the
+/// other elements are parsed as opt parses them.
+Error runTextual(llvm::Module &M, llvm::TargetMachine *TM,
+                 std::string_view Pipeline) {
   // Declared in this order so that the module analyses go first (opt's).
   llvm::LoopAnalysisManager LAM;
   llvm::FunctionAnalysisManager FAM;
@@ -128,42 +181,32 @@ Error runPipeline(
   llvm::PassInstrumentationCallbacks PIC;
   llvm::StandardInstrumentations SI(M.getContext(), /*DebugLogging=*/false);
   compat::registerCallbacks(SI, PIC, MAM, FAM);
-  // clang -Oz's tuning (and opt-19's): no loop or SLP vectorization.
-  llvm::PipelineTuningOptions PTO;
-  PTO.LoopVectorization = false;
-  PTO.SLPVectorization = false;
-  llvm::PassBuilder PB(TM, PTO, std::nullopt, &PIC);
+  llvm::PassBuilder PB(TM, clangTuning(llvm::OptimizationLevel::Oz),
+                       std::nullopt, &PIC);
   PB.registerModuleAnalyses(MAM);
   PB.registerCGSCCAnalyses(CGAM);
   PB.registerFunctionAnalyses(FAM);
   PB.registerLoopAnalyses(LAM);
   PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  llvm::StringRef Text(Pipeline.data(), Pipeline.size());
   llvm::ModulePassManager MPM;
-  if (Error E = Build(PB, MPM))
-    return E;
+  for (llvm::StringRef Element : topLevelElements(Text)) {
+    if (std::optional<llvm::OptimizationLevel> Level = defaultLevel(Element)) {
+      // A builder of its own: its tuning is the level's.
+      llvm::PassBuilder Default(TM, clangTuning(*Level), std::nullopt, &PIC);
+      MPM.addPass(Default.buildPerModuleDefaultPipeline(*Level));
+    } else if (llvm::Error E = PB.parsePassPipeline(MPM, Element)) {
+      return makeError(ErrorCode::Unsupported, "pipeline '", Text.str(),
+                       "' does not parse: ", llvm::toString(std::move(E)));
+    }
+  }
   MPM.run(M, MAM);
   return Error::success();
 }
 
-Error runTextual(llvm::Module &M, llvm::TargetMachine *TM,
-                 std::string_view Pipeline) {
-  return runPipeline(
-      M, TM, [&](llvm::PassBuilder &PB, llvm::ModulePassManager &MPM) {
-        llvm::StringRef Text(Pipeline.data(), Pipeline.size());
-        if (llvm::Error E = PB.parsePassPipeline(MPM, Text))
-          return makeError(ErrorCode::Unsupported, "pipeline '", Text.str(),
-                           "' does not parse: ", llvm::toString(std::move(E)));
-        return Error::success();
-      });
-}
-
 int64_t runOz(llvm::Module &M, llvm::TargetMachine *TM) {
-  Error E = runPipeline(
-      M, TM, [](llvm::PassBuilder &PB, llvm::ModulePassManager &MPM) {
-        MPM = PB.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
-        return Error::success();
-      });
-  (void)E; // building the default pipeline cannot fail
+  Error E = runTextual(M, TM, "default<Oz>");
+  (void)E; // the default pipeline always parses
   return autophase::instructionCount(M);
 }
 

@@ -42,6 +42,8 @@ SMALL = "demo-hashtable"  # the smallest bundled module (789 instructions)
 
 #: A loop and a call through memory, as clang emits them before -O passes.
 SUM_LL = Path(__file__).resolve().parents[1] / "data" / "phase_sum.ll"
+#: Code clang -Oz vectorizes (SLP) and turns into a relative lookup table.
+OZ_IDENTITY_C = Path(__file__).resolve().parents[1] / "data" / "oz_identity.c"
 
 
 def _service_or_skip():
@@ -219,11 +221,17 @@ def test_default_oz_through_the_service_is_clang_oz_byte_for_byte(bundled, tmp_p
     written (its use-list order kept) and given to clang's -Oz code
     generation alone, is the object plain clang-19 -Oz makes of the same
     module. (demo-kernels differs when the service writes without the
-    use-list order, or optimises a clone of the parsed module.)"""
-    env = gym.make(ENV_ID, modules=bundled, max_steps=2)
+    use-list order, or optimises a clone of the parsed module; oz_identity.c
+    when the service runs opt's default<Oz>, without SLP vectorization, or
+    its target is not position independent.)"""
+    from mlbridge.corpus.program import Program
+
+    unit = Program("oz-identity", (OZ_IDENTITY_C,), (), "train")
+    modules = [*bundled, *prepare_modules([unit], tmp_path / "unit")]
+    env = gym.make(ENV_ID, modules=modules, max_steps=2)
     po = env.unwrapped
     try:
-        for module in bundled:
+        for module in modules:
             env.reset(options={"module": module.name})
             env.step(po.default_action)
             written = po.write_bitcode(tmp_path / f"{module.name}.bc")
@@ -241,6 +249,42 @@ def test_default_oz_through_the_service_is_clang_oz_byte_for_byte(bundled, tmp_p
             assert "error" not in info
     finally:
         env.close()
+
+
+def test_a_constant_pipeline_through_the_service(service, tmp_path):
+    """--pipeline TEXT --module IN -o OUT: default<Oz> there is clang -Oz byte
+    for byte too; a sequence of pipelines runs; one that does not parse is a
+    usage error."""
+    from mlbridge.corpus.program import Program
+
+    unit = Program("oz-identity", (OZ_IDENTITY_C,), (), "train")
+    (module,) = prepare_modules([unit], tmp_path / "unit")
+
+    def compile_object(inputs, name):
+        out = tmp_path / name
+        subprocess.run(["clang-19", "-Oz", "-c", "-w", *inputs, "-o", str(out)], check=True)
+        return out.read_bytes()
+
+    plain = compile_object([str(module.bitcode)], "plain.o")
+    for pipeline in ("default<Oz>", "default<Oz>,function(instcombine),default<Oz>"):
+        out = tmp_path / "out.bc"
+        run = subprocess.run(
+            [service, "--pipeline", pipeline, "--module", str(module.bitcode), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        made = compile_object(["-Xclang", "-disable-llvm-passes", str(out)], "made.o")
+        if pipeline == "default<Oz>":
+            assert made == plain
+    run = subprocess.run(
+        [service, "--pipeline", "no-such-pass", "--module", str(module.bitcode), "-o", "x.bc"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2 and "no-such-pass" in run.stderr
+    assert not (tmp_path / "x.bc").exists()
 
 
 def test_every_action_runs_on_a_real_module(bundled):

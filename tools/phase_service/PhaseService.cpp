@@ -11,6 +11,7 @@
 //   mlbridge-phase-service --runner CONFIG --modules LIST [--output FILE]
 //   mlbridge-phase-service --runner CONFIG --module IN -o OUT [--max-steps N]
 //                          [--stats FILE]
+//   mlbridge-phase-service --pipeline TEXT --module IN -o OUT
 //
 // Exit status: 0 done, 1 runtime error (a file, the runner, the peer gone),
 // 2 usage. Messages go to stderr; only --list-actions writes to stdout.
@@ -53,12 +54,17 @@ constexpr const char *Usage =
     "[--output FILE]\n"
     "       mlbridge-phase-service --runner CONFIG --module IN -o OUT "
     "[--max-steps N] [--stats FILE]\n"
+    "       mlbridge-phase-service --pipeline TEXT --module IN -o OUT\n"
     "\n"
     "  --list-actions      print actions, features and protocol as JSON\n"
     "  --runner CONFIG     the runner (docs/runner-config.md), e.g.\n"
     "                      pipe:/tmp/d/ch,protocol=extended or onnx:p.onnx\n"
     "  --modules LIST      training: a file of module paths, one a line\n"
     "                      (relative paths are relative to LIST)\n"
+    "  --pipeline TEXT     a constant pipeline instead of a runner's choice\n"
+    "                      (opt -passes= syntax; each default<L> is clang\n"
+    "                      -L's pipeline); default<Oz> if it breaks the "
+    "module\n"
     "  --module IN         deployment: the module to optimise\n"
     "  -o, --output FILE   where WRITE (training) or the result goes\n"
     "  --max-steps N       deployment: at most N actions (default 32)\n"
@@ -71,7 +77,7 @@ constexpr const char *Usage =
 
 struct Options {
   bool ListActions = false;
-  std::string Runner, Modules, Module, Output, Stats;
+  std::string Runner, Pipeline, Modules, Module, Output, Stats;
   std::optional<int64_t> MaxSteps;
   phase::Rollback OnFailure = phase::Rollback::Previous;
 };
@@ -125,6 +131,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
       O.ListActions = true;
     else if (Arg == "--runner")
       Why = Takes(O.Runner);
+    else if (Arg == "--pipeline")
+      Why = Takes(O.Pipeline);
     else if (Arg == "--modules")
       Why = Takes(O.Modules);
     else if (Arg == "--module")
@@ -151,8 +159,17 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
       return Why;
   }
   if (O.ListActions) {
-    if (!O.Runner.empty() || !O.Modules.empty() || !O.Module.empty())
+    if (!O.Runner.empty() || !O.Pipeline.empty() || !O.Modules.empty() ||
+        !O.Module.empty())
       return "--list-actions takes no other option";
+    return "";
+  }
+  if (!O.Pipeline.empty()) {
+    if (!O.Runner.empty() || !O.Modules.empty() || O.MaxSteps ||
+        !O.Stats.empty())
+      return "--pipeline takes only --module IN, -o OUT and --rollback";
+    if (O.Module.empty() || O.Output.empty())
+      return "--pipeline needs --module IN and -o OUT";
     return "";
   }
   if (O.Runner.empty())
@@ -245,6 +262,27 @@ int train(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   return ExitOk;
 }
 
+/// A constant pipeline on one module. One that breaks the module (rolled
+/// back by the session) leaves it to default<Oz>, as a runner's failure
+/// does.
+int runConstant(const Options &O, phase::Session &S) {
+  if (Error E = S.loadFile(O.Module))
+    return fail(E.message());
+  if (Error E = S.applyPipeline(O.Pipeline)) {
+    if (E.code() == ErrorCode::InvalidArgument)
+      return usage(E.message());
+    std::fprintf(stderr, "%s: %s; falling back to default<Oz>\n", Tool,
+                 E.message().c_str());
+    if (Error Oz = S.reset())
+      return fail(Oz.message());
+    if (Error Oz = S.apply(phase::defaultOzAction()))
+      return fail(Oz.message());
+  }
+  if (Error E = S.writeBitcode(O.Output))
+    return fail(E.message());
+  return ExitOk;
+}
+
 int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   if (Error E = S.loadFile(O.Module))
     return fail(E.message());
@@ -315,13 +353,19 @@ int main(int Argc, char **Argv) {
     return usage(Why);
   if (O.ListActions)
     return listActions();
-  Expected<RunnerConfig> Config = RunnerConfig::parse(O.Runner);
-  if (!Config)
-    return usage(Config.error().message());
+  std::optional<RunnerConfig> Config;
+  if (O.Pipeline.empty()) {
+    Expected<RunnerConfig> Parsed = RunnerConfig::parse(O.Runner);
+    if (!Parsed)
+      return usage(Parsed.error().message());
+    Config = std::move(*Parsed);
+  }
   phase::SessionOptions SO;
   SO.OnFailure = O.OnFailure;
   Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
   if (!S)
     return fail(S.error().message());
+  if (!Config)
+    return runConstant(O, **S);
   return O.Module.empty() ? train(O, *Config, **S) : deploy(O, *Config, **S);
 }

@@ -1,0 +1,160 @@
+"""Constant size configurations and the per-module search over them, in
+allocated bytes, per project (docs/phase-ordering.md#baselines).
+
+Every unit of the chosen splits is compiled under every configuration of
+``mlbridge.problems.phase_ordering.configurations.CANDIDATES``; rows go to
+``OUT/table.jsonl`` as they are made (a rerun resumes). Then:
+
+- the best constant, chosen on the validation projects' units, and every
+  configuration's total there;
+- per project of every split measured: ``-Os``, the best constant and (not
+  on test projects unless ``--search-on-test``: that is run once, after a
+  model is final) the per-module search's bound, as ratios to ``-Oz``.
+
+Written to ``OUT/report.json`` and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from mlbridge.corpus.load import load_corpus
+from mlbridge.gym.modules import default_cache_dir, prepare_modules
+from mlbridge.llvm.versions import tools
+from mlbridge.native import phase_service_path
+from mlbridge.problems.phase_ordering.configurations import (
+    CANDIDATES,
+    OZ,
+    Table,
+    Unit,
+    best_constant,
+    complete_units,
+    measure,
+    per_unit_best,
+    project_ratios,
+)
+
+SPLITS = ("train", "validation", "held-out")
+
+
+def corpus_units(corpus: Path, splits: List[str], clang: str) -> List[Unit]:
+    programs = [p for p in load_corpus(corpus) if p.split in splits]
+    failed: Dict[str, str] = {}
+    modules = {
+        m.name: m
+        for m in prepare_modules(programs, default_cache_dir(), clang=clang, failed=failed)
+    }
+    units = []
+    for program in programs:
+        for source in program.sources:
+            name = program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"
+            module = modules.get(name)
+            units.append(
+                Unit(
+                    name=name,
+                    project=program.project,
+                    split=program.split,
+                    source=source,
+                    flags=program.flags,
+                    module=module.bitcode if module else None,
+                    codegen_flags=tuple(module.codegen_flags()) if module else (),
+                )
+            )
+    return units
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--splits", nargs="+", default=["validation"], choices=SPLITS)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--max-units", type=int, default=None, help="per split")
+    parser.add_argument("--search-on-test", action="store_true")
+    args = parser.parse_args(argv)
+
+    clang = tools().clang
+    service = str(phase_service_path())
+    units = corpus_units(args.corpus, args.splits, clang)
+    if args.max_units is not None:
+        taken: Dict[str, int] = {}
+        kept = []
+        for unit in units:
+            if taken.get(unit.split, 0) < args.max_units:
+                kept.append(unit)
+                taken[unit.split] = taken.get(unit.split, 0) + 1
+        units = kept
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows_file = args.out / "table.jsonl"
+    table: Table = {}
+    if rows_file.exists():
+        for line in rows_file.read_text().splitlines():
+            row = json.loads(line)
+            table[row["unit"]] = row["outcomes"]
+    todo = [u for u in units if u.name not in table]
+    started = time.monotonic()
+    batch = max(1, args.jobs) * 4
+    for start in range(0, len(todo), batch):
+        part = todo[start : start + batch]
+        measured = measure(part, CANDIDATES, clang=clang, service=service, jobs=args.jobs)
+        with rows_file.open("a") as out:
+            for unit in part:
+                out.write(json.dumps({"unit": unit.name, "outcomes": measured[unit.name]}) + "\n")
+        table.update(measured)
+        print(
+            f"{len(table)}/{len(units)} units, {time.monotonic() - started:.0f} s", file=sys.stderr
+        )
+
+    table = {u.name: table[u.name] for u in units if u.name in table}
+    complete = set(complete_units(table))
+    report: Dict[str, Any] = {
+        "configurations": [c.__dict__ for c in CANDIDATES],
+        "units": len(units),
+        "compared": len(complete),
+        "not_compared": {
+            u: {c: o for c, o in table[u].items() if isinstance(o, str)}
+            for u in table
+            if u not in complete
+        },
+    }
+    validation = [u.name for u in units if u.split == "validation" and u.name in complete]
+    chosen = OZ
+    if validation:
+        chosen, totals = best_constant(table, validation)
+        base = totals[OZ]
+        report["validation_totals"] = {
+            c: {"bytes": t, "vs_oz": t / base} for c, t in totals.items()
+        }
+        report["best_constant"] = chosen
+    report["splits"] = {}
+    for split in args.splits:
+        members = [u for u in units if u.split == split and u.name in complete]
+        names = [u.name for u in members]
+        figures = {
+            "Os": project_ratios(table, members, dict.fromkeys(names, "Os")),
+            "best_constant": project_ratios(table, members, dict.fromkeys(names, chosen)),
+        }
+        if split != "held-out" or args.search_on_test:
+            figures["search"] = project_ratios(table, members, per_unit_best(table, names))
+        report["splits"][split] = figures
+    (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"{len(complete)}/{len(units)} units compared; best constant on validation: {chosen}")
+    for split, figures in report["splits"].items():
+        print(f"{split}:")
+        projects = sorted(figures["Os"], key=lambda p: (p == "total", p))
+        for project in projects:
+            cells = "  ".join(
+                f"{kind} {row['allocated']:.4f} ({row['text']:.4f})"
+                for kind, row in ((k, figures[k][project]) for k in figures)
+            )
+            print(f"  {project:24} {int(figures['Os'][project]['units']):4} units  {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
