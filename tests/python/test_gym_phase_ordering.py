@@ -251,6 +251,40 @@ def test_default_oz_through_the_service_is_clang_oz_byte_for_byte(bundled, tmp_p
         env.close()
 
 
+def test_the_reward_in_allocated_bytes_after_clangs_code_generation(bundled, tmp_path):
+    """size_metric="allocated": each step's object (clang's -Oz code
+    generation of the module) is measured; default<Oz> alone ends exactly at
+    plain clang -Oz's object (the harness identity), so its return is
+    (initial - Oz) / Oz in allocated bytes and oz_ratio is 1."""
+    from mlbridge.corpus.program import Program
+    from mlbridge.llvm.outcomes import object_sizes
+
+    unit = Program("oz-identity", (OZ_IDENTITY_C,), (), "train")
+    modules = [*prepare_modules([unit], tmp_path / "unit"), bundled[0]]
+    with pytest.raises(ValueError, match="size_metric"):
+        PhaseOrderingEnv(modules, size_metric="bytes")
+    env = PhaseOrderingEnv(modules, max_steps=2, size_metric="allocated")
+    try:
+        for module in modules:
+            _, info = env.reset(options={"module": module.name})
+            plain = tmp_path / "plain.o"
+            subprocess.run(
+                ["clang-19", "-Oz", "-c", "-w", str(module.bitcode), "-o", str(plain)], check=True
+            )
+            assert info["oz_size"] == object_sizes(str(plain))["allocated"]
+            assert info["size"] == info["initial_size"] > 0
+            _, reward, _, _, info = env.step(env.default_action)
+            assert info["size"] == info["oz_size"], module.name
+            assert reward == pytest.approx(
+                (info["initial_size"] - info["oz_size"]) / info["oz_size"]
+            )
+            _, reward, _, truncated, info = env.step(env.default_action)
+            assert truncated and info["oz_ratio"] == pytest.approx(info["oz_size"] / info["size"])
+            assert reward == pytest.approx((info["oz_size"] - info["size"]) / info["oz_size"])
+    finally:
+        env.close()
+
+
 def test_a_constant_pipeline_through_the_service(service, tmp_path):
     """--pipeline TEXT --module IN -o OUT: default<Oz> there is clang -Oz byte
     for byte too; a sequence of pipelines runs; one that does not parse is a

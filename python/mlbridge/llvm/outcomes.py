@@ -18,6 +18,11 @@ _SPILL = re.compile(r"[#;@/].*\b(?:Folded )?Spill\b")
 _RELOAD = re.compile(r"[#;@/].*\b(?:Folded )?Reload\b")
 
 
+#: The sizes of an object a reward or a report may count: ``allocated``
+#: (every section that occupies the loaded image) and ``text`` (code alone).
+SIZE_METRICS = ("allocated", "text")
+
+
 class OutcomeError(MlbridgeError):
     """An outcome could not be measured."""
 

@@ -45,7 +45,7 @@ from mlbridge.gym.served_compilation import (
 )
 from mlbridge.llvm import INLINING, size_cap
 from mlbridge.llvm.driver import RunResult, run_compiler
-from mlbridge.llvm.outcomes import OutcomeError, object_sizes
+from mlbridge.llvm.outcomes import SIZE_METRICS, OutcomeError, object_sizes
 from mlbridge.llvm.plugin_settings import InlinePluginSettings, check_defers_when
 from mlbridge.llvm.plugin_stats import read_inline_stats
 from mlbridge.llvm.versions import LlvmTools, check_plugin_major, major_of_command, tools
@@ -63,7 +63,6 @@ __all__ = ["DEFAULT_FEATURE", "EnvError", "InliningEnv"]
 TRANSPORTS = ("pipe", "grpc")
 #: The sizes of an object the reward may count (keys of
 #: :func:`mlbridge.llvm.outcomes.object_sizes`).
-SIZE_METRICS = ("allocated", "text")
 #: The module compiled at construction to read the compiler's feature list.
 _PROBE_SOURCE = "static int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - f(-x); }\n"
 
@@ -201,7 +200,7 @@ class InliningEnv(ServedCompilerEnv):
       seconds an episode's compilation may last, the agent's time included.
     - ``size_increase_threshold``: LLVM's size cap on the ML inliner (None:
       lifted, every call site is asked).
-    - ``size_metric``: the size the reward counts (:data:`SIZE_METRICS`):
+    - ``size_metric``: the size the reward counts (:data:`~mlbridge.llvm.outcomes.SIZE_METRICS`):
       ``"text"`` (default: the code alone, as the shipped ``inlining-size``
       model was trained and ``mlbridge train`` trains) or ``"allocated"``
       (every section of the object that occupies the loaded image, what a

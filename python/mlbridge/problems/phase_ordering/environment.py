@@ -10,7 +10,10 @@ module, :meth:`~PhaseOrderingEnv.snapshot` / :meth:`~PhaseOrderingEnv.restore`
 copy the module in the service's memory. The observation is what the service
 sends: the 56 Autophase features and the instruction counts, computed in C++.
 The reward is the instruction count's reduction in units of the module's
-``-Oz`` instruction count (docs/gym.md, Reward).
+``-Oz`` instruction count (docs/gym.md, Reward); with ``size_metric=
+"allocated"`` (or ``"text"``), the reduction of the object's size after
+clang's ``-Oz`` code generation of the module, in units of plain ``clang
+-Oz``'s object of it.
 
 Every fault (an invalid action, an action the service reports as failed, a
 service that crashes, is killed or stops answering) ends the episode with
@@ -43,6 +46,7 @@ from mlbridge.gym.corpus_modules import (
 )
 from mlbridge.gym.episode_limits import IDLE_MARGIN, runner_ms
 from mlbridge.gym.modules import Module
+from mlbridge.llvm.outcomes import SIZE_METRICS, OutcomeError, object_sizes
 from mlbridge.llvm.versions import tools
 from mlbridge.pipe_host import PipeHost
 from mlbridge.policy import Session
@@ -253,6 +257,8 @@ class _Episode:
         self.module, self.index, self.service = module, index, service
         self.observation = np.zeros(0, np.float32)
         self.instcount = self.initial = self.baseline = self.steps = 0
+        #: Object sizes in the environment's size metric (0: instructions).
+        self.size = self.initial_size = self.oz_size = 0
         self.action: Optional[str] = None  # the last step's action
         self.done = False
 
@@ -292,6 +298,13 @@ class PhaseOrderingEnv(CompilerEnv):
       ``"pristine"`` (back to the module as loaded, ``steps`` 0).
     - ``format``: the serialisation on the channel (``"bitstream"``,
       ``"json"``, ``"protobuf"``).
+    - ``size_metric``: what the reward counts: ``"instcount"`` (default: IR
+      instructions, no code generation) or a size of the object that
+      clang's ``-Oz`` code generation makes of the module after each step
+      (:data:`~mlbridge.llvm.outcomes.SIZE_METRICS`: ``"allocated"``, what a
+      user's binary grows by, or ``"text"``), against plain ``clang -Oz``'s
+      object of the module (the harness identity makes ``default<Oz>``'s
+      reward end at exactly 0).
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -306,6 +319,7 @@ class PhaseOrderingEnv(CompilerEnv):
         rollback: str = "step",
         format: str = "bitstream",
         llvm: Optional[int] = None,
+        size_metric: str = "instcount",
         **options: Unpack[EnvOptions],
     ) -> None:
         self._service: Optional[_Service] = None
@@ -319,8 +333,17 @@ class PhaseOrderingEnv(CompilerEnv):
             raise ValueError(f"rollback must be one of {', '.join(ROLLBACKS)}, got {rollback!r}")
         if format not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        if size_metric not in ("instcount", *SIZE_METRICS):
+            raise ValueError(
+                f"size_metric must be one of instcount, {', '.join(SIZE_METRICS)}, "
+                f"got {size_metric!r}"
+            )
         self.max_steps = int(max_steps)
         self.rollback, self.format = rollback, format
+        #: What the reward counts (instructions, or a size of the object).
+        self.size_metric = size_metric
+        #: Module name -> plain ``clang -Oz``'s object sizes of it.
+        self._oz_sizes: Dict[str, Dict[str, int]] = {}
         #: The LLVM major's tools (its clang makes the modules the service reads).
         self.llvm = tools(llvm)
         if service is None:
@@ -523,6 +546,13 @@ class PhaseOrderingEnv(CompilerEnv):
             episode = _Episode(module, index, service)
             self._update(episode, request)
             self._episode = episode
+            if self.size_metric != "instcount":
+                try:
+                    episode.oz_size = self._oz_object_size(module)
+                    episode.size = episode.initial_size = self._state_size()
+                except EnvError as err:
+                    self._episode = None
+                    raise SkipModule(str(err)) from None
             return episode.observation, self._info(episode)
         raise AssertionError("unreachable")
 
@@ -538,8 +568,38 @@ class PhaseOrderingEnv(CompilerEnv):
         episode.baseline = _scalar(features, "baseline_instcount")
         episode.steps = _scalar(features, "steps")
 
-    @staticmethod
-    def _info(episode: _Episode) -> Dict[str, Any]:
+    def _oz_object_size(self, module: Module) -> int:
+        """The size of plain ``clang -Oz``'s object of ``module`` (cached)."""
+        sizes = self._oz_sizes.get(module.name)
+        if sizes is None:
+            scratch = Path(self._workdir()) / "sizes"
+            scratch.mkdir(exist_ok=True)
+            output = scratch / "oz.o"
+            command = [self.llvm.clang, "-Oz", "-c", "-w", *module.codegen_flags()]
+            what = f"{self.llvm.clang} -Oz"
+            self._make_state_object(
+                [*command, str(module.bitcode), "-o", str(output)],
+                self.step_timeout,
+                what,
+                "the module",
+            )
+            sizes = self._oz_sizes[module.name] = self._sizes_of(output)
+        return sizes[self.size_metric]
+
+    def _state_size(self) -> int:
+        """The size of the current module's object (clang's ``-Oz`` code
+        generation of it)."""
+        scratch = Path(self._workdir()) / "sizes"
+        scratch.mkdir(exist_ok=True)
+        return self._sizes_of(self._state_object(scratch))[self.size_metric]
+
+    def _sizes_of(self, path: Path) -> Dict[str, int]:
+        try:
+            return object_sizes(str(path))
+        except OutcomeError as err:
+            raise EnvError(f"{self._checked_module().name}: {err}") from None
+
+    def _info(self, episode: _Episode) -> Dict[str, Any]:
         info: Dict[str, Any] = {"module": episode.module.name}
         if episode.action is not None:
             info["action"] = episode.action
@@ -549,6 +609,10 @@ class PhaseOrderingEnv(CompilerEnv):
             baseline_instcount=episode.baseline,
             steps=episode.steps,
         )
+        if self.size_metric != "instcount":
+            info.update(
+                size=episode.size, initial_size=episode.initial_size, oz_size=episode.oz_size
+            )
         return info
 
     def _end(
@@ -557,7 +621,10 @@ class PhaseOrderingEnv(CompilerEnv):
         """The last step of ``episode``: truncated, with ``oz_ratio`` (and the error)."""
         episode.done = True
         info = self._info(episode)
-        info["oz_ratio"] = episode.baseline / max(1, episode.instcount)
+        if self.size_metric == "instcount":
+            info["oz_ratio"] = episode.baseline / max(1, episode.instcount)
+        else:
+            info["oz_ratio"] = episode.oz_size / max(1, episode.size)
         if error is not None:
             info["error"] = error
         return episode.observation, 0.0, False, True, info
@@ -594,7 +661,15 @@ class PhaseOrderingEnv(CompilerEnv):
             return self._end(episode, f"{name} failed: {failure}")
         previous = episode.instcount
         self._update(episode, request)
-        reward = (previous - episode.instcount) / max(1, episode.baseline)
+        if self.size_metric == "instcount":
+            reward = (previous - episode.instcount) / max(1, episode.baseline)
+        else:
+            previous = episode.size
+            try:
+                episode.size = self._state_size()
+            except EnvError as err:
+                return self._end(episode, f"{name}: {err}")
+            reward = (previous - episode.size) / max(1, episode.oz_size)
         if episode.steps >= self.max_steps:
             observation, _, _, truncated, info = self._end(episode)
             return observation, float(reward), False, truncated, info
@@ -642,6 +717,8 @@ class PhaseOrderingEnv(CompilerEnv):
         episode = self._loaded()
         request = self._slot_command(episode, "restore", self._slot(slot))
         self._update(episode, request)
+        if self.size_metric != "instcount":
+            episode.size = self._state_size()
         episode.action = None
         episode.done = False
         return episode.observation
