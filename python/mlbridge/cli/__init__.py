@@ -4,6 +4,7 @@
 
     mlbridge llvm --problem inlining --policy default [--log FILE] [--stats-json FILE]
                   [--timeout S] [--llvm N] -- clang-19 -Oz -c f.c
+    mlbridge wrap --out DIR --pipeline TEXT | --runner CONFIG [--level -Oz] [--llvm N]
     mlbridge serve --pipe BASE --policy POLICY [--create] [--max-requests N]
     mlbridge drive --grpc ADDRESS --policy POLICY
     mlbridge train TASK [...] | mlbridge evaluate PROBLEM --policy FILE [--split S]
@@ -41,6 +42,7 @@ from mlbridge.cli import (
     serve_command,
     train_command,
     validate_command,
+    wrap_command,
 )
 from mlbridge.cli_errors import ArgumentParser, run_command
 
@@ -70,6 +72,7 @@ COMMANDS: List[Command] = [
     Command(m.NAME, m.GROUP, m.add_parser, m.run)
     for m in (
         llvm_command,
+        wrap_command,
         serve_command,
         drive_command,
         train_command,

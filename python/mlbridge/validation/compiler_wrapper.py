@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
 
 if TYPE_CHECKING:
     from mlbridge.validation.build import Build
@@ -44,8 +44,6 @@ def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
         if found is None:
             raise FileNotFoundError(f"{name}: no such program on PATH")
         compilers.append(found)
-    directory.mkdir(parents=True, exist_ok=True)
-    directory.chmod(0o755)
     config = {
         "c": compilers[0],
         "c++": compilers[1],
@@ -53,16 +51,29 @@ def write_wrappers(directory: Path, build: "Build") -> Tuple[str, str]:
         "launcher": compilers[2:] + list(build.launcher[1:]),
         "env": dict(build.env),
     }
-    (directory / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
-    (directory / CONFIG).chmod(0o644)
-    body = Path(__file__).read_text()
+    c, cxx = install_scripts(directory, Path(__file__), NAMES, CONFIG, config)
+    return c, cxx
+
+
+def install_scripts(
+    directory: Path, script: Path, names: Sequence[str], config_name: str, config: object
+) -> List[str]:
+    """Writes ``config`` as the JSON file ``config_name`` and the Python
+    file ``script``, under an isolated interpreter line, as each of
+    ``names`` into ``directory`` (everything readable by anyone, the
+    scripts executable); the scripts' paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    (directory / config_name).write_text(json.dumps(config, indent=1) + "\n")
+    (directory / config_name).chmod(0o644)
+    body = script.read_text()
     paths: List[str] = []
-    for name in NAMES:
+    for name in names:
         wrapper = directory / name
         wrapper.write_text(f"#!{INTERPRETER} -IS\n{body}")
         wrapper.chmod(0o755)
         paths.append(str(wrapper))
-    return paths[0], paths[1]
+    return paths
 
 
 def command(config: Dict[str, object], name: str, args: List[str]) -> List[str]:
