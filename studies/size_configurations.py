@@ -30,7 +30,6 @@ from mlbridge.native import phase_service_path
 from mlbridge.problems.phase_ordering.configurations import (
     CANDIDATES,
     OZ,
-    Table,
     Unit,
     best_constant,
     complete_units,
@@ -91,26 +90,28 @@ def main(argv: List[str]) -> int:
         units = kept
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
-    table: Table = {}
+    table: Dict[str, Dict[str, Any]] = {}
     if rows_file.exists():
         for line in rows_file.read_text().splitlines():
             row = json.loads(line)
-            table[row["unit"]] = row["outcomes"]
-    todo = [u for u in units if u.name not in table]
+            table.setdefault(row["unit"], {}).update(row["outcomes"])
+    todo = [u for u in units if any(c.name not in table.get(u.name, {}) for c in CANDIDATES)]
     started = time.monotonic()
     batch = max(1, args.jobs) * 4
     for start in range(0, len(todo), batch):
         part = todo[start : start + batch]
-        measured = measure(part, CANDIDATES, clang=clang, service=service, jobs=args.jobs)
-        with rows_file.open("a") as out:
-            for unit in part:
-                out.write(json.dumps({"unit": unit.name, "outcomes": measured[unit.name]}) + "\n")
-        table.update(measured)
-        print(
-            f"{len(table)}/{len(units)} units, {time.monotonic() - started:.0f} s", file=sys.stderr
+        measured = measure(
+            part, CANDIDATES, clang=clang, service=service, jobs=args.jobs, known=table
         )
+        with rows_file.open("a") as out:
+            for unit, row in measured.items():
+                out.write(json.dumps({"unit": unit, "outcomes": row}) + "\n")
+                table.setdefault(unit, {}).update(row)
+        done = len(units) - len(todo) + start + len(part)
+        print(f"{done}/{len(units)} units, {time.monotonic() - started:.0f} s", file=sys.stderr)
 
-    table = {u.name: table[u.name] for u in units if u.name in table}
+    names = [c.name for c in CANDIDATES]
+    table = {u.name: {c: table[u.name][c] for c in names} for u in units if u.name in table}
     complete = set(complete_units(table))
     report: Dict[str, Any] = {
         "configurations": [c.__dict__ for c in CANDIDATES],

@@ -16,6 +16,7 @@
 
 #include "mlbridge/llvm/PhaseOrdering.h"
 
+#include "PhasePipelines.h"
 #include "compat/PassPipelines.h"
 
 #include "llvm/IR/PassManager.h"
@@ -137,17 +138,15 @@ Expected<size_t> findAction(std::string_view Name) {
 }
 
 Error checkActions() {
-  llvm::PassBuilder PB;
   const std::vector<Action> &Table = actions();
   for (size_t I = 0; I < Table.size(); ++I) {
     llvm::ModulePassManager MPM;
     llvm::StringRef Pipeline(Table[I].Pipeline.data(),
                              Table[I].Pipeline.size());
-    if (llvm::Error E = PB.parsePassPipeline(MPM, Pipeline))
+    if (Error E = buildPipeline(Pipeline, nullptr, nullptr, MPM))
       return makeError(ErrorCode::Unsupported, "phase-ordering action #",
                        std::to_string(I), " '", std::string(Table[I].Name),
-                       "': LLVM does not parse '", Pipeline.str(),
-                       "': ", llvm::toString(std::move(E)));
+                       "': ", E.message());
   }
   return Error::success();
 }

@@ -26,10 +26,10 @@
 
 #include "mlbridge/llvm/PhaseOrdering.h"
 
+#include "PhasePipelines.h"
 #include "compat/StandardInstrumentations.h"
 #include "support/ReadFile.h"
 
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -121,56 +121,8 @@ std::unique_ptr<llvm::TargetMachine> targetFor(const llvm::Module &M) {
       T->createTargetMachine(Triple, "", "", llvm::TargetOptions(), Reloc));
 }
 
-/// clang's optimisation level for a default<L> pipeline element, if \p
-/// Element is one.
-std::optional<llvm::OptimizationLevel> defaultLevel(llvm::StringRef Element) {
-  if (!Element.consume_front("default<") || !Element.consume_back(">"))
-    return std::nullopt;
-  return llvm::StringSwitch<std::optional<llvm::OptimizationLevel>>(Element)
-      .Case("O1", llvm::OptimizationLevel::O1)
-      .Case("O2", llvm::OptimizationLevel::O2)
-      .Case("O3", llvm::OptimizationLevel::O3)
-      .Case("Os", llvm::OptimizationLevel::Os)
-      .Case("Oz", llvm::OptimizationLevel::Oz)
-      .Default(std::nullopt);
-}
-
-/// clang's tuning at \p Level. Its driver passes -vectorize-loops at -O2,
-/// -O3 and -Os, and -vectorize-slp at those and -Oz. (LLVM's parser of
-/// "default<Oz>" turns SLP vectorization off, as opt does: that is not the
-/// pipeline clang -Oz runs.)
-llvm::PipelineTuningOptions clangTuning(llvm::OptimizationLevel Level) {
-  llvm::PipelineTuningOptions PTO;
-  PTO.SLPVectorization =
-      Level.getSpeedupLevel() > 1 || Level == llvm::OptimizationLevel::Oz;
-  PTO.LoopVectorization =
-      Level.getSpeedupLevel() > 1 && Level != llvm::OptimizationLevel::Oz;
-  return PTO;
-}
-
-/// The top-level elements of a textual pipeline ("a,f(b,c),d" has three).
-std::vector<llvm::StringRef> topLevelElements(llvm::StringRef Text) {
-  std::vector<llvm::StringRef> Elements;
-  int Depth = 0;
-  size_t Start = 0;
-  for (size_t I = 0; I < Text.size(); ++I) {
-    char C = Text[I];
-    if (C == '(' || C == '<')
-      ++Depth;
-    else if (C == ')' || C == '>')
-      --Depth;
-    else if (C == ',' && Depth == 0) {
-      Elements.push_back(Text.slice(Start, I).trim());
-      Start = I + 1;
-    }
-  }
-  Elements.push_back(Text.substr(Start).trim());
-  return Elements;
-}
-
-/// Runs a module pipeline on \p M with fresh analysis managers. Each
-/// default<L> element is the pipeline clang -L builds (its tuning); the
-/// other elements are parsed as opt parses them.
+/// Runs a module pipeline on \p M with fresh analysis managers
+/// (PhasePipelines.h: each default<L> element is clang -L's pipeline).
 Error runTextual(llvm::Module &M, llvm::TargetMachine *TM,
                  std::string_view Pipeline) {
   // Declared in this order so that the module analyses go first (opt's).
@@ -181,25 +133,16 @@ Error runTextual(llvm::Module &M, llvm::TargetMachine *TM,
   llvm::PassInstrumentationCallbacks PIC;
   llvm::StandardInstrumentations SI(M.getContext(), /*DebugLogging=*/false);
   compat::registerCallbacks(SI, PIC, MAM, FAM);
-  llvm::PassBuilder PB(TM, clangTuning(llvm::OptimizationLevel::Oz),
-                       std::nullopt, &PIC);
+  llvm::PassBuilder PB(TM, llvm::PipelineTuningOptions(), std::nullopt, &PIC);
   PB.registerModuleAnalyses(MAM);
   PB.registerCGSCCAnalyses(CGAM);
   PB.registerFunctionAnalyses(FAM);
   PB.registerLoopAnalyses(LAM);
   PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
-  llvm::StringRef Text(Pipeline.data(), Pipeline.size());
   llvm::ModulePassManager MPM;
-  for (llvm::StringRef Element : topLevelElements(Text)) {
-    if (std::optional<llvm::OptimizationLevel> Level = defaultLevel(Element)) {
-      // A builder of its own: its tuning is the level's.
-      llvm::PassBuilder Default(TM, clangTuning(*Level), std::nullopt, &PIC);
-      MPM.addPass(Default.buildPerModuleDefaultPipeline(*Level));
-    } else if (llvm::Error E = PB.parsePassPipeline(MPM, Element)) {
-      return makeError(ErrorCode::Unsupported, "pipeline '", Text.str(),
-                       "' does not parse: ", llvm::toString(std::move(E)));
-    }
-  }
+  llvm::StringRef Text(Pipeline.data(), Pipeline.size());
+  if (Error E = buildPipeline(Text, TM, &PIC, MPM))
+    return makeError(ErrorCode::Unsupported, E.message());
   MPM.run(M, MAM);
   return Error::success();
 }
@@ -458,12 +401,10 @@ Error Session::apply(int64_t Index) {
 Error Session::applyPipeline(std::string_view Pipeline) {
   if (Error E = P->needModule())
     return E;
-  llvm::PassBuilder PB(P->L->TM.get());
   llvm::ModulePassManager MPM;
   llvm::StringRef Text(Pipeline.data(), Pipeline.size());
-  if (llvm::Error E = PB.parsePassPipeline(MPM, Text))
-    return makeError(ErrorCode::InvalidArgument, "pipeline '", Text.str(),
-                     "' does not parse: ", llvm::toString(std::move(E)));
+  if (Error E = buildPipeline(Text, P->L->TM.get(), nullptr, MPM))
+    return E;
   return P->step(Pipeline, "pipeline '" + Text.str() + "'");
 }
 

@@ -14,10 +14,12 @@
 #include "mlbridge/llvm/PhaseOrdering.h"
 
 #include "PhaseTestSupport.h"
+#include "llvm/PhasePipelines.h"
 #include "llvm/compat/PassPipelines.h"
 
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
@@ -402,6 +404,37 @@ TEST(PhaseSession, PipelinesOutsideTheTable) {
   EXPECT_NE(E.message().find("does not parse"), std::string::npos);
   EXPECT_EQ(S->printIR(), Before);
   EXPECT_EQ(S->steps(), 1);
+}
+
+TEST(PhasePipelines, DefaultElementsTakeAnInlineThresholdForTheirBuildOnly) {
+  auto &Registered = llvm::cl::getRegisteredOptions();
+  auto *Threshold =
+      dynamic_cast<llvm::cl::opt<int> *>(Registered.lookup("inline-threshold"));
+  ASSERT_NE(Threshold, nullptr);
+  int Default = Threshold->getValue();
+  llvm::ModulePassManager MPM;
+  Error E = buildPipeline("default<Oz;inline-threshold=-7>,function(sroa),"
+                          "default<Os>",
+                          nullptr, nullptr, MPM);
+  ASSERT_FALSE(E) << E.toString();
+  EXPECT_FALSE(MPM.isEmpty());
+  // set while its element was built, then as before
+  EXPECT_EQ(Threshold->getNumOccurrences(), 0u);
+  EXPECT_EQ(Threshold->getValue(), Default);
+  for (const char *Bad :
+       {"default<Oz;inline-threshold=10001>", "default<Oz;inline-threshold=x>",
+        "default<Oz;inline-threshold=1;inline-threshold=2>", "default<Og>",
+        "default<Oz;unroll>", "sroa,default<Oz;inline-threshold=>"}) {
+    llvm::ModulePassManager Unused;
+    Error Refused = buildPipeline(Bad, nullptr, nullptr, Unused);
+    EXPECT_EQ(Refused.code(), ErrorCode::InvalidArgument) << Bad;
+    EXPECT_NE(Refused.message().find("does not parse"), std::string::npos);
+  }
+  // and through a session: the step runs, with the same threshold afterwards
+  std::unique_ptr<Session> S = loaded();
+  ASSERT_FALSE(S->applyPipeline("default<Oz;inline-threshold=50>"));
+  EXPECT_EQ(Threshold->getNumOccurrences(), 0u);
+  EXPECT_EQ(Threshold->getValue(), Default);
 }
 
 TEST(PhaseSession, LoadingAgainStartsOver) {

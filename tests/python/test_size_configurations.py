@@ -120,3 +120,8 @@ def test_a_real_unit_under_plain_and_pipeline_configurations(tmp_path):
     assert row[OZ] == object_sizes(str(plain))
     with pytest.raises(ConfigurationError):
         measure([unit], configurations[1:], clang=tools().clang, service=service)
+    # a table measured before: only what it lacks is measured
+    assert measure([unit], configurations, clang=tools().clang, known=table) == {}
+    known = {"oz-identity": {c: o for c, o in row.items() if c != "Os"}}
+    again = measure([unit], configurations, clang=tools().clang, known=known)
+    assert again == {"oz-identity": {"Os": row["Os"]}}

@@ -162,16 +162,24 @@ def measure(
     clang: str,
     service: Optional[str] = None,
     jobs: Optional[int] = None,
+    known: Optional[Mapping[str, Mapping[str, Outcome]]] = None,
 ) -> Table:
-    """Every unit under every configuration, ``jobs`` units at a time."""
+    """Every unit under every configuration it has no outcome of in
+    ``known`` (a table measured before: a configuration added later is
+    measured alone), ``jobs`` units at a time; the new outcomes."""
     names = [c.name for c in configurations]
     if len(set(names)) != len(names) or OZ not in names:
         raise ConfigurationError(f"configurations need distinct names and {OZ!r}: {names}")
+    known = known or {}
+    missing = {
+        u.name: [c for c in configurations if c.name not in known.get(u.name, {})] for u in units
+    }
+    todo = [u for u in units if missing[u.name]]
     with ThreadPoolExecutor(max_workers=jobs or min(2, os.cpu_count() or 1)) as pool:
         rows = list(
-            pool.map(lambda u: measure_unit(u, configurations, clang=clang, service=service), units)
+            pool.map(lambda u: measure_unit(u, missing[u.name], clang=clang, service=service), todo)
         )
-    return {unit.name: row for unit, row in zip(units, rows)}
+    return {unit.name: row for unit, row in zip(todo, rows)}
 
 
 def complete_units(table: Table) -> List[str]:
