@@ -6,7 +6,8 @@
 //
 // The actions a phase-ordering policy chooses from (docs/phase-ordering.md):
 // single new-PM passes, each in the adaptor it needs, then sub-sequences
-// of `default<Oz>` in the style of POSET-RL, then `default<Oz>`. Append
+// of `default<Oz>` in the style of POSET-RL, then `default<Oz>`, then whole
+// pipelines for a per-module choice of one. Append
 // only: an action's index is its number on the wire. The same actions on
 // every supported LLVM major; the pass parameters some majors lack are in
 // compat/PassPipelines.h (instcombine never verifies a fixpoint, as in
@@ -122,11 +123,28 @@ const std::vector<Action> &actions() {
                    "instsimplify,div-rem-pairs,tailcallelim,simplifycfg)"},
       // The whole pipeline of clang -Oz.
       {"default<Oz>", "default<Oz>"},
+      // Whole pipelines besides it, for a per-module choice of one pipeline
+      // (--max-steps 1): function merging after it, it twice, and clang -Oz
+      // -mllvm -inline-threshold=N's, alone and with function merging.
+      {"pipeline-mergefunc", "default<Oz>,mergefunc"},
+      {"pipeline-twice", "default<Oz>,default<Oz>"},
+      {"pipeline-inline-threshold=0", "default<Oz;inline-threshold=0>"},
+      {"pipeline-inline-threshold=10", "default<Oz;inline-threshold=10>"},
+      {"pipeline-inline-threshold=25", "default<Oz;inline-threshold=25>"},
+      {"pipeline-inline-threshold=0-mergefunc",
+       "default<Oz;inline-threshold=0>,mergefunc"},
+      {"pipeline-inline-threshold=10-mergefunc",
+       "default<Oz;inline-threshold=10>,mergefunc"},
+      {"pipeline-inline-threshold=25-mergefunc",
+       "default<Oz;inline-threshold=25>,mergefunc"},
   };
   return Table;
 }
 
-size_t defaultOzAction() { return actions().size() - 1; }
+size_t defaultOzAction() {
+  static const size_t Index = *findAction("default<Oz>");
+  return Index;
+}
 
 Expected<size_t> findAction(std::string_view Name) {
   const std::vector<Action> &Table = actions();

@@ -70,6 +70,13 @@ CANDIDATES: Tuple[Configuration, ...] = (
     Configuration("machine-outliner", ("-mllvm", "-enable-machine-outliner")),
     Configuration("mergefunc", pipeline="default<Oz>,mergefunc"),
     Configuration("Oz-twice", pipeline="default<Oz>,default<Oz>"),
+    *(
+        Configuration(
+            f"inline-threshold={n}+mergefunc",
+            pipeline=f"default<Oz;inline-threshold={n}>,mergefunc",
+        )
+        for n in (0, 10, 25)
+    ),
 )
 
 
