@@ -21,9 +21,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from mlbridge.corpus.load import load_corpus
+from mlbridge.corpus.split import interleave_projects
 from mlbridge.gym.modules import default_cache_dir, prepare_modules
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
@@ -41,13 +42,24 @@ from mlbridge.problems.phase_ordering.configurations import (
 SPLITS = ("train", "validation", "held-out")
 
 
-def corpus_units(corpus: Path, splits: List[str], clang: str) -> List[Unit]:
-    programs = [p for p in load_corpus(corpus) if p.split in splits]
+def corpus_units(
+    corpus: Path, splits: List[str], clang: str, max_units: Optional[int]
+) -> List[Unit]:
+    """The units of ``splits``, each split's first ``max_units`` of its
+    programs with their projects interleaved (a fixed shuffle), so that a
+    sample covers as many projects as it can."""
+    programs = interleave_projects([p for p in load_corpus(corpus) if p.split in splits], seed=0)
+    if max_units is not None:
+        taken: Dict[str, int] = {}
+        kept = []
+        for program in programs:
+            if taken.get(program.split, 0) < max_units:
+                kept.append(program)
+                taken[program.split] = taken.get(program.split, 0) + len(program.sources)
+        programs = kept
     failed: Dict[str, str] = {}
-    modules = {
-        m.name: m
-        for m in prepare_modules(programs, default_cache_dir(), clang=clang, failed=failed)
-    }
+    made = prepare_modules(programs, default_cache_dir(), clang=clang, failed=failed)
+    modules = {m.name: m for m in made}
     units = []
     for program in programs:
         for source in program.sources:
@@ -73,21 +85,15 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--splits", nargs="+", default=["validation"], choices=SPLITS)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--max-units", type=int, default=None, help="per split")
+    parser.add_argument(
+        "--max-units", type=int, default=None, help="per split (projects interleaved)"
+    )
     parser.add_argument("--search-on-test", action="store_true")
     args = parser.parse_args(argv)
 
     clang = tools().clang
     service = str(phase_service_path())
-    units = corpus_units(args.corpus, args.splits, clang)
-    if args.max_units is not None:
-        taken: Dict[str, int] = {}
-        kept = []
-        for unit in units:
-            if taken.get(unit.split, 0) < args.max_units:
-                kept.append(unit)
-                taken[unit.split] = taken.get(unit.split, 0) + 1
-        units = kept
+    units = corpus_units(args.corpus, args.splits, clang, args.max_units)
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
     table: Dict[str, Dict[str, Any]] = {}

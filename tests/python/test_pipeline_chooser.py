@@ -1,0 +1,145 @@
+"""mlbridge.problems.phase_ordering.chooser: a per-module choice of one
+whole pipeline. It learns a choice that depends on a feature; its ONNX
+model chooses as numpy does; in the phase service (--runner onnx:,
+--max-steps 1) the unit gets exactly the chosen pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlbridge.problems.phase_ordering.chooser import (
+    CHOICES,
+    ChooserError,
+    LinearChooser,
+    action_indices,
+    export_chooser,
+    fit_chooser,
+    service_inputs,
+)
+
+OZ_IDENTITY_C = Path(__file__).resolve().parents[1] / "data" / "oz_identity.c"
+WIDTH = 58  # autophase (56), initial and baseline instruction counts
+
+
+def _units(rng, n):
+    """Units whose feature 3 says whether choice 2 saves 10% (else it costs
+    5%); every other choice costs 1%."""
+    x = rng.integers(0, 1000, size=(n, WIDTH)).astype(float)
+    good = x[:, 3] > 500
+    ratios = np.full((n, len(CHOICES)), 1.01)
+    ratios[:, 0] = 1.0
+    ratios[:, 2] = np.where(good, 0.90, 1.05)
+    return x, ratios, rng.integers(100, 10_000, size=n).astype(float), good
+
+
+def test_it_learns_a_choice_that_depends_on_a_feature():
+    rng = np.random.default_rng(0)
+    x, ratios, oz, good = _units(rng, 400)
+    chooser = fit_chooser(x, ratios, oz, l2=1e-5)
+    test_x, test_ratios, test_oz, test_good = _units(rng, 200)
+    chosen = chooser.choose(test_x)
+    assert np.mean((chosen == 2) == test_good) > 0.9
+    assert np.mean(np.isin(chosen, [0, 2])) > 0.9
+    total = (test_ratios[np.arange(200), chosen] * test_oz).sum() / test_oz.sum()
+    assert total < 0.97
+    # with nothing to gain it stays at -Oz
+    flat = np.ones_like(ratios)
+    assert (fit_chooser(x, flat, oz, l2=1e-3, steps=200).choose(test_x) == 0).all()
+    with pytest.raises(ChooserError):
+        fit_chooser(x, ratios[:, :3], oz, l2=0.0)
+
+
+def _description(service):
+    done = subprocess.run([service, "--list-actions"], capture_output=True, check=True)
+    return json.loads(done.stdout)
+
+
+def _service():
+    from mlbridge.native import NativeError, phase_service_path
+
+    try:
+        return str(phase_service_path())
+    except NativeError as err:
+        pytest.skip(f"no mlbridge-phase-service: {err}")
+
+
+def test_the_onnx_model_chooses_as_numpy_does(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    description = _description(_service())
+    rng = np.random.default_rng(1)
+    x, ratios, oz, _ = _units(rng, 300)
+    chooser = fit_chooser(x, ratios, oz, l2=1e-3, steps=500)
+    # and a chooser of random weights, where every choice wins somewhere
+    noisy = LinearChooser(
+        chooser.mean, chooser.scale, rng.normal(size=(WIDTH, len(CHOICES))), np.zeros(9)
+    )
+    indices = action_indices(description)
+    for model in (chooser, noisy):
+        path = tmp_path / "chooser.onnx"
+        export_chooser(model, path, service_inputs(description), indices)
+        session = ort.InferenceSession(str(path))
+        probe = rng.integers(0, 5000, size=(50, WIDTH))
+        expected = model.choose(probe.astype(float))
+        for row, choice in zip(probe, expected):
+            feeds = {s.name: np.zeros(s.shape, np.int64) for s in service_inputs(description)}
+            feeds["autophase"] = row[:56].astype(np.int64)
+            feeds["initial_instcount"] = row[56:57].astype(np.int64)
+            feeds["baseline_instcount"] = row[57:58].astype(np.int64)
+            (action,) = session.run(None, feeds)
+            assert action.tolist() == [indices[CHOICES[choice][0]]]
+    assert len(set(noisy.choose(rng.integers(0, 5000, size=(500, WIDTH)).astype(float)))) > 3
+    with pytest.raises(ChooserError):
+        export_chooser(chooser, tmp_path / "x.onnx", service_inputs(description)[1:], indices)
+
+
+def test_in_the_service_the_unit_gets_the_chosen_pipeline(tmp_path):
+    pytest.importorskip("onnx")
+    from mlbridge.corpus.program import Program
+    from mlbridge.gym.modules import prepare_modules
+    from mlbridge.run_stats import read_run_stats
+
+    service = _service()
+    description = _description(service)
+    if "onnx" not in description.get("runners", ["onnx"]):
+        pytest.skip("the service has no ONNX Runtime")
+    (module,) = prepare_modules([Program("u", (OZ_IDENTITY_C,), (), "train")], tmp_path / "m")
+    indices = action_indices(description)
+    for choice in (1, 4):  # pipeline-mergefunc, pipeline-inline-threshold=10
+        bias = np.full(len(CHOICES), -1.0)
+        bias[choice] = 1.0
+        model = LinearChooser(
+            np.zeros(WIDTH), np.ones(WIDTH), np.zeros((WIDTH, len(CHOICES))), bias
+        )
+        path = tmp_path / f"chooser{choice}.onnx"
+        export_chooser(model, path, service_inputs(description), indices)
+        chosen, stats = tmp_path / "chosen.bc", tmp_path / f"stats{choice}.jsonl"
+        run = subprocess.run(
+            [service, "--runner", f"onnx:{path}", "--max-steps", "1"]
+            + ["--module", str(module.bitcode), "-o", str(chosen), "--stats", str(stats)],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        (record,) = read_run_stats(stats, 1 << 20)
+        assert record.answered == 1 and record.fallbacks == 0
+        pipeline = description["actions"][indices[CHOICES[choice][0]]]["pipeline"]
+        direct = tmp_path / "direct.bc"
+        subprocess.run(
+            [service, "--pipeline", pipeline, "--module", str(module.bitcode), "-o", str(direct)],
+            check=True,
+        )
+        objects = []
+        for bitcode in (chosen, direct):
+            out = bitcode.with_suffix(".o")
+            subprocess.run(
+                ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-c", str(bitcode)]
+                + ["-o", str(out)],
+                check=True,
+            )
+            objects.append(out.read_bytes())
+        assert objects[0] == objects[1], CHOICES[choice]
