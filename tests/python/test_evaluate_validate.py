@@ -94,14 +94,22 @@ def test_a_deployment_that_breaks_a_program_fails_the_command(tmp_path, capsys, 
     assert (tmp_path / "out" / "deploy" / "validate" / "findings").is_dir()
 
 
-def test_a_problem_without_a_deployed_build_is_refused_before_measuring(tmp_path, capsys):
+def test_a_problem_without_a_deployed_build_is_refused_before_measuring(
+    tmp_path, capsys, monkeypatch
+):
+    """Every registered problem builds programs with a policy now; one that
+    does not (phase-ordering's declaration without the capability) is
+    refused before anything is measured."""
+    import dataclasses
+
+    import mlbridge.problems
+
+    phase = get_problem("phase-ordering")
+    bare = dataclasses.replace(phase, capabilities=())
+    monkeypatch.setattr(mlbridge.problems, "get_problem", lambda name: bare)
     code = main(
         ["evaluate", "phase-ordering", "--policy", str(tmp_path / "none.onnx")]
-        + [
-            "--validate",
-            "--out",
-            str(tmp_path / "out"),
-        ]
+        + ["--validate", "--out", str(tmp_path / "out")]
     )
     assert code == 2
     assert "does not build programs with a policy" in capsys.readouterr().err

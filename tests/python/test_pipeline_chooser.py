@@ -6,6 +6,7 @@ model chooses as numpy does; in the phase service (--runner onnx:,
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -143,3 +144,30 @@ def test_in_the_service_the_unit_gets_the_chosen_pipeline(tmp_path):
             )
             objects.append(out.read_bytes())
         assert objects[0] == objects[1], CHOICES[choice]
+
+
+def test_mlbridge_validate_builds_programs_with_a_chooser(tmp_path):
+    """The problem's deployed build: the pipeline wrappers, one step per unit
+    for a chooser, a statistics record per unit."""
+    pytest.importorskip("onnx")
+    from mlbridge.problems.phase_ordering.deploy import deployed_build, is_chooser
+    from mlbridge.run_stats import read_run_stats
+
+    service = _service()
+    description = _description(service)
+    bias = np.full(len(CHOICES), -1.0)
+    bias[1] = 1.0  # always pipeline-mergefunc
+    model = LinearChooser(np.zeros(WIDTH), np.ones(WIDTH), np.zeros((WIDTH, len(CHOICES))), bias)
+    policy = tmp_path / "chooser.onnx"
+    export_chooser(model, policy, service_inputs(description), action_indices(description))
+    assert is_chooser(policy)
+    build = deployed_build(policy, Path(service))
+    stats = tmp_path / "stats.jsonl"
+    source = tmp_path / "main.c"
+    source.write_text('#include <stdio.h>\nint main(void) { printf("%d\\n", 6 * 7); return 0; }\n')
+    program = tmp_path / "prog"
+    env = dict(os.environ, **build.env, **{build.stats_variable: str(stats)})
+    subprocess.run(build.argv([], [str(source)], str(program)), env=env, check=True)
+    assert subprocess.run([program], capture_output=True, check=True).stdout == b"42\n"
+    (record,) = read_run_stats(stats, 1 << 20)
+    assert record.answered == 1 and record.fallbacks == 0 and record.decisions == 1

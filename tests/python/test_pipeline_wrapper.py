@@ -16,6 +16,7 @@ import pytest
 
 from mlbridge.problems.phase_ordering.pipeline_wrapper import (
     codegen_options,
+    compile_and_link,
     one_object,
     write_pipeline_wrappers,
 )
@@ -196,3 +197,38 @@ def test_mlbridge_wrap_prints_the_compilers(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["wrap", "--out", str(tmp_path / "w")])  # neither --pipeline nor --runner
     assert exit_info.value.code == 2
+
+
+def test_sources_compiled_and_linked_at_once_each_go_through_the_pipeline(tmp_path):
+    service = _service()
+    log = tmp_path / "calls.log"
+    counting = tmp_path / "counting-service"
+    counting.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {service} "$@"\n')
+    counting.chmod(0o755)
+    cc, cxx = write_pipeline_wrappers(
+        tmp_path / "bin",
+        clang=CLANG,
+        clangxx=CLANGXX,
+        service=str(counting),
+        pipeline="default<Oz>",
+    )
+    project = _project(tmp_path / "p")
+    (project / "two.c").write_text(
+        '#include <stdio.h>\n#include "sum.h"\n'
+        'int main(void) { int v[] = {5, 6}; printf("%d\\n", sum(v, 2)); return 0; }\n'
+    )
+    subprocess.run([cc, "-O2", "-I", ".", "sum.c", "two.c", "-o", "prog"], cwd=project, check=True)
+    assert subprocess.run([project / "prog"], capture_output=True, check=True).stdout == b"11\n"
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2 and all("--pipeline default<Oz>" in c for c in calls)
+    # one object each (-x c too), then linking objects alone (clang)
+    subprocess.run([cc, "-c", "sum.c", "-o", "sum.o"], cwd=project, check=True)
+    subprocess.run([cc, "-x", "c", "-c", "two.c", "-o", "two.o"], cwd=project, check=True)
+    subprocess.run([cc, "sum.o", "two.o", "-o", "prog2"], cwd=project, check=True)
+    assert len(log.read_text().splitlines()) == 4
+    assert subprocess.run([project / "prog2"], capture_output=True, check=True).stdout == b"11\n"
+    assert compile_and_link(["a.o", "b.o", "-o", "p"]) is None
+    assert compile_and_link(["-O2", "a.c", "x.o", "-lm", "-o", "p"]) == (
+        ["-O2", "-lm", "-c", "{source}", "-o", "{object}"],
+        ["-O2", "{object:0}", "x.o", "-lm", "-o", "p"],
+    )

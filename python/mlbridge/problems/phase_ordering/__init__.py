@@ -2,10 +2,15 @@
 step of ``mlbridge-phase-service``; reward: IR instructions against ``-Oz``.
 
 The folder: this declaration; ``environment`` (``PhaseOrderingEnv`` on the
-phase service); ``deploy`` (the exported model in the service, measured)."""
+phase service); ``deploy`` (the exported model in the service, measured, and
+in a build); ``configurations`` (units under constant size configurations:
+the baselines and the per-module search); ``chooser`` (a per-module choice
+of one whole pipeline); ``pipeline_wrapper`` (a build's CC and CXX that run
+a pipeline)."""
 
 from __future__ import annotations
 
+from mlbridge.problems.capabilities import DeployedBuild
 from mlbridge.problems.problem import Problem
 
 PROBLEM = Problem(
@@ -20,4 +25,7 @@ PROBLEM = Problem(
     deploy_inputs="mlbridge.problems.phase_ordering.environment:deploy_inputs",
     evaluate="mlbridge.problems.phase_ordering.deploy:evaluate_trained",
     llvm_majors=(19, 16),
+    # mlbridge validate builds programs with a policy through the pipeline
+    # wrappers (mlbridge wrap --runner onnx:POLICY).
+    capabilities=(DeployedBuild("mlbridge.problems.phase_ordering.deploy:deployed_build"),),
 )

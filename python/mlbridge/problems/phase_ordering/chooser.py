@@ -43,6 +43,8 @@ CHOICES: Tuple[Tuple[str, str], ...] = (
     ("pipeline-inline-threshold=10-mergefunc", "inline-threshold=10+mergefunc"),
     ("pipeline-inline-threshold=25-mergefunc", "inline-threshold=25+mergefunc"),
 )
+#: The ONNX metadata key naming a chooser's choices (comma-separated).
+CHOICES_KEY = "mlbridge.choices"
 #: The service's inputs a chooser reads, in order (the module's index, the
 #: steps and the status say nothing about the module).
 FEATURE_INPUTS = ("autophase", "initial_instcount", "baseline_instcount")
@@ -187,7 +189,7 @@ def export_chooser(
     model.ir_version = 8
     helper.set_model_props(
         model,
-        {"mlbridge.choices": ",".join(name for name, _ in CHOICES)},
+        {CHOICES_KEY: ",".join(name for name, _ in CHOICES)},
     )
     onnx.checker.check_model(model)
     onnx.save(model, str(path))

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.gym.modules import Module
+from mlbridge.gym.modules import Module, default_cache_dir
+from mlbridge.llvm.versions import tools
 from mlbridge.run_stats import read_run_stats
 from mlbridge.runner_config import RunnerConfig
 from mlbridge.session import run_tool
+from mlbridge.validation.build import Build
 
 #: Longest a deployment compilation may take.
 DEPLOY_TIMEOUT = 600.0
@@ -121,3 +123,62 @@ def evaluate_trained(
 
     service = service or phase_service_path(llvm=llvm)
     return evaluate_phase_ordering(policy, modules, service, work)
+
+
+#: Actions a sequence policy applies per unit when deployed in a build.
+SEQUENCE_STEPS = 32
+
+
+def is_chooser(policy: Path) -> bool:
+    """Whether ``policy`` is a per-module pipeline chooser (its metadata
+    names its choices, :data:`.chooser.CHOICES_KEY`): one step per unit."""
+    import onnx
+    from mlbridge.problems.phase_ordering.chooser import CHOICES_KEY
+
+    model = onnx.load(str(policy), load_external_data=False)
+    return any(prop.key == CHOICES_KEY for prop in model.metadata_props)
+
+
+def deployed_build(
+    policy: Path, service: Optional[Path] = None, llvm: Optional[int] = None
+) -> Build:
+    """How ``mlbridge validate`` builds a program with ``policy`` deployed:
+    the pipeline wrappers (``mlbridge wrap --runner onnx:POLICY``) around
+    clang ``-Oz`` of LLVM ``llvm``, the policy choosing each unit's pipeline
+    in the phase service (default: ``mlbridge config --phase-service``): one
+    step for a chooser (:func:`is_chooser`), else up to
+    :data:`SEQUENCE_STEPS` actions. The service appends a statistics record
+    per unit to the file ``$MLBRIDGE_PIPELINE_STATS`` names. The wrappers
+    are written once per configuration into the cache
+    (``wrappers/`` beside ``mlbridge.gym.modules.default_cache_dir()``)."""
+    import hashlib
+
+    from mlbridge.native import phase_service_path
+    from mlbridge.problems.phase_ordering.pipeline_wrapper import (
+        STATS_VARIABLE,
+        write_pipeline_wrappers,
+    )
+
+    compilers = tools(llvm)
+    service = (service or phase_service_path(llvm=compilers.major)).resolve()
+    runner = str(RunnerConfig(kind="onnx", argument=str(policy.resolve())))
+    steps = 1 if is_chooser(policy) else SEQUENCE_STEPS
+    key = "\0".join([compilers.clang, compilers.clangxx, str(service), runner, str(steps)])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+    directory = default_cache_dir().parent / "wrappers" / digest
+    cc, cxx = write_pipeline_wrappers(
+        directory,
+        clang=compilers.clang,
+        clangxx=compilers.clangxx,
+        service=str(service),
+        runner=runner,
+        max_steps=steps,
+    )
+    return Build(
+        f"{compilers.clang} -Oz, pipeline by {policy.name}",
+        (cc,),
+        stats_variable=STATS_VARIABLE,
+        cxx=cxx,
+        # the wrappers, the service and its libraries (ONNX Runtime), the policy
+        reads=(directory, service.parent.parent, policy.resolve()),
+    )

@@ -5,9 +5,12 @@ through ``--runner``), then clang-19's ``-Oz`` code generation
 (docs/phase-ordering.md#deployment-in-a-build).
 
 A command that compiles one C or C++ source to an object (``-c``) goes
-through the three steps; every other command (linking, preprocessing,
-``-S``, several sources, other languages) runs clang-19 itself, at the
-wrapper's level appended after the project's flags. When the service fails,
+through the three steps; one that compiles sources and links them at once
+puts each source through them, then links; every other command (linking
+objects, preprocessing, ``-S``, ``-x``, other languages) runs clang-19
+itself, at the wrapper's level appended after the project's flags. With a
+runner, ``$MLBRIDGE_PIPELINE_STATS`` names a file the service appends a
+statistics record to per unit. When the service fails,
 the unit gets clang's own ``-Oz`` pipeline instead (a build never breaks
 because of the pipeline) and the wrapper says so on stderr. With
 ``default<Oz>`` as the pipeline, every object is plain ``clang-19 -Oz``'s,
@@ -46,6 +49,9 @@ SEPARATE_VALUE = frozenset(
 )
 #: Options after which the command is not one compilation to an object.
 NOT_ONE_OBJECT = frozenset("-E -S -M -MM -emit-llvm -fsyntax-only -### --analyze -".split())
+#: The variable naming the file a runner's statistics records are appended
+#: to, one per unit (docs/run-stats.md; none: not kept).
+STATS_VARIABLE = "MLBRIDGE_PIPELINE_STATS"
 #: Longest one step may take.
 STEP_TIMEOUT = 3600.0
 
@@ -89,51 +95,91 @@ def write_pipeline_wrappers(
     return c, cxx
 
 
+class Command:
+    """A compiler command taken apart: its arguments without ``-o OUTPUT``
+    (``rest``, in order), the positional ones among them (``inputs``), the
+    output, the ``-x`` language; ``simple`` is False when it does something
+    the wrapper leaves to clang (``-E``, ``-S``, LTO, standard input...)."""
+
+    def __init__(self, args: Sequence[str]) -> None:
+        self.rest: List[str] = []
+        self.inputs: List[str] = []
+        self.output: Optional[str] = None
+        self.language: Optional[str] = None
+        self.simple = True
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in NOT_ONE_OBJECT or arg.startswith("-flto"):
+                self.simple = False
+            if arg == "-o" or (arg.startswith("-o") and len(arg) > 2):
+                if arg == "-o" and i + 1 >= len(args):
+                    self.simple = False
+                    break
+                self.output = args[i + 1] if arg == "-o" else arg[2:]
+                i += 2 if arg == "-o" else 1
+                continue
+            if arg in SEPARATE_VALUE:
+                if i + 1 >= len(args):
+                    self.simple = False
+                    break
+                if arg == "-x":
+                    self.language = args[i + 1]
+                self.rest += [arg, args[i + 1]]
+                i += 2
+                continue
+            if arg.startswith("-x") and len(arg) > 2:
+                self.language = arg[2:]
+            if not arg.startswith("-"):
+                self.inputs.append(arg)
+            self.rest.append(arg)
+            i += 1
+
+    def sources(self) -> List[str]:
+        """The inputs clang compiles as C or C++ (by ``-x`` or extension)."""
+        return [
+            a
+            for a in self.inputs
+            if (self.language or LANGUAGES.get(os.path.splitext(a)[1])) in ("c", "c++")
+        ]
+
+
 def one_object(args: Sequence[str]) -> Optional[Tuple[List[str], str, str]]:
     """When ``args`` compile exactly one C or C++ source to an object: the
     arguments without ``-o OUTPUT``, the source and the output; else None."""
-    if "-c" not in args:
+    command = Command(args)
+    if "-c" not in args or not command.simple or len(command.inputs) != 1:
         return None
-    rest: List[str] = []
-    sources: List[str] = []
-    output: Optional[str] = None
-    language: Optional[str] = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in NOT_ONE_OBJECT or arg.startswith("-flto"):
-            return None
-        if arg == "-o" or (arg.startswith("-o") and len(arg) > 2):
-            if arg == "-o":
-                if i + 1 >= len(args):
-                    return None
-                output, i = args[i + 1], i + 2
-            else:
-                output, i = arg[2:], i + 1
-            continue
-        if arg in SEPARATE_VALUE:
-            if i + 1 >= len(args):
-                return None
-            if arg == "-x":
-                language = args[i + 1]
-            rest += [arg, args[i + 1]]
-            i += 2
-            continue
-        if arg.startswith("-x") and len(arg) > 2:
-            language = arg[2:]
-        if not arg.startswith("-"):
-            sources.append(arg)
-        rest.append(arg)
-        i += 1
+    sources = command.sources()
     if len(sources) != 1:
         return None
-    source = sources[0]
-    kind = language or LANGUAGES.get(os.path.splitext(source)[1])
-    if kind not in ("c", "c++"):
-        return None
+    output = command.output
     if output is None:
-        output = os.path.splitext(os.path.basename(source))[0] + ".o"
-    return rest, source, output
+        output = os.path.splitext(os.path.basename(sources[0]))[0] + ".o"
+    return command.rest, sources[0], output
+
+
+def compile_and_link(args: Sequence[str]) -> Optional[Tuple[List[str], List[str]]]:
+    """When ``args`` compile C or C++ sources and link them (no ``-c``,
+    no ``-x``): the command compiling one source (with ``{source}`` and
+    ``{object}`` to fill in) and the linking command (with each source's
+    place taken by ``{object:N}``); else None."""
+    command = Command(args)
+    if "-c" in args or not command.simple or command.language is not None:
+        return None
+    sources = command.sources()
+    if not sources:
+        return None
+    options = [a for a in command.rest if a not in command.inputs]
+    compile_one = [*options, "-c", "{source}", "-o", "{object}"]
+    link, index = [], 0
+    for arg in args:
+        if arg in sources:
+            link.append(f"{{object:{index}}}")
+            index += 1
+        else:
+            link.append(arg)
+    return compile_one, link
 
 
 def codegen_options(args: Sequence[str]) -> List[str]:
@@ -175,9 +221,34 @@ def _run(command: List[str]) -> int:
         return 127
 
 
-def compile_unit(config: Dict[str, object], compiler: str, args: List[str]) -> int:
+def run_command(config: Dict[str, object], compiler: str, args: List[str]) -> int:
     """Runs the wrapper's command for ``args``: the three steps for one
-    object, clang itself otherwise; the exit status."""
+    object; for sources compiled and linked at once, the three steps for
+    each, then the link; clang itself otherwise. The exit status."""
+    level = str(config["level"])
+    if one_object(args) is not None:
+        return compile_unit(config, compiler, args)
+    split = compile_and_link(args)
+    if split is None:
+        return _run([compiler, *args, level])
+    compile_one, link = split
+    sources = [a for a in args if a in Command(args).sources()]
+    with tempfile.TemporaryDirectory(prefix="mlbridge-link-") as tmp:
+        objects = []
+        for index, source in enumerate(sources):
+            obj = os.path.join(tmp, f"{index}.o")
+            fill = {"{source}": source, "{object}": obj}
+            status = compile_unit(config, compiler, [fill.get(a, a) for a in compile_one])
+            if status != 0:
+                return status
+            objects.append(obj)
+        filled = [objects[int(a[8:-1])] if a.startswith("{object:") else a for a in link]
+        return _run([compiler, *filled, level])
+
+
+def compile_unit(config: Dict[str, object], compiler: str, args: List[str]) -> int:
+    """The three steps for ``args``, which compile one source to an object
+    (:func:`one_object`); the exit status."""
     level = str(config["level"])
     split = one_object(args)
     if split is None:
@@ -196,6 +267,9 @@ def compile_unit(config: Dict[str, object], compiler: str, args: List[str]) -> i
         else:
             step = [service, "--runner", str(config["runner"])]
             step += ["--max-steps", str(config["max_steps"])]
+            stats = os.environ.get(STATS_VARIABLE)
+            if stats:
+                step += ["--stats", stats]
         step += ["--module", module, "-o", optimised]
         if _run(step) != 0:
             sys.stderr.write(f"{NAMES[0]}: the pipeline failed on {output}; clang's {level}\n")
@@ -214,7 +288,7 @@ def main() -> int:
     except (OSError, ValueError, KeyError, TypeError) as err:
         sys.stderr.write(f"{me.name}: {err}\n")
         return 127
-    return compile_unit(config, compiler, sys.argv[1:])
+    return run_command(config, compiler, sys.argv[1:])
 
 
 if __name__ == "__main__":
