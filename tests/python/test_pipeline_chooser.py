@@ -171,3 +171,25 @@ def test_mlbridge_validate_builds_programs_with_a_chooser(tmp_path):
     assert subprocess.run([program], capture_output=True, check=True).stdout == b"42\n"
     (record,) = read_run_stats(stats, 1 << 20)
     assert record.answered == 1 and record.fallbacks == 0 and record.decisions == 1
+
+
+def test_a_chooser_measured_as_a_configuration(tmp_path):
+    """configurations.Configuration(runner=...): the unit's object after the
+    model's one step; a chooser of default<Oz> is -Oz's object."""
+    pytest.importorskip("onnx")
+    from mlbridge.corpus.program import Program
+    from mlbridge.gym.modules import prepare_modules
+    from mlbridge.problems.phase_ordering.configurations import OZ, Configuration, Unit, measure
+
+    service = _service()
+    description = _description(service)
+    (module,) = prepare_modules([Program("u", (OZ_IDENTITY_C,), (), "train")], tmp_path / "m")
+    unit = Unit("u", "demo", "held-out", OZ_IDENTITY_C, (), module.bitcode)
+    model = LinearChooser(
+        np.zeros(WIDTH), np.ones(WIDTH), np.zeros((WIDTH, len(CHOICES))), np.eye(len(CHOICES))[0]
+    )
+    policy = tmp_path / "oz.onnx"
+    export_chooser(model, policy, service_inputs(description), action_indices(description))
+    configurations = (Configuration(OZ), Configuration("chooser", runner=f"onnx:{policy}"))
+    row = measure([unit], configurations, clang="clang-19", service=service)["u"]
+    assert row[OZ] == row["chooser"]

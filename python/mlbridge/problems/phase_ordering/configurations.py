@@ -4,7 +4,8 @@ A configuration is what a user could set once for a whole build: clang's
 own ``-Oz`` or ``-Os``, ``-Oz`` with a knob (``-mllvm -inline-threshold=N``,
 the machine outliner), or a module pipeline run by ``mlbridge-phase-service
 --pipeline`` (``default<Oz>`` twice, ``default<Oz>`` then function merging)
-followed by clang's ``-Oz`` code generation. Every unit of a corpus is
+followed by clang's ``-Oz`` code generation; or a model choosing the
+pipeline in the service (``--runner``), as a deployed chooser does. Every unit of a corpus is
 compiled under every configuration and its object measured in allocated
 bytes (``.text`` beside): the table behind three figures,
 
@@ -54,6 +55,11 @@ class Configuration:
     name: str
     flags: Tuple[str, ...] = ()
     pipeline: Optional[str] = None
+    #: Instead of a pipeline: a runner configuration whose model chooses
+    #: the unit's actions in the service (``--runner``), at most
+    #: ``max_steps`` of them (a chooser: 1).
+    runner: Optional[str] = None
+    max_steps: int = 1
 
 
 #: The constant configurations a user of clang-19 (or of the phase service's
@@ -108,22 +114,18 @@ def _object(
 ) -> Path:
     out = work / "unit.o"
     level = [] if any(f.startswith("-O") for f in config.flags) else ["-Oz"]
-    if config.pipeline is None:
+    if config.pipeline is None and config.runner is None:
         command = [clang, "-c", "-w", *unit.flags, *level, *config.flags, str(unit.source)]
     else:
         if unit.module is None or service is None:
             raise ConfigurationError(f"{config.name} needs the unit's module and the service")
         optimised = work / "unit.bc"
+        if config.runner is not None:
+            step = ["--runner", config.runner, "--max-steps", str(config.max_steps)]
+        else:
+            step = ["--pipeline", str(config.pipeline)]
         run_tool(
-            [
-                service,
-                "--pipeline",
-                config.pipeline,
-                "--module",
-                str(unit.module),
-                "-o",
-                str(optimised),
-            ],
+            [service, *step, "--module", str(unit.module), "-o", str(optimised)],
             timeout=COMPILE_TIMEOUT,
         )
         command = [
