@@ -88,6 +88,7 @@ def main(argv: List[str]) -> int:
         if u in by_name
         and all(isinstance(row.get(c), dict) for c in configs)
         and all(isinstance(o, dict) for o in row.values())
+        and row[OZ]["allocated"] > 0  # an empty object: nothing to choose
     ]
     modules = prepare_modules(
         [by_name[u] for u in usable], default_cache_dir(), clang=tools().clang

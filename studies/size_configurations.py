@@ -31,6 +31,7 @@ from mlbridge.native import phase_service_path
 from mlbridge.problems.phase_ordering.configurations import (
     CANDIDATES,
     OZ,
+    Configuration,
     Unit,
     best_constant,
     complete_units,
@@ -89,10 +90,34 @@ def main(argv: List[str]) -> int:
         "--max-units", type=int, default=None, help="per split (projects interleaved)"
     )
     parser.add_argument("--search-on-test", action="store_true")
+    parser.add_argument(
+        "--configurations",
+        nargs="+",
+        metavar="NAME",
+        help="only these configurations (and -Oz, -Os) of CANDIDATES (default: all)",
+    )
+    parser.add_argument(
+        "--best-constant",
+        metavar="NAME",
+        help="the best constant chosen before (without validation units here)",
+    )
+    parser.add_argument(
+        "--chooser",
+        type=Path,
+        help="a chooser (ONNX) measured too, deployed in the service (one step)",
+    )
     args = parser.parse_args(argv)
 
     clang = tools().clang
     service = str(phase_service_path())
+    candidates = [
+        c
+        for c in CANDIDATES
+        if not args.configurations or c.name in {OZ, "Os", *args.configurations}
+    ]
+    if args.chooser is not None:
+        runner = f"onnx:{args.chooser.resolve()}"
+        candidates.append(Configuration("chooser", runner=runner))
     units = corpus_units(args.corpus, args.splits, clang, args.max_units)
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
@@ -101,13 +126,13 @@ def main(argv: List[str]) -> int:
         for line in rows_file.read_text().splitlines():
             row = json.loads(line)
             table.setdefault(row["unit"], {}).update(row["outcomes"])
-    todo = [u for u in units if any(c.name not in table.get(u.name, {}) for c in CANDIDATES)]
+    todo = [u for u in units if any(c.name not in table.get(u.name, {}) for c in candidates)]
     started = time.monotonic()
     batch = max(1, args.jobs) * 4
     for start in range(0, len(todo), batch):
         part = todo[start : start + batch]
         measured = measure(
-            part, CANDIDATES, clang=clang, service=service, jobs=args.jobs, known=table
+            part, candidates, clang=clang, service=service, jobs=args.jobs, known=table
         )
         with rows_file.open("a") as out:
             for unit, row in measured.items():
@@ -116,11 +141,11 @@ def main(argv: List[str]) -> int:
         done = len(units) - len(todo) + start + len(part)
         print(f"{done}/{len(units)} units, {time.monotonic() - started:.0f} s", file=sys.stderr)
 
-    names = [c.name for c in CANDIDATES]
+    names = [c.name for c in candidates]
     table = {u.name: {c: table[u.name][c] for c in names} for u in units if u.name in table}
     complete = set(complete_units(table))
     report: Dict[str, Any] = {
-        "configurations": [c.__dict__ for c in CANDIDATES],
+        "configurations": [c.__dict__ for c in candidates],
         "units": len(units),
         "compared": len(complete),
         "not_compared": {
@@ -130,7 +155,7 @@ def main(argv: List[str]) -> int:
         },
     }
     validation = [u.name for u in units if u.split == "validation" and u.name in complete]
-    chosen = OZ
+    chosen = args.best_constant or OZ
     if validation:
         chosen, totals = best_constant(table, validation)
         base = totals[OZ]
@@ -146,6 +171,8 @@ def main(argv: List[str]) -> int:
             "Os": project_ratios(table, members, dict.fromkeys(names, "Os")),
             "best_constant": project_ratios(table, members, dict.fromkeys(names, chosen)),
         }
+        if args.chooser is not None:
+            figures["chooser"] = project_ratios(table, members, dict.fromkeys(names, "chooser"))
         if split != "held-out" or args.search_on_test:
             figures["search"] = project_ratios(table, members, per_unit_best(table, names))
         report["splits"][split] = figures
