@@ -74,7 +74,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--table", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--l2", type=float, nargs="+", default=[0.0, 1e-5, 1e-4, 1e-3, 1e-2])
+    parser.add_argument("--l2", type=float, nargs="+", default=[0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1])
     args = parser.parse_args(argv)
     started = time.monotonic()
 
@@ -93,7 +93,14 @@ def main(argv: List[str]) -> int:
     modules = prepare_modules(
         [by_name[u] for u in usable], default_cache_dir(), clang=tools().clang
     )
-    x_of = features(modules)
+    cached = args.out / "features.json"  # the service's features, made once
+    known = json.loads(cached.read_text()) if cached.exists() else {}
+    missing = [m for m in modules if m.name not in known]
+    if missing:
+        known.update({k: v.tolist() for k, v in features(missing).items()})
+        args.out.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(known))
+    x_of = {m.name: np.asarray(known[m.name], dtype=float) for m in modules}
     split_of = {u: by_name[u].split for u in usable}
     project_of = {u: by_name[u].project for u in usable}
 
@@ -107,6 +114,10 @@ def main(argv: List[str]) -> int:
         return names, x, ratios, oz
 
     train, validation = arrays("train"), arrays("validation")
+    # Units where every choice makes the same object teach nothing; left in,
+    # their bytes (a generator's tables in .bss) would only scale the others'.
+    informative = np.ptp(train[2], axis=1) > 0
+    fit_data = (train[1][informative], train[2][informative], train[3][informative])
 
     def total(data, chosen) -> float:
         _, _, ratios, oz = data
@@ -114,7 +125,7 @@ def main(argv: List[str]) -> int:
 
     candidates = []
     for l2 in args.l2:
-        chooser = fit_chooser(train[1], train[2], train[3], l2=l2)
+        chooser = fit_chooser(*fit_data, l2=l2)
         candidates.append(
             {
                 "l2": l2,
@@ -150,6 +161,7 @@ def main(argv: List[str]) -> int:
         }
     report = {
         "train_units": len(train[0]),
+        "train_units_informative": int(informative.sum()),
         "validation_units": len(validation[0]),
         "l2": [{k: v for k, v in c.items() if k != "model"} for c in candidates],
         "chosen_l2": best["l2"],
