@@ -359,7 +359,9 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
   std::pair<size_t, size_t> Key{std::hash<std::string_view>()(Bytes),
                                 Bytes.size()};
   auto Cached = P->Baselines.find(Key);
-  if (Cached != P->Baselines.end()) {
+  if (!P->Options.ComputeBaseline) {
+    L->Baseline = 0;
+  } else if (Cached != P->Baselines.end()) {
     L->Baseline = Cached->second;
   } else {
     // Parsed again (in a context of its own: no renamed types), not cloned:

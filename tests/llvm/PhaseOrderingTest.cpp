@@ -122,6 +122,16 @@ TEST(PhaseSession, LoadsBitcodeBytesAndComputesTheBaseline) {
             5);
 }
 
+TEST(PhaseSession, WithoutTheBaselineALoadRunsNoPipeline) {
+  SessionOptions Options;
+  Options.ComputeBaseline = false;
+  std::unique_ptr<Session> S = loaded(Options);
+  EXPECT_EQ(S->baselineInstructionCount(), 0);
+  EXPECT_EQ(S->instructionCount(), S->initialInstructionCount());
+  ASSERT_FALSE(S->apply(static_cast<int64_t>(defaultOzAction())));
+  EXPECT_EQ(S->instructionCount(), loaded()->baselineInstructionCount());
+}
+
 TEST(PhaseSession, SroaAndInstcombineShrinkTheModule) {
   std::unique_ptr<Session> S = loaded();
   int64_t Initial = S->instructionCount();

@@ -362,6 +362,8 @@ int main(int Argc, char **Argv) {
   }
   phase::SessionOptions SO;
   SO.OnFailure = O.OnFailure;
+  // A constant pipeline reads no observation: no baseline to compute.
+  SO.ComputeBaseline = Config.has_value();
   Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
   if (!S)
     return fail(S.error().message());

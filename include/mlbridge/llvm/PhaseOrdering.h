@@ -114,6 +114,10 @@ struct SessionOptions {
   /// Optimise with the TargetMachine of the module's triple when LLVM has
   /// that target; otherwise with LLVM's target-independent defaults.
   bool UseTarget = true;
+  /// Compute the `default<Oz>` baseline when a module loads (an input of
+  /// the observation, `baseline_instcount`); without it that input is 0, and
+  /// a load costs no pipeline (a constant pipeline's deployment).
+  bool ComputeBaseline = true;
 };
 
 /// A module between steps, with its pristine copy, snapshots and baseline.
