@@ -141,9 +141,16 @@ def test_exit_messages_name_the_signal() -> None:
 
 
 #: Modules that start processes themselves: the two layers that do it for
-#: everyone, and the one lookup of pkg-config (no compiler) where the
-#: native half is.
-STARTERS = {"child_process.py", "session/process.py", "session/tool.py", "native.py"}
+#: everyone, the one lookup of pkg-config (no compiler) where the native
+#: half is, and the pipeline wrapper, a script of the standard library alone
+#: that a build runs as its compiler (it cannot import mlbridge there).
+STARTERS = {
+    "child_process.py",
+    "session/process.py",
+    "session/tool.py",
+    "native.py",
+    "problems/phase_ordering/pipeline_wrapper.py",
+}
 #: Calls that start a process.
 STARTING = {"popen", "Popen", "run", "call", "check_call", "check_output", "spawnv", "system"}
 
