@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from mlbridge.corpus.load import load_corpus
-from mlbridge.gym.modules import Module, default_cache_dir, prepare_modules
+from mlbridge.gym.modules import Module, default_cache_dir, module_name, prepare_modules
 from mlbridge.llvm.versions import tools
 from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
@@ -53,12 +53,7 @@ def main(argv: List[str]) -> int:
     modules: List[Module] = prepare_modules(
         programs, default_cache_dir(), clang=clang, failed=failed
     )
-    # A module's name: its program's, with the source's for a program of several.
-    sources = {
-        (p.name if len(p.sources) == 1 else f"{p.name}/{s.name}"): s
-        for p in programs
-        for s in p.sources
-    }
+    sources = {module_name(p, s): s for p in programs for s in p.sources}
     by_program = {p.name: p for p in programs}
     if args.max_units is not None:
         modules = modules[: args.max_units]

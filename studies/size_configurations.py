@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 
 from mlbridge.corpus.load import load_corpus
 from mlbridge.corpus.split import interleave_projects
-from mlbridge.gym.modules import default_cache_dir, prepare_modules
+from mlbridge.gym.modules import default_cache_dir, module_name, prepare_modules
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
 from mlbridge.problems.phase_ordering.configurations import (
@@ -64,7 +64,7 @@ def corpus_units(
     units = []
     for program in programs:
         for source in program.sources:
-            name = program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"
+            name = module_name(program, source)
             module = modules.get(name)
             units.append(
                 Unit(

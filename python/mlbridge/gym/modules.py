@@ -70,7 +70,9 @@ class Module:
         return [f for f in self.flags if f.startswith(("-f", "-m")) and f != "-mllvm"]
 
 
-def _module_name(program: Program, source: Path) -> str:
+def module_name(program: Program, source: Path) -> str:
+    """The name of ``source``'s module: its program's name, with the
+    source's for a program of several."""
     return program.name if len(program.sources) == 1 else f"{program.name}/{source.name}"
 
 
@@ -131,7 +133,7 @@ def _compile(
 def _prepare_one(
     program: Program, source: Path, cache_dir: Path, clang: str, module_flags: Sequence[str]
 ) -> Module:
-    name = _module_name(program, source)
+    name = module_name(program, source)
     if source.suffix == ".bc":
         return Module(name, source, program.name, program.split, program.flags)
     try:
@@ -178,7 +180,7 @@ def prepare_modules(
     for (program, source), result in zip(work, results):
         if isinstance(result, ModuleError):
             assert failed is not None
-            failed[_module_name(program, source)] = str(result)
+            failed[module_name(program, source)] = str(result)
         else:
             modules.append(result)
     return modules

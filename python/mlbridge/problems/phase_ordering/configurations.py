@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from mlbridge.errors import MlbridgeError
-from mlbridge.llvm.outcomes import OutcomeError, object_sizes
+from mlbridge.llvm.outcomes import SIZE_METRICS, OutcomeError, object_sizes
 from mlbridge.session import ToolError, run_tool
 
 #: Longest one compilation (or one pipeline run) may take.
@@ -251,7 +251,7 @@ def project_ratios(
     for project, names in by_project.items():
         oz = dict.fromkeys(names, OZ)
         row: Dict[str, float] = {"units": float(len(names))}
-        for metric in ("allocated", "text"):
+        for metric in SIZE_METRICS:
             base = total(table, names, oz, metric)
             row[metric] = total(table, names, choice, metric) / base if base else 1.0
             row[f"oz_{metric}"] = float(base)

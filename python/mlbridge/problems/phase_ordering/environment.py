@@ -270,9 +270,9 @@ def deploy_inputs(
     training, whose concatenation is the environment's observation
     (``names``); ``kept`` indexes that concatenation."""
     from mlbridge.native import phase_service_path
+    from mlbridge.problems.phase_ordering.chooser import service_inputs
 
-    specs = describe_service(phase_service_path())["inputs"]
-    return [TensorSpec(s["name"], s["type"], tuple(s["shape"])) for s in specs], kept
+    return service_inputs(describe_service(phase_service_path())), kept
 
 
 def _scalar(features: Dict[str, np.ndarray], name: str) -> int:
@@ -572,9 +572,7 @@ class PhaseOrderingEnv(CompilerEnv):
         """The size of plain ``clang -Oz``'s object of ``module`` (cached)."""
         sizes = self._oz_sizes.get(module.name)
         if sizes is None:
-            scratch = Path(self._workdir()) / "sizes"
-            scratch.mkdir(exist_ok=True)
-            output = scratch / "oz.o"
+            output = self._sizes_dir() / "oz.o"
             command = [self.llvm.clang, "-Oz", "-c", "-w", *module.codegen_flags()]
             what = f"{self.llvm.clang} -Oz"
             self._make_state_object(
@@ -589,9 +587,13 @@ class PhaseOrderingEnv(CompilerEnv):
     def _state_size(self) -> int:
         """The size of the current module's object (clang's ``-Oz`` code
         generation of it)."""
+        return self._sizes_of(self._state_object(self._sizes_dir()))[self.size_metric]
+
+    def _sizes_dir(self) -> Path:
+        """Where the objects measured for the reward go (in the work directory)."""
         scratch = Path(self._workdir()) / "sizes"
         scratch.mkdir(exist_ok=True)
-        return self._sizes_of(self._state_object(scratch))[self.size_metric]
+        return scratch
 
     def _sizes_of(self, path: Path) -> Dict[str, int]:
         try:

@@ -226,19 +226,26 @@ def run_command(config: Dict[str, object], compiler: str, args: List[str]) -> in
     object; for sources compiled and linked at once, the three steps for
     each, then the link; clang itself otherwise. The exit status."""
     level = str(config["level"])
-    if one_object(args) is not None:
-        return compile_unit(config, compiler, args)
+    one = one_object(args)
+    if one is not None:
+        return compile_unit(config, compiler, one[0], one[2])
     split = compile_and_link(args)
     if split is None:
         return _run([compiler, *args, level])
     compile_one, link = split
-    sources = [a for a in args if a in Command(args).sources()]
+    # The sources stand where the linking command has their objects.
+    sources = [a for a, linked in zip(args, link) if linked.startswith("{object:")]
     with tempfile.TemporaryDirectory(prefix="mlbridge-link-") as tmp:
         objects = []
         for index, source in enumerate(sources):
             obj = os.path.join(tmp, f"{index}.o")
             fill = {"{source}": source, "{object}": obj}
-            status = compile_unit(config, compiler, [fill.get(a, a) for a in compile_one])
+            filled_one = [fill.get(a, a) for a in compile_one]
+            unit = one_object(filled_one)
+            if unit is None:
+                status = _run([compiler, *filled_one, level])
+            else:
+                status = compile_unit(config, compiler, unit[0], obj)
             if status != 0:
                 return status
             objects.append(obj)
@@ -246,14 +253,11 @@ def run_command(config: Dict[str, object], compiler: str, args: List[str]) -> in
         return _run([compiler, *filled, level])
 
 
-def compile_unit(config: Dict[str, object], compiler: str, args: List[str]) -> int:
-    """The three steps for ``args``, which compile one source to an object
-    (:func:`one_object`); the exit status."""
+def compile_unit(config: Dict[str, object], compiler: str, rest: List[str], output: str) -> int:
+    """The three steps for a command compiling one source to ``output``
+    (``rest``: its arguments without ``-o``, :func:`one_object`); the exit
+    status."""
     level = str(config["level"])
-    split = one_object(args)
-    if split is None:
-        return _run([compiler, *args, level])
-    rest, _, output = split
     service = str(config["service"])
     with tempfile.TemporaryDirectory(prefix="mlbridge-pipeline-") as tmp:
         module, optimised = os.path.join(tmp, "unit.bc"), os.path.join(tmp, "optimised.bc")
