@@ -2,12 +2,15 @@
 per project (docs/phase-ordering.md#deployment-in-a-build).
 
 Each unit of a corpus's split (each split's first ``--max-units``, projects
-interleaved) is compiled to an object three ways, in an order rotated round
-by round: plain ``clang-19 -Oz -c``; the wrappers with the constant
-pipeline ``default<Oz>`` (the same object: the harness's own cost); the
-wrappers with ``--policy`` choosing the pipeline in the service (one step).
-The CPU seconds (user + system) of every process a compilation starts are
-summed (``os.wait4``); the fastest of ``--rounds`` rounds counts.
+interleaved) is compiled to an object several ways, in an order rotated round
+by round: plain ``clang-19 -Oz -c``; the wrappers with a constant
+``--pipeline`` (``default<Oz>``, the same object: the harness's own cost);
+the wrappers with ``--policy`` choosing the pipeline in the service (one
+step); with ``--flags``, plain ``clang-19 -Oz FLAGS``, a constant pipeline
+given as clang's own options, whose objects are compared with the
+``--pipeline`` ones (allocated and ``.text`` bytes). The CPU seconds (user +
+system) of every process a compilation starts are summed (``os.wait4``); the
+fastest of ``--rounds`` rounds counts.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -23,6 +27,7 @@ from typing import Dict, List
 
 from mlbridge.corpus.load import load_corpus
 from mlbridge.corpus.split import interleave_projects
+from mlbridge.llvm.outcomes import object_sizes
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
 from mlbridge.problems.phase_ordering.pipeline_wrapper import write_pipeline_wrappers
@@ -43,6 +48,10 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--split", default="validation")
     parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument("--pipeline", default="default<Oz>", help="the constant pipeline")
+    parser.add_argument(
+        "--flags", help="clang options compiled beside, compared with --pipeline's objects"
+    )
     parser.add_argument("--max-units", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, required=True)
@@ -55,26 +64,39 @@ def main(argv: List[str]) -> int:
     )[: args.max_units]
     work = Path(tempfile.mkdtemp(prefix="mlbridge-cost-"))
     builds: Dict[str, List[str]] = {"Oz": [llvm.clang, "-Oz"]}
-    for name, what in (
-        ("default<Oz>", {"pipeline": "default<Oz>"}),
-        ("chooser", {"runner": f"onnx:{args.policy.resolve()}", "max_steps": 1}),
+    for index, (name, what) in enumerate(
+        (
+            (args.pipeline, {"pipeline": args.pipeline}),
+            ("chooser", {"runner": f"onnx:{args.policy.resolve()}", "max_steps": 1}),
+        )
     ):
         cc, _ = write_pipeline_wrappers(
-            work / name.strip("<>"), clang=llvm.clang, clangxx=llvm.clangxx, service=service, **what
+            work / f"wrappers{index}",
+            clang=llvm.clang,
+            clangxx=llvm.clangxx,
+            service=service,
+            **what,
         )
         builds[name] = [cc]
+    if args.flags:
+        builds[args.flags] = [llvm.clang, "-Oz", *shlex.split(args.flags)]
     names = list(builds)
     best: Dict[str, Dict[str, float]] = {}
+    identical = 0
     for round_ in range(args.rounds):
         for index, program in enumerate(programs):
             source = program.sources[0]
-            order = names[(index + round_) % 3 :] + names[: (index + round_) % 3]
-            for name in order:
+            turn = (index + round_) % len(names)
+            sizes = {}
+            for name in names[turn:] + names[:turn]:
                 command = [*builds[name], "-c", "-w", *program.flags, str(source)]
                 command += ["-o", str(work / "unit.o")]
                 seconds = cpu_seconds(command)
                 row = best.setdefault(program.name, {})
                 row[name] = min(row.get(name, seconds), seconds)
+                sizes[name] = object_sizes(str(work / "unit.o"))
+            if round_ == 0 and args.flags:
+                identical += sizes[args.flags] == sizes[args.pipeline]
         print(f"round {round_ + 1} done", file=sys.stderr)
     per_project: Dict[str, Dict[str, float]] = {}
     for program in programs:
@@ -86,6 +108,7 @@ def main(argv: List[str]) -> int:
     report = {
         "units": len(programs),
         "rounds": args.rounds,
+        "flags_identical_to_pipeline": identical if args.flags else None,
         "cpu_seconds": per_project,
         "ratios": {
             project: {n: row[n] / row["Oz"] for n in names[1:]}
@@ -96,6 +119,8 @@ def main(argv: List[str]) -> int:
     for project, ratio in report["ratios"].items():
         cells = "  ".join(f"{n} {r:.3f}x" for n, r in ratio.items())
         print(f"{project:20} -Oz {per_project[project]['Oz']:8.2f} s  {cells}")
+    if args.flags:
+        print(f"--flags gave --pipeline's sizes on {identical} of {len(programs)} units")
     return 0
 
 

@@ -21,7 +21,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from mlbridge.corpus.load import load_corpus
 from mlbridge.corpus.split import interleave_projects
@@ -44,12 +44,21 @@ SPLITS = ("train", "validation", "held-out")
 
 
 def corpus_units(
-    corpus: Path, splits: List[str], clang: str, max_units: Optional[int]
+    corpus: Path,
+    splits: List[str],
+    clang: str,
+    max_units: Optional[int],
+    only: Optional[Set[str]] = None,
 ) -> List[Unit]:
     """The units of ``splits``, each split's first ``max_units`` of its
     programs with their projects interleaved (a fixed shuffle), so that a
-    sample covers as many projects as it can."""
+    sample covers as many projects as it can; of those, the ones named in
+    ``only`` if given."""
     programs = interleave_projects([p for p in load_corpus(corpus) if p.split in splits], seed=0)
+    if only is not None:
+        programs = [
+            p for p in programs if any(module_name(p, source) in only for source in p.sources)
+        ]
     if max_units is not None:
         taken: Dict[str, int] = {}
         kept = []
@@ -91,6 +100,11 @@ def main(argv: List[str]) -> int:
     )
     parser.add_argument("--search-on-test", action="store_true")
     parser.add_argument(
+        "--known-units",
+        action="store_true",
+        help="only the units OUT/table.jsonl has already (a configuration added later)",
+    )
+    parser.add_argument(
         "--configurations",
         nargs="+",
         metavar="NAME",
@@ -118,7 +132,6 @@ def main(argv: List[str]) -> int:
     if args.chooser is not None:
         runner = f"onnx:{args.chooser.resolve()}"
         candidates.append(Configuration("chooser", runner=runner))
-    units = corpus_units(args.corpus, args.splits, clang, args.max_units)
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
     table: Dict[str, Dict[str, Any]] = {}
@@ -126,6 +139,10 @@ def main(argv: List[str]) -> int:
         for line in rows_file.read_text().splitlines():
             row = json.loads(line)
             table.setdefault(row["unit"], {}).update(row["outcomes"])
+    only = set(table) if args.known_units else None
+    units = corpus_units(args.corpus, args.splits, clang, args.max_units, only)
+    if only is not None:
+        units = [u for u in units if u.name in only]
     todo = [u for u in units if any(c.name not in table.get(u.name, {}) for c in candidates)]
     started = time.monotonic()
     batch = max(1, args.jobs) * 4

@@ -124,8 +124,10 @@ const std::vector<Action> &actions() {
       // The whole pipeline of clang -Oz.
       {"default<Oz>", "default<Oz>"},
       // Whole pipelines besides it, for a per-module choice of one pipeline
-      // (--max-steps 1): function merging after it, it twice, and clang -Oz
-      // -mllvm -inline-threshold=N's, alone and with function merging.
+      // (--max-steps 1): function merging after it, it twice, clang -Oz
+      // -mllvm -inline-threshold=N's, alone and with function merging, and
+      // clang -Os's code (PhasePipelines.h: optsize), alone and with
+      // function merging.
       {"pipeline-mergefunc", "default<Oz>,mergefunc"},
       {"pipeline-twice", "default<Oz>,default<Oz>"},
       {"pipeline-inline-threshold=0", "default<Oz;inline-threshold=0>"},
@@ -137,6 +139,8 @@ const std::vector<Action> &actions() {
        "default<Oz;inline-threshold=10>,mergefunc"},
       {"pipeline-inline-threshold=25-mergefunc",
        "default<Oz;inline-threshold=25>,mergefunc"},
+      {"pipeline-optsize", "optsize,default<Os>"},
+      {"pipeline-optsize-mergefunc", "optsize,default<Os>,mergefunc"},
   };
   return Table;
 }

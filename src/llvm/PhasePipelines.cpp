@@ -13,11 +13,17 @@
 // not clamp to -Oz's threshold as PipelineTuningOptions::InlinerThreshold
 // would.
 //
+// clang's front end gives the same IR at -Os and -Oz but for the minsize
+// attribute -Oz adds to every function; the optsize element takes it away,
+// so "optsize,default<Os>" on a module of clang -Oz's front end is
+// clang -Os's code, chosen after the front end has run.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PhasePipelines.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
 
@@ -58,6 +64,24 @@ llvm::PipelineTuningOptions clangTuning(llvm::OptimizationLevel Level) {
       Level.getSpeedupLevel() > 1 && Level != llvm::OptimizationLevel::Oz;
   return PTO;
 }
+
+/// The optsize element: minsize taken off every function (declarations
+/// too), which keep (or get) optsize: the functions of clang -Os's front
+/// end. (A function the source marks minsize loses it too.)
+struct OptSizePass : llvm::PassInfoMixin<OptSizePass> {
+  llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &) {
+    bool Changed = false;
+    for (llvm::Function &F : M) {
+      if (!F.hasMinSize())
+        continue;
+      F.removeFnAttr(llvm::Attribute::MinSize);
+      F.addFnAttr(llvm::Attribute::OptimizeForSize);
+      Changed = true;
+    }
+    return Changed ? llvm::PreservedAnalyses::none()
+                   : llvm::PreservedAnalyses::all();
+  }
+};
 
 /// A default<L[;inline-threshold=N]> element.
 struct DefaultElement {
@@ -153,6 +177,8 @@ Error buildPipeline(llvm::StringRef Text, llvm::TargetMachine *TM,
       llvm::PassBuilder Builder(TM, clangTuning(D.Level), std::nullopt, PIC);
       ScopedInlineThreshold Threshold(D.InlineThreshold);
       MPM.addPass(Builder.buildPerModuleDefaultPipeline(D.Level));
+    } else if (Element == OptSizeElement) {
+      MPM.addPass(OptSizePass());
     } else if (llvm::Error E = PB.parsePassPipeline(MPM, Element)) {
       return makeError(ErrorCode::InvalidArgument, "pipeline '", Text.str(),
                        "' does not parse: ", llvm::toString(std::move(E)));

@@ -447,6 +447,38 @@ TEST(PhasePipelines, DefaultElementsTakeAnInlineThresholdForTheirBuildOnly) {
   EXPECT_EQ(Threshold->getValue(), Default);
 }
 
+TEST(PhasePipelines, OptSizeTakesMinSizeOffEveryFunction) {
+  // what clang -Oz's front end gives: minsize and optsize on every function
+  const char *IR = R"IR(
+declare i32 @ext(i32) #0
+
+define i32 @f(i32 %x) #0 {
+  %y = call i32 @ext(i32 %x)
+  ret i32 %y
+}
+
+define i32 @g(i32 %x) #1 {
+  ret i32 %x
+}
+
+attributes #0 = { minsize nounwind optsize }
+attributes #1 = { minsize nounwind }
+)IR";
+  std::unique_ptr<Session> S = newSession({});
+  ASSERT_FALSE(S->loadBytes(phase_test::toBitcode(IR), "front-end.bc"));
+  ASSERT_FALSE(S->applyPipeline("optsize"));
+  std::string After = S->printIR();
+  EXPECT_EQ(After.find("minsize"), std::string::npos) << After;
+  // every function keeps or gets optsize: -Os's front end
+  EXPECT_NE(After.find("attributes #0 = { nounwind optsize }"),
+            std::string::npos)
+      << After;
+  EXPECT_EQ(After.find("attributes #1"), std::string::npos) << After;
+  // and the table's -Os pipelines parse
+  for (const char *Name : {"pipeline-optsize", "pipeline-optsize-mergefunc"})
+    EXPECT_TRUE(findAction(Name)) << Name;
+}
+
 TEST(PhaseSession, LoadingAgainStartsOver) {
   std::unique_ptr<Session> S = loaded();
   ASSERT_FALSE(S->apply(actionIndex("sroa")));

@@ -77,7 +77,7 @@ def test_the_onnx_model_chooses_as_numpy_does(tmp_path):
     chooser = fit_chooser(x, ratios, oz, l2=1e-3, steps=500)
     # and a chooser of random weights, where every choice wins somewhere
     noisy = LinearChooser(
-        chooser.mean, chooser.scale, rng.normal(size=(WIDTH, len(CHOICES))), np.zeros(9)
+        chooser.mean, chooser.scale, rng.normal(size=(WIDTH, len(CHOICES))), np.zeros(len(CHOICES))
     )
     indices = action_indices(description)
     for model in (chooser, noisy):

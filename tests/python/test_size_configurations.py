@@ -22,6 +22,7 @@ from mlbridge.problems.phase_ordering.configurations import (
 )
 
 OZ_IDENTITY_C = Path(__file__).resolve().parents[1] / "data" / "oz_identity.c"
+CONSTANT_FLAGS_C = Path(__file__).resolve().parents[1] / "data" / "constant_flags.c"
 
 
 def _sizes(allocated, text):
@@ -71,32 +72,38 @@ def test_the_search_takes_each_units_smallest_and_ratios_are_per_project():
     assert "r" not in project_ratios(TABLE, [_unit("broken", "r", "held-out")], {"broken": "b"})
 
 
-def test_a_real_unit_under_plain_and_pipeline_configurations(tmp_path):
-    """-Oz plainly and default<Oz> through the service are the same object
-    (the harness identity), so their sizes are equal; -Os and a pipeline
-    configuration compile too; a configuration that fails is recorded as
-    the reason, not raised."""
+def _service_and_unit(source: Path, work: Path):
+    """The phase service, and ``source`` as a unit with its module (the
+    test is skipped without the service)."""
     from mlbridge.corpus.program import Program
     from mlbridge.gym.modules import prepare_modules
-    from mlbridge.llvm.versions import tools
     from mlbridge.native import NativeError, phase_service_path
 
     try:
         service = str(phase_service_path())
     except NativeError as err:
         pytest.skip(f"no mlbridge-phase-service: {err}")
-    (module,) = prepare_modules(
-        [Program("oz-identity", (OZ_IDENTITY_C,), (), "train")], tmp_path / "m"
-    )
+    (module,) = prepare_modules([Program(source.stem, (source,), (), "train")], work)
     unit = Unit(
-        "oz-identity",
+        source.stem,
         "demo",
         "validation",
-        OZ_IDENTITY_C,
+        source,
         (),
         module.bitcode,
         tuple(module.codegen_flags()),
     )
+    return service, unit
+
+
+def test_a_real_unit_under_plain_and_pipeline_configurations(tmp_path):
+    """-Oz plainly and default<Oz> through the service are the same object
+    (the harness identity), so their sizes are equal; -Os and a pipeline
+    configuration compile too; a configuration that fails is recorded as
+    the reason, not raised."""
+    from mlbridge.llvm.versions import tools
+
+    service, unit = _service_and_unit(OZ_IDENTITY_C, tmp_path / "m")
     configurations = (
         Configuration(OZ),
         Configuration("Os", ("-Os",)),
@@ -105,7 +112,7 @@ def test_a_real_unit_under_plain_and_pipeline_configurations(tmp_path):
         Configuration("bad-flag", ("-mllvm", "-no-such-option-here")),
     )
     table = measure([unit], configurations, clang=tools().clang, service=service, jobs=1)
-    row = table["oz-identity"]
+    row = table["oz_identity"]
     assert row[OZ] == row["Oz-service"]
     assert row[OZ]["allocated"] > row[OZ]["text"] > 0
     assert isinstance(row["Os"], dict) and isinstance(row["Oz-twice"], dict)
@@ -122,6 +129,35 @@ def test_a_real_unit_under_plain_and_pipeline_configurations(tmp_path):
         measure([unit], configurations[1:], clang=tools().clang, service=service)
     # a table measured before: only what it lacks is measured
     assert measure([unit], configurations, clang=tools().clang, known=table) == {}
-    known = {"oz-identity": {c: o for c, o in row.items() if c != "Os"}}
+    known = {"oz_identity": {c: o for c, o in row.items() if c != "Os"}}
     again = measure([unit], configurations, clang=tools().clang, known=known)
-    assert again == {"oz-identity": {"Os": row["Os"]}}
+    assert again == {"oz_identity": {"Os": row["Os"]}}
+
+
+def test_pipelines_that_are_clang_options(tmp_path):
+    """docs/phase-ordering.md recommends the best constant as plain clang
+    flags: their object has the sizes of the pipeline through the service,
+    and each flag acts (the file has code for both knobs). And -Os's code is
+    ``optsize,default<Os>`` on -Oz's front end's module."""
+    from mlbridge.llvm.versions import tools
+
+    service, unit = _service_and_unit(CONSTANT_FLAGS_C, tmp_path / "m")
+    threshold = ("-mllvm", "-inline-threshold=10")
+    merge = ("-Xclang", "-fmerge-functions")
+    configurations = (
+        Configuration(OZ),
+        Configuration("pipeline", pipeline="default<Oz;inline-threshold=10>,mergefunc"),
+        Configuration("flags", (*threshold, *merge)),
+        Configuration("threshold", threshold),
+        Configuration("merge", merge),
+        Configuration("Os", ("-Os",)),
+        Configuration("optsize", pipeline="optsize,default<Os>"),
+    )
+    row = measure([unit], configurations, clang=tools().clang, service=service, jobs=1)[
+        "constant_flags"
+    ]
+    assert row["flags"] == row["pipeline"]
+    # -Os's code from -Oz's front end, after it (a C unit: the same object)
+    assert row["optsize"] == row["Os"] != row[OZ]
+    sizes = {name: row[name]["allocated"] for name in (OZ, "flags", "threshold", "merge")}
+    assert len(set(sizes.values())) == 4, sizes

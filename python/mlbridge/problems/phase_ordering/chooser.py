@@ -42,6 +42,8 @@ CHOICES: Tuple[Tuple[str, str], ...] = (
     ("pipeline-inline-threshold=0-mergefunc", "inline-threshold=0+mergefunc"),
     ("pipeline-inline-threshold=10-mergefunc", "inline-threshold=10+mergefunc"),
     ("pipeline-inline-threshold=25-mergefunc", "inline-threshold=25+mergefunc"),
+    ("pipeline-optsize", "optsize"),
+    ("pipeline-optsize-mergefunc", "optsize+mergefunc"),
 )
 #: The ONNX metadata key naming a chooser's choices (comma-separated).
 CHOICES_KEY = "mlbridge.choices"

@@ -83,6 +83,11 @@ CANDIDATES: Tuple[Configuration, ...] = (
         )
         for n in (0, 10, 25)
     ),
+    # clang -Os's code from the -Oz front end's module (the optsize element of
+    # the phase service's pipelines), so that a per-module choice made after
+    # the front end can give it; with function merging too
+    Configuration("optsize", pipeline="optsize,default<Os>"),
+    Configuration("optsize+mergefunc", pipeline="optsize,default<Os>,mergefunc"),
 )
 
 
