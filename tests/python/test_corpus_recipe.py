@@ -386,7 +386,9 @@ def test_a_project_built_before_units_were_checked_is_checked_when_reused(tmp_pa
 def test_no_shipped_recipe_builds_a_reserved_project():
     from mlbridge.corpus.recipe import DebianSource, shipped_recipes
 
-    assert {"debian-c", "box2d", "libgcrypt", "mbedtls", "curl"} <= set(shipped_recipes())
+    assert {"debian-c", "debian-fresh", "box2d", "libgcrypt", "mbedtls", "curl"} <= set(
+        shipped_recipes()
+    )
     for name in shipped_recipes():
         for project in read_recipe(name).projects:
             words = [project.name]
@@ -394,3 +396,20 @@ def test_no_shipped_recipe_builds_a_reserved_project():
                 words.append(project.source.package)
             assert not any(r in w.lower() for w in words for r in RESERVED), (name, words)
             assert project.licence
+
+
+def test_the_fresh_test_projects_are_disjoint_from_every_other_recipe():
+    """debian-fresh's projects are test projects only, and no other shipped
+    recipe builds one of them (by name or Debian package)."""
+    from mlbridge.corpus.recipe import DebianSource, shipped_recipes
+
+    def words(project):
+        package = project.source.package if isinstance(project.source, DebianSource) else None
+        return {project.name, package} - {None}
+
+    fresh = read_recipe("debian-fresh").projects
+    assert len(fresh) >= 8 and {p.split for p in fresh} == {"test"}
+    theirs = set().union(*(words(p) for p in fresh))
+    for name in set(shipped_recipes()) - {"debian-fresh"}:
+        for project in read_recipe(name).projects:
+            assert not words(project) & theirs, (name, project.name)
