@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Dict, List
 
 import numpy as np
 
@@ -35,18 +35,10 @@ from mlbridge.problems.phase_ordering.chooser import (
     fit_chooser,
     service_inputs,
 )
-from mlbridge.problems.phase_ordering.configurations import OZ, best_constant
+from mlbridge.problems.phase_ordering.configurations import OZ, best_constant, read_table
 from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv, describe_service
 
 SPLITS = ("train", "validation")
-
-
-def read_table(path: Path) -> Dict[str, Dict[str, Any]]:
-    table: Dict[str, Dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        table.setdefault(row["unit"], {}).update(row["outcomes"])
-    return table
 
 
 def features(modules: List[Module]) -> Dict[str, np.ndarray]:

@@ -29,7 +29,13 @@ import numpy as np
 
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
-from mlbridge.problems.phase_ordering.configurations import OZ, Configuration, measure
+from mlbridge.problems.phase_ordering.configurations import (
+    OZ,
+    Configuration,
+    append_rows,
+    measure,
+    read_table,
+)
 from mlbridge.problems.phase_ordering.environment import describe_service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,20 +94,14 @@ def main(argv: List[str]) -> int:
     ]
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "search.jsonl"
-    table: Dict[str, Dict[str, Any]] = {}
-    if rows_file.exists():
-        for line in rows_file.read_text().splitlines():
-            row = json.loads(line)
-            table[row["unit"]] = row["outcomes"]
+    table = read_table(rows_file)
     started = time.monotonic()
     todo = [u for u in units if u.name not in table]
     for start in range(0, len(todo), max(1, args.jobs)):
         part = todo[start : start + max(1, args.jobs)]
         measured = measure(part, configurations, clang=clang, service=service, jobs=args.jobs)
-        with rows_file.open("a") as out:
-            for unit, row in measured.items():
-                out.write(json.dumps({"unit": unit, "outcomes": row}) + "\n")
-                table[unit] = row
+        append_rows(rows_file, measured)
+        table.update(measured)
         done = start + len(part)
         print(f"{done}/{len(todo)} units, {time.monotonic() - started:.0f} s", file=sys.stderr)
 

@@ -33,11 +33,13 @@ from mlbridge.problems.phase_ordering.configurations import (
     OZ,
     Configuration,
     Unit,
+    append_rows,
     best_constant,
     complete_units,
     measure,
     per_unit_best,
     project_ratios,
+    read_table,
 )
 
 SPLITS = ("train", "validation", "held-out")
@@ -134,11 +136,7 @@ def main(argv: List[str]) -> int:
         candidates.append(Configuration("chooser", runner=runner))
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
-    table: Dict[str, Dict[str, Any]] = {}
-    if rows_file.exists():
-        for line in rows_file.read_text().splitlines():
-            row = json.loads(line)
-            table.setdefault(row["unit"], {}).update(row["outcomes"])
+    table = read_table(rows_file)
     only = set(table) if args.known_units else None
     units = corpus_units(args.corpus, args.splits, clang, args.max_units, only)
     if only is not None:
@@ -151,10 +149,9 @@ def main(argv: List[str]) -> int:
         measured = measure(
             part, candidates, clang=clang, service=service, jobs=args.jobs, known=table
         )
-        with rows_file.open("a") as out:
-            for unit, row in measured.items():
-                out.write(json.dumps({"unit": unit, "outcomes": row}) + "\n")
-                table.setdefault(unit, {}).update(row)
+        append_rows(rows_file, measured)
+        for unit, row in measured.items():
+            table.setdefault(unit, {}).update(row)
         done = len(units) - len(todo) + start + len(part)
         print(f"{done}/{len(units)} units, {time.monotonic() - started:.0f} s", file=sys.stderr)
 

@@ -14,11 +14,13 @@ from mlbridge.problems.phase_ordering.configurations import (
     Configuration,
     ConfigurationError,
     Unit,
+    append_rows,
     best_constant,
     complete_units,
     measure,
     per_unit_best,
     project_ratios,
+    read_table,
 )
 
 OZ_IDENTITY_C = Path(__file__).resolve().parents[1] / "data" / "oz_identity.c"
@@ -161,3 +163,14 @@ def test_pipelines_that_are_clang_options(tmp_path):
     assert row["optsize"] == row["Os"] != row[OZ]
     sizes = {name: row[name]["allocated"] for name in (OZ, "flags", "threshold", "merge")}
     assert len(set(sizes.values())) == 4, sizes
+
+
+def test_a_table_file_resumes_row_by_row(tmp_path):
+    path = tmp_path / "table.jsonl"
+    assert read_table(path) == {}
+    append_rows(path, {"v1": TABLE["v1"], "t1": {OZ: TABLE["t1"][OZ]}})
+    append_rows(path, {"t1": {"b": TABLE["t1"]["b"]}})  # a configuration added later
+    assert read_table(path) == {
+        "v1": TABLE["v1"],
+        "t1": {OZ: TABLE["t1"][OZ], "b": TABLE["t1"]["b"]},
+    }

@@ -24,6 +24,7 @@ states where it was measured.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -194,6 +195,25 @@ def measure(
             pool.map(lambda u: measure_unit(u, missing[u.name], clang=clang, service=service), todo)
         )
     return {unit.name: row for unit, row in zip(todo, rows)}
+
+
+def read_table(path: Path) -> Table:
+    """The table of a JSON-lines file of ``{"unit", "outcomes"}`` rows (as
+    :func:`append_rows` writes them; a later row adds to an earlier one of
+    its unit), empty when there is no file."""
+    table: Table = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            table.setdefault(row["unit"], {}).update(row["outcomes"])
+    return table
+
+
+def append_rows(path: Path, rows: Table) -> None:
+    """``rows`` appended to the JSON-lines file ``path``, a line per unit."""
+    with path.open("a") as out:
+        for unit, outcomes in rows.items():
+            out.write(json.dumps({"unit": unit, "outcomes": outcomes}) + "\n")
 
 
 def complete_units(table: Table) -> List[str]:
