@@ -39,6 +39,8 @@ from mlbridge.problems.phase_ordering.configurations import OZ, best_constant, r
 from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv, describe_service
 
 SPLITS = ("train", "validation")
+#: A training unit's weight in the chooser's loss, from its -Oz bytes.
+WEIGHTINGS = {"bytes": lambda oz: oz, "sqrt": np.sqrt, "unit": np.ones_like}
 
 
 def features(modules: List[Module]) -> Dict[str, np.ndarray]:
@@ -67,6 +69,14 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--table", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--l2", type=float, nargs="+", default=[0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1])
+    parser.add_argument(
+        "--weighting",
+        nargs="+",
+        choices=sorted(WEIGHTINGS),
+        default=["bytes"],
+        help="how much a training unit counts: its -Oz bytes (the total), their "
+        "square root, or each alike; with several, chosen on validation as L2 is",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
 
@@ -109,17 +119,18 @@ def main(argv: List[str]) -> int:
     # Units where every choice makes the same object teach nothing; left in,
     # their bytes (a generator's tables in .bss) would only scale the others'.
     informative = np.ptp(train[2], axis=1) > 0
-    fit_data = (train[1][informative], train[2][informative], train[3][informative])
+    fit_x, fit_ratios, fit_oz = (a[informative] for a in train[1:])
 
     def total(data, chosen) -> float:
         _, _, ratios, oz = data
         return float((ratios[np.arange(len(oz)), chosen] * oz).sum() / oz.sum())
 
     candidates = []
-    for l2 in args.l2:
-        chooser = fit_chooser(*fit_data, l2=l2)
+    for weighting, l2 in ((w, l2) for w in args.weighting for l2 in args.l2):
+        chooser = fit_chooser(fit_x, fit_ratios, WEIGHTINGS[weighting](fit_oz), l2=l2)
         candidates.append(
             {
+                "weighting": weighting,
                 "l2": l2,
                 "train": total(train, chooser.choose(train[1])),
                 "validation": total(validation, chooser.choose(validation[1])),
@@ -157,6 +168,7 @@ def main(argv: List[str]) -> int:
         "validation_units": len(validation[0]),
         "l2": [{k: v for k, v in c.items() if k != "model"} for c in candidates],
         "chosen_l2": best["l2"],
+        "chosen_weighting": best["weighting"],
         "best_constant": constant,
         "best_constant_validation": totals[constant] / totals[OZ],
         "chooser_validation": best["validation"],

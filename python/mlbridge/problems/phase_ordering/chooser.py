@@ -82,7 +82,7 @@ class LinearChooser:
 def fit_chooser(
     x: np.ndarray,
     ratios: np.ndarray,
-    oz_bytes: np.ndarray,
+    weights_of_units: np.ndarray,
     *,
     l2: float,
     steps: int = 3000,
@@ -90,10 +90,15 @@ def fit_chooser(
 ) -> LinearChooser:
     """Trains a chooser on units with features ``x`` (N, F), their sizes
     under each choice as ratios to ``-Oz`` (N, K; column 0 is ``-Oz``, all
-    1.0) and their ``-Oz`` sizes (N): gradient descent (Adam) on the
-    expected total bytes under the softmax of the scores, plus ``l2`` times
-    the squared weights. Starts from always ``-Oz``."""
-    if x.ndim != 2 or ratios.shape != (x.shape[0], len(CHOICES)) or oz_bytes.shape != (x.shape[0],):
+    1.0) and their weights (N; their ``-Oz`` sizes make the loss the
+    expected total bytes): gradient descent (Adam) on the weighted expected
+    ratio under the softmax of the scores, plus ``l2`` times the squared
+    weights of the model. Starts from always ``-Oz``."""
+    if (
+        x.ndim != 2
+        or ratios.shape != (x.shape[0], len(CHOICES))
+        or weights_of_units.shape != (x.shape[0],)
+    ):
         raise ChooserError(f"shapes do not match: x {x.shape}, ratios {ratios.shape}")
     if x.shape[0] == 0:
         raise ChooserError("no unit to train on")
@@ -104,7 +109,7 @@ def fit_chooser(
     z = (logs - mean) / scale
     # Each unit's bytes under each choice, in units of the mean -Oz bytes:
     # the loss is the mean over units, the total's share of each.
-    costs = ratios * (oz_bytes / oz_bytes.mean())[:, None]
+    costs = ratios * (weights_of_units / weights_of_units.mean())[:, None]
     n, f = z.shape
     k = ratios.shape[1]
     weights = np.zeros((f, k))
