@@ -287,6 +287,41 @@ def test_the_cli_validates_and_fails_on_a_finding(tmp_path):
     assert (tmp_path / "bad" / "findings" / "p.c" / "finding.json").is_file()
 
 
+def test_the_cli_validates_a_constant_configuration(tmp_path):
+    """--flags: clang -Oz with the options is the candidate; options that
+    change what the program computes are a finding, ones clang refuses are
+    a candidate that does not build."""
+    corpus = tmp_path / "programs"
+    corpus.mkdir()
+    (corpus / "p.c").write_text(PROGRAM)
+    command = [sys.executable, "-m", "mlbridge", "validate", "phase-ordering"]
+    command += ["--corpus", str(corpus), "--no-progress"]
+    best = "-mllvm -inline-threshold=10 -Xclang -fmerge-functions"
+    done = subprocess.run(
+        command + [f"--flags={best}", "--out", str(tmp_path / "ok")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 compared, 0 findings" in done.stdout and "decisions" not in done.stdout
+    report = json.loads((tmp_path / "ok" / "validate.json").read_text())
+    assert report["counts"] == {"same": 1}
+    for flags, status in (
+        ("-DOFFSET=1", "mismatch"),
+        ("-mno-such-option", "candidate-build-failed"),
+    ):
+        out = tmp_path / status
+        done = subprocess.run(
+            command + [f"--flags={flags}", "--out", str(out)], capture_output=True, text=True
+        )
+        assert done.returncode == 1, done.stderr
+        assert json.loads((out / "validate.json").read_text())["counts"] == {status: 1}
+    for bad, message in (
+        ([f"--flags={best}", "--policy", str(tmp_path)], "--policy is required (or --flags"),
+        (["--flags=''"], "--flags: flags must be non-empty words"),
+    ):
+        done = subprocess.run(command + bad, capture_output=True, text=True)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
 def test_the_command_offers_every_generator():
     """The parser names the generators without importing them (a test,
     not an import, keeps the two lists one)."""

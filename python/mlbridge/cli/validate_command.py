@@ -15,16 +15,20 @@ episode is a finding.
 ``mlbridge validate PROBLEM --policy FILE --recipe R --project NAME``: each
 project is built by its own build system and tested by its own test suite,
 plainly (``clang -Oz``) and with the policy deployed, sandboxed; a test that
-passes plainly and fails with the policy is a finding."""
+passes plainly and fails with the policy is a finding.
+
+``--flags OPTIONS`` instead of ``--policy`` checks a constant configuration
+(clang ``-Oz`` with those options) both ways."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
 from mlbridge.cli.arguments import (
     add_problem_and_policy,
@@ -49,6 +53,12 @@ def add_parser(sub: Any) -> None:
         "and compare their outputs",
     )
     add_problem_and_policy(validate, required=False)
+    validate.add_argument(
+        "--flags",
+        metavar="OPTIONS",
+        help="instead of --policy: a constant configuration, clang at -Oz with these options "
+        "(one string, split as a shell would, e.g. '-mllvm -inline-threshold=10')",
+    )
     validate.add_argument(
         "--episodes",
         choices=("baseline", "random"),
@@ -112,14 +122,16 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         fail("--jobs must be at least 1", USAGE)
     if args.episodes is not None:
+        if args.flags is not None:
+            fail("--episodes takes no --flags", USAGE)
         return _episodes(args, problem)
-    if args.policy is None:
-        fail("--policy is required (or --episodes)", USAGE)
+    if (args.policy is None) == (args.flags is None):
+        fail("--policy is required (or --flags, or --episodes)", USAGE)
     deployed = problem.get(DeployedBuild)
-    if deployed is None:
+    if args.flags is None and deployed is None:
         fail(f"the problem {args.problem} does not build programs with a policy yet", USAGE)
-    policy = Path(args.policy)
-    if not policy.is_file():
+    policy = Path(args.policy) if args.policy is not None else None
+    if policy is not None and not policy.is_file():
         fail(f"{policy} does not exist", ENVIRONMENT)
     if (args.corpus is None) == (args.recipe is None):
         fail("give one of --corpus (programs) and --recipe (projects)", USAGE)
@@ -149,18 +161,26 @@ def run(args: argparse.Namespace) -> int:
         report,
         out / "validate.json",
         f"{report['programs']} programs",
-        f"{report['compared']} compared, {len(report['findings'])} findings; "
-        f"{report['decisions']} decisions of the policy",
+        f"{report['compared']} compared, {len(report['findings'])} findings"
+        + (f"; {report['decisions']} decisions of the policy" if policy is not None else ""),
         "program",
         f", reproducers in {findings}",
     )
 
 
-def _candidate(args: argparse.Namespace, deployed: Any, policy: Path) -> Any:
-    """The problem's build with ``policy`` deployed (a Build)."""
+def _candidate(args: argparse.Namespace, deployed: Any, policy: Optional[Path]) -> Any:
+    """The problem's build with ``policy`` deployed, or clang with
+    ``--flags`` (a Build)."""
+    from mlbridge.llvm.versions import tools
     from mlbridge.native import NativeError
     from mlbridge.problems import resolve
+    from mlbridge.validation.build import flags_build
 
+    if policy is None:
+        try:
+            return flags_build(shlex.split(args.flags), llvm=tools(args.llvm))
+        except ValueError as err:
+            raise CommandError(f"--flags: {err}", USAGE) from None
     tool = Path(args.tool) if args.tool else None
     try:
         return resolve(deployed.make)(policy, tool, args.llvm)
@@ -168,7 +188,7 @@ def _candidate(args: argparse.Namespace, deployed: Any, policy: Path) -> Any:
         raise CommandError(f"{err} (give --tool)", ENVIRONMENT) from None
 
 
-def _projects(args: argparse.Namespace, deployed: Any, policy: Path) -> int:
+def _projects(args: argparse.Namespace, deployed: Any, policy: Optional[Path]) -> int:
     """``--recipe``: the projects' own test suites, plainly and with the
     policy (:mod:`mlbridge.validation.projects`)."""
     from mlbridge.corpus.recipe import read_recipe

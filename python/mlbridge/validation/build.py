@@ -65,6 +65,23 @@ def reference_build(level: str = "-O0", llvm: Optional[LlvmTools] = None) -> Bui
     return Build(f"{llvm.clang} {level}", (llvm.clang, level), cxx=llvm.clangxx)
 
 
+def flags_build(
+    flags: Sequence[str], level: str = "-Oz", llvm: Optional[LlvmTools] = None
+) -> Build:
+    """A constant configuration as a candidate: the clang of ``llvm`` at
+    ``level`` with ``flags`` after it (``-mllvm -inline-threshold=10 -Xclang
+    -fmerge-functions``, the best constant of docs/phase-ordering.md), no
+    policy."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {' '.join(LEVELS)}, got {level!r}")
+    if not flags or any(not f or "\0" in f for f in flags):
+        raise ValueError(f"flags must be non-empty words, got {list(flags)!r}")
+    llvm = llvm or tools()
+    return Build(
+        " ".join([llvm.clang, level, *flags]), (llvm.clang, level, *flags), cxx=llvm.clangxx
+    )
+
+
 def policy_decisions(stats: Path, max_bytes: int) -> Tuple[Optional[str], int]:
     """What a deployed policy's statistics file ``stats`` (at most
     ``max_bytes``) says: (what is wrong, or None when the policy decided
