@@ -315,7 +315,7 @@ def test_the_cli_validates_a_constant_configuration(tmp_path):
         assert done.returncode == 1, done.stderr
         assert json.loads((out / "validate.json").read_text())["counts"] == {status: 1}
     for bad, message in (
-        ([f"--flags={best}", "--policy", str(tmp_path)], "--policy is required (or --flags"),
+        ([f"--flags={best}", "--policy", str(tmp_path)], "give one of --policy and --flags"),
         (["--flags=''"], "--flags: flags must be non-empty words"),
     ):
         done = subprocess.run(command + bad, capture_output=True, text=True)

@@ -125,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
         if args.flags is not None:
             fail("--episodes takes no --flags", USAGE)
         return _episodes(args, problem)
-    if (args.policy is None) == (args.flags is None):
+    if args.policy is None and args.flags is None:
         fail("--policy is required (or --flags, or --episodes)", USAGE)
+    if args.policy is not None and args.flags is not None:
+        fail("give one of --policy and --flags", USAGE)
     deployed = problem.get(DeployedBuild)
     if args.flags is None and deployed is None:
         fail(f"the problem {args.problem} does not build programs with a policy yet", USAGE)
