@@ -87,6 +87,7 @@ def main(argv: List[str]) -> int:
         for index, program in enumerate(programs):
             source = program.sources[0]
             turn = (index + round_) % len(names)
+            compared = {args.flags, args.pipeline} if round_ == 0 and args.flags else set()
             sizes = {}
             for name in names[turn:] + names[:turn]:
                 command = [*builds[name], "-c", "-w", *program.flags, str(source)]
@@ -94,8 +95,9 @@ def main(argv: List[str]) -> int:
                 seconds = cpu_seconds(command)
                 row = best.setdefault(program.name, {})
                 row[name] = min(row.get(name, seconds), seconds)
-                sizes[name] = object_sizes(str(work / "unit.o"))
-            if round_ == 0 and args.flags:
+                if name in compared:
+                    sizes[name] = object_sizes(str(work / "unit.o"))
+            if compared:
                 identical += sizes[args.flags] == sizes[args.pipeline]
         print(f"round {round_ + 1} done", file=sys.stderr)
     per_project: Dict[str, Dict[str, float]] = {}

@@ -76,6 +76,8 @@ def corpus_units(
     for program in programs:
         for source in program.sources:
             name = module_name(program, source)
+            if only is not None and name not in only:
+                continue
             module = modules.get(name)
             units.append(
                 Unit(
@@ -139,8 +141,6 @@ def main(argv: List[str]) -> int:
     table = read_table(rows_file)
     only = set(table) if args.known_units else None
     units = corpus_units(args.corpus, args.splits, clang, args.max_units, only)
-    if only is not None:
-        units = [u for u in units if u.name in only]
     todo = [u for u in units if any(c.name not in table.get(u.name, {}) for c in candidates)]
     started = time.monotonic()
     batch = max(1, args.jobs) * 4

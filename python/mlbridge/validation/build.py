@@ -72,14 +72,10 @@ def flags_build(
     ``level`` with ``flags`` after it (``-mllvm -inline-threshold=10 -Xclang
     -fmerge-functions``, the best constant of docs/phase-ordering.md), no
     policy."""
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {' '.join(LEVELS)}, got {level!r}")
     if not flags or any(not f or "\0" in f for f in flags):
         raise ValueError(f"flags must be non-empty words, got {list(flags)!r}")
-    llvm = llvm or tools()
-    return Build(
-        " ".join([llvm.clang, level, *flags]), (llvm.clang, level, *flags), cxx=llvm.clangxx
-    )
+    plain = reference_build(level, llvm)
+    return replace(plain, name=" ".join([plain.name, *flags]), command=(*plain.command, *flags))
 
 
 def policy_decisions(stats: Path, max_bytes: int) -> Tuple[Optional[str], int]:
