@@ -95,13 +95,15 @@ def main(argv: List[str]) -> int:
     modules = prepare_modules(
         [by_name[u] for u in usable], default_cache_dir(), clang=tools().clang
     )
-    cached = args.out / "features.json"  # the service's features, made once
-    known = json.loads(cached.read_text()) if cached.exists() else {}
+    # The service's features, made once (for the inputs FEATURE_INPUTS names).
+    cached = args.out / "features.json"
+    saved = json.loads(cached.read_text()) if cached.exists() else {}
+    known = saved.get("units", {}) if saved.get("inputs") == list(FEATURE_INPUTS) else {}
     missing = [m for m in modules if m.name not in known]
     if missing:
         known.update({k: v.tolist() for k, v in features(missing).items()})
         args.out.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(known))
+        cached.write_text(json.dumps({"inputs": list(FEATURE_INPUTS), "units": known}))
     x_of = {m.name: np.asarray(known[m.name], dtype=float) for m in modules}
     split_of = {u: by_name[u].split for u in usable}
     project_of = {u: by_name[u].project for u in usable}

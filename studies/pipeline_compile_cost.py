@@ -30,6 +30,7 @@ from mlbridge.corpus.split import interleave_projects
 from mlbridge.llvm.outcomes import object_sizes
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
+from mlbridge.problems.phase_ordering.chooser import reads_baseline
 from mlbridge.problems.phase_ordering.pipeline_wrapper import write_pipeline_wrappers
 
 
@@ -67,7 +68,14 @@ def main(argv: List[str]) -> int:
     for index, (name, what) in enumerate(
         (
             (args.pipeline, {"pipeline": args.pipeline}),
-            ("chooser", {"runner": f"onnx:{args.policy.resolve()}", "max_steps": 1}),
+            (
+                "chooser",
+                {
+                    "runner": f"onnx:{args.policy.resolve()}",
+                    "max_steps": 1,
+                    "no_baseline": not reads_baseline(args.policy),
+                },
+            ),
         )
     ):
         cc, _ = write_pipeline_wrappers(

@@ -28,6 +28,7 @@ from mlbridge.corpus.split import interleave_projects
 from mlbridge.gym.modules import default_cache_dir, module_name, prepare_modules
 from mlbridge.llvm.versions import tools
 from mlbridge.native import phase_service_path
+from mlbridge.problems.phase_ordering.chooser import reads_baseline
 from mlbridge.problems.phase_ordering.configurations import (
     CANDIDATES,
     OZ,
@@ -135,7 +136,8 @@ def main(argv: List[str]) -> int:
     ]
     if args.chooser is not None:
         runner = f"onnx:{args.chooser.resolve()}"
-        candidates.append(Configuration("chooser", runner=runner))
+        no_baseline = not reads_baseline(args.chooser)
+        candidates.append(Configuration("chooser", runner=runner, no_baseline=no_baseline))
     args.out.mkdir(parents=True, exist_ok=True)
     rows_file = args.out / "table.jsonl"
     table = read_table(rows_file)

@@ -75,6 +75,9 @@ def check_usage(service: str, module: Path) -> None:
         ["--runner", "constant:0", "--modules", "l", "--max-steps", "3"],
         ["--runner", "constant:0", "--modules", "l", "--stats", "s.jsonl"],
         ["--list-actions", "--runner", "constant:0"],
+        ["--pipeline", "default<Oz>", "--module", str(module), "-o", "x", "--no-baseline"],
+        ["--runner", "constant:0", "--modules", "l", "--no-baseline"],
+        ["--runner", "constant:0", "--module", str(module), "-o", "x", "--no-baseline=1"],
     ):
         done = run(service, *args, expect=2)
         assert done.stderr.startswith("mlbridge-phase-service: error: "), done.stderr

@@ -1,7 +1,8 @@
 """mlbridge.problems.phase_ordering.chooser: a per-module choice of one
 whole pipeline. It learns a choice that depends on a feature; its ONNX
 model chooses as numpy does; in the phase service (--runner onnx:,
---max-steps 1) the unit gets exactly the chosen pipeline."""
+--max-steps 1) the unit gets exactly the chosen pipeline; it does not read
+the baseline the service then skips (--no-baseline)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ import pytest
 
 from mlbridge.problems.phase_ordering.chooser import (
     CHOICES,
+    READS_KEY,
     ChooserError,
     LinearChooser,
     action_indices,
     export_chooser,
     fit_chooser,
+    policy_metadata,
+    reads_baseline,
     service_inputs,
 )
 
 OZ_IDENTITY_C = Path(__file__).resolve().parents[1] / "data" / "oz_identity.c"
-WIDTH = 58  # autophase (56), initial and baseline instruction counts
+WIDTH = 57  # autophase (56) and the instruction count
 
 
 def _units(rng, n):
@@ -90,25 +94,95 @@ def test_the_onnx_model_chooses_as_numpy_does(tmp_path):
             feeds = {s.name: np.zeros(s.shape, np.int64) for s in service_inputs(description)}
             feeds["autophase"] = row[:56].astype(np.int64)
             feeds["initial_instcount"] = row[56:57].astype(np.int64)
-            feeds["baseline_instcount"] = row[57:58].astype(np.int64)
+            feeds["baseline_instcount"] = rng.integers(0, 5000, size=1)  # not read
             (action,) = session.run(None, feeds)
             assert action.tolist() == [indices[CHOICES[choice][0]]]
     assert len(set(noisy.choose(rng.integers(0, 5000, size=(500, WIDTH)).astype(float)))) > 3
     with pytest.raises(ChooserError):
         export_chooser(chooser, tmp_path / "x.onnx", service_inputs(description)[1:], indices)
+    assert policy_metadata(path)[READS_KEY] == "autophase,initial_instcount"
+    assert not reads_baseline(path)
 
 
-def test_in_the_service_the_unit_gets_the_chosen_pipeline(tmp_path):
+def _onnx_service_and_module(tmp_path):
+    """The phase service (skips without ONNX Runtime), its description and
+    a module of tests/data/oz_identity.c."""
     pytest.importorskip("onnx")
     from mlbridge.corpus.program import Program
     from mlbridge.gym.modules import prepare_modules
-    from mlbridge.run_stats import read_run_stats
 
     service = _service()
     description = _description(service)
     if "onnx" not in description.get("runners", ["onnx"]):
         pytest.skip("the service has no ONNX Runtime")
     (module,) = prepare_modules([Program("u", (OZ_IDENTITY_C,), (), "train")], tmp_path / "m")
+    return service, description, module
+
+
+def _baseline_model(path, description, when_computed, when_zero):
+    """An ONNX model choosing action ``when_computed`` when the service's
+    baseline_instcount is above 0, else ``when_zero``; it says nothing of
+    what it reads."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inputs = service_inputs(description)
+    constants = {
+        "zero": np.array([0], np.int64),
+        "actions": np.array([when_zero, when_computed], np.int64),
+    }
+    nodes = [
+        helper.make_node("Greater", ["baseline_instcount", "zero"], ["computed"]),
+        helper.make_node("Cast", ["computed"], ["index"], to=TensorProto.INT64),
+        helper.make_node("Gather", ["actions", "index"], ["action"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "baseline_probe",
+        [helper.make_tensor_value_info(s.name, TensorProto.INT64, list(s.shape)) for s in inputs],
+        [helper.make_tensor_value_info("action", TensorProto.INT64, [1])],
+        initializer=[numpy_helper.from_array(v, name=k) for k, v in constants.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def test_with_no_baseline_the_service_skips_it(tmp_path):
+    """--no-baseline: the observation's baseline_instcount is 0 (the -Oz
+    run that computes it is skipped); without it, the model sees it."""
+    service, description, module = _onnx_service_and_module(tmp_path)
+    indices = action_indices(description)
+    when_computed, when_zero = indices["default<Oz>"], indices["instcombine"]
+    probe = tmp_path / "probe.onnx"
+    _baseline_model(probe, description, when_computed, when_zero)
+    assert reads_baseline(probe)
+    taken = []
+    for extra in ([], ["--no-baseline"]):
+        out = tmp_path / "out.bc"
+        subprocess.run(
+            [service, "--runner", f"onnx:{probe}", "--max-steps", "1", "--module"]
+            + [str(module.bitcode), "-o", str(out), *extra],
+            check=True,
+        )
+        direct = {}
+        for action in (when_computed, when_zero):
+            pipeline = description["actions"][action]["pipeline"]
+            reference = tmp_path / f"{action}.bc"
+            subprocess.run(
+                [service, "--pipeline", pipeline, "--module", str(module.bitcode)]
+                + ["-o", str(reference)],
+                check=True,
+            )
+            direct[reference.read_bytes()] = action
+        taken.append(direct.get(out.read_bytes()))
+    assert taken == [when_computed, when_zero]
+
+
+def test_in_the_service_the_unit_gets_the_chosen_pipeline(tmp_path):
+    from mlbridge.run_stats import read_run_stats
+
+    service, description, module = _onnx_service_and_module(tmp_path)
     indices = action_indices(description)
     for choice in (1, 4):  # pipeline-mergefunc, pipeline-inline-threshold=10
         bias = np.full(len(CHOICES), -1.0)
@@ -162,6 +236,8 @@ def test_mlbridge_validate_builds_programs_with_a_chooser(tmp_path):
     export_chooser(model, policy, service_inputs(description), action_indices(description))
     assert is_chooser(policy)
     build = deployed_build(policy, Path(service))
+    config = json.loads((Path(build.command[0]).parent / "pipeline.json").read_text())
+    assert config["max_steps"] == 1 and config["no_baseline"] is True
     stats = tmp_path / "stats.jsonl"
     source = tmp_path / "main.c"
     source.write_text('#include <stdio.h>\nint main(void) { printf("%d\\n", 6 * 7); return 0; }\n')

@@ -197,14 +197,43 @@ def test_mlbridge_wrap_prints_the_compilers(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["wrap", "--out", str(tmp_path / "w")])  # neither --pipeline nor --runner
     assert exit_info.value.code == 2
+    # --no-baseline is the runner's: a constant pipeline reads no observation
+    wrap = ["wrap", "--out", str(tmp_path / "w"), "--pipeline", "default<Oz>", "--no-baseline"]
+    assert main(wrap) == 2
 
 
-def test_sources_compiled_and_linked_at_once_each_go_through_the_pipeline(tmp_path):
+def test_a_runner_that_reads_no_baseline_runs_with_no_baseline(tmp_path):
+    counting, log = _counting_service(tmp_path)
+    project = _project(tmp_path / "p")
+    for no_baseline in (False, True):
+        cc, _ = write_pipeline_wrappers(
+            tmp_path / f"bin{no_baseline}",
+            clang=CLANG,
+            clangxx=CLANGXX,
+            service=str(counting),
+            runner="constant:0",
+            max_steps=1,
+            no_baseline=no_baseline,
+        )
+        subprocess.run([cc, "-c", "sum.c", "-o", "sum.o"], cwd=project, check=True)
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2 and all("--runner constant:0 --max-steps 1" in c for c in calls)
+    assert ["--no-baseline" in c.split() for c in calls] == [False, True]
+
+
+def _counting_service(tmp_path):
+    """The phase service behind a script that logs its arguments, one line
+    per run; the script and the log."""
     service = _service()
     log = tmp_path / "calls.log"
     counting = tmp_path / "counting-service"
     counting.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {service} "$@"\n')
     counting.chmod(0o755)
+    return counting, log
+
+
+def test_sources_compiled_and_linked_at_once_each_go_through_the_pipeline(tmp_path):
+    counting, log = _counting_service(tmp_path)
     cc, cxx = write_pipeline_wrappers(
         tmp_path / "bin",
         clang=CLANG,

@@ -10,7 +10,7 @@
 //   mlbridge-phase-service --list-actions
 //   mlbridge-phase-service --runner CONFIG --modules LIST [--output FILE]
 //   mlbridge-phase-service --runner CONFIG --module IN -o OUT [--max-steps N]
-//                          [--stats FILE]
+//                          [--stats FILE] [--no-baseline]
 //   mlbridge-phase-service --pipeline TEXT --module IN -o OUT
 //
 // Exit status: 0 done, 1 runtime error (a file, the runner, the peer gone),
@@ -54,6 +54,7 @@ constexpr const char *Usage =
     "[--output FILE]\n"
     "       mlbridge-phase-service --runner CONFIG --module IN -o OUT "
     "[--max-steps N] [--stats FILE]\n"
+    "                      [--no-baseline]\n"
     "       mlbridge-phase-service --pipeline TEXT --module IN -o OUT\n"
     "\n"
     "  --list-actions      print actions, features and protocol as JSON\n"
@@ -70,6 +71,9 @@ constexpr const char *Usage =
     "  --max-steps N       deployment: at most N actions (default 32)\n"
     "  --stats FILE        deployment: append the run's statistics record\n"
     "                      (one JSON line, docs/run-stats.md)\n"
+    "  --no-baseline       deployment: skip the -Oz run that computes the\n"
+    "                      observation's baseline_instcount (then 0), for\n"
+    "                      models that do not read it\n"
     "  --rollback previous|pristine\n"
     "                      where a step that breaks the module goes back to\n"
     "                      (default previous)\n"
@@ -77,6 +81,7 @@ constexpr const char *Usage =
 
 struct Options {
   bool ListActions = false;
+  bool NoBaseline = false;
   std::string Runner, Pipeline, Modules, Module, Output, Stats;
   std::optional<int64_t> MaxSteps;
   phase::Rollback OnFailure = phase::Rollback::Previous;
@@ -129,6 +134,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
     std::string Why, Text;
     if (Arg == "--list-actions" && !Inline)
       O.ListActions = true;
+    else if (Arg == "--no-baseline" && !Inline)
+      O.NoBaseline = true;
     else if (Arg == "--runner")
       Why = Takes(O.Runner);
     else if (Arg == "--pipeline")
@@ -166,7 +173,7 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
   }
   if (!O.Pipeline.empty()) {
     if (!O.Runner.empty() || !O.Modules.empty() || O.MaxSteps ||
-        !O.Stats.empty())
+        !O.Stats.empty() || O.NoBaseline)
       return "--pipeline takes only --module IN, -o OUT and --rollback";
     if (O.Module.empty() || O.Output.empty())
       return "--pipeline needs --module IN and -o OUT";
@@ -183,6 +190,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
     return "--max-steps is for deployment (--module)";
   if (!O.Modules.empty() && !O.Stats.empty())
     return "--stats is for deployment (--module)";
+  if (!O.Modules.empty() && O.NoBaseline)
+    return "--no-baseline is for deployment (--module)";
   return "";
 }
 
@@ -363,7 +372,7 @@ int main(int Argc, char **Argv) {
   phase::SessionOptions SO;
   SO.OnFailure = O.OnFailure;
   // A constant pipeline reads no observation: no baseline to compute.
-  SO.ComputeBaseline = Config.has_value();
+  SO.ComputeBaseline = Config.has_value() && !O.NoBaseline;
   Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
   if (!S)
     return fail(S.error().message());

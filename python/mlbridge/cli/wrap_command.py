@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlbridge.cli.arguments import count
-from mlbridge.cli_errors import ENVIRONMENT, fail
+from mlbridge.cli_errors import ENVIRONMENT, USAGE, fail
 from mlbridge.llvm.versions import add_llvm_argument
 
 #: The command's name and its group in ``mlbridge --help``.
@@ -40,6 +40,12 @@ def add_parser(sub: Any) -> None:
     )
     wrap.add_argument("--max-steps", type=count, default=32, help="with --runner: actions per unit")
     wrap.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="with --runner: the model does not read baseline_instcount, so the service "
+        "skips the -Oz run that computes it (a pipeline chooser's metadata says so)",
+    )
+    wrap.add_argument(
         "--level",
         default="-Oz",
         choices=("-Oz", "-Os", "-O2"),
@@ -53,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from mlbridge.native import NativeError, phase_service_path
     from mlbridge.problems.phase_ordering.pipeline_wrapper import write_pipeline_wrappers
 
+    if args.no_baseline and args.pipeline is not None:
+        fail("--no-baseline is for --runner: a constant pipeline reads no observation", USAGE)
     llvm = tools(args.llvm)
     try:
         service = str(phase_service_path(llvm=llvm.major))
@@ -64,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             pipeline=args.pipeline,
             runner=args.runner,
             max_steps=args.max_steps,
+            no_baseline=args.no_baseline,
             level=args.level,
         )
     except (NativeError, FileNotFoundError) as err:

@@ -4,10 +4,11 @@ features (docs/phase-ordering.md#a-per-module-pipeline-choice).
 The phase service's table ends with whole pipelines (:data:`CHOICES`:
 ``default<Oz>`` and the ``pipeline-*`` actions after it). A chooser reads
 what the service computes when it loads a module (the 56 Autophase features
-and the instruction counts before and after ``default<Oz>``) and names one
-of them; deployed, the service runs it as a one-step runner (``--runner
-onnx:chooser.onnx --max-steps 1``), so the model costs one evaluation per
-unit and every unit still gets a whole pipeline clang-19 could build.
+and its instruction count) and names one of them; deployed, the service runs
+it as a one-step runner (``--runner onnx:chooser.onnx --max-steps 1
+--no-baseline``), so the model costs one evaluation per unit, the service
+skips the ``-Oz`` run that only the observation's ``baseline_instcount``
+needs, and every unit still gets a whole pipeline clang-19 could build.
 
 The model is linear over standardised ``log(1 + feature)``: a score per
 choice, the highest wins (ONNX ``ArgMax``, then a ``Gather`` into the
@@ -48,8 +49,15 @@ CHOICES: Tuple[Tuple[str, str], ...] = (
 #: The ONNX metadata key naming a chooser's choices (comma-separated).
 CHOICES_KEY = "mlbridge.choices"
 #: The service's inputs a chooser reads, in order (the module's index, the
-#: steps and the status say nothing about the module).
-FEATURE_INPUTS = ("autophase", "initial_instcount", "baseline_instcount")
+#: steps and the status say nothing about the module; the instruction count
+#: after ``default<Oz>`` would cost the service a second pipeline per unit).
+FEATURE_INPUTS = ("autophase", "initial_instcount")
+#: The ONNX metadata key naming the service's inputs a model reads
+#: (comma-separated); a model without it may read any.
+READS_KEY = "mlbridge.reads"
+#: The service's input computed only for models that read it
+#: (``mlbridge-phase-service --no-baseline``).
+BASELINE_INPUT = "baseline_instcount"
 
 
 class ChooserError(MlbridgeError):
@@ -196,10 +204,28 @@ def export_chooser(
     model.ir_version = 8
     helper.set_model_props(
         model,
-        {CHOICES_KEY: ",".join(name for name, _ in CHOICES)},
+        {
+            CHOICES_KEY: ",".join(name for name, _ in CHOICES),
+            READS_KEY: ",".join(FEATURE_INPUTS),
+        },
     )
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
+
+
+def policy_metadata(policy: Path) -> Dict[str, str]:
+    """The metadata of the ONNX model ``policy`` (its weights not read)."""
+    import onnx
+
+    model = onnx.load(str(policy), load_external_data=False)
+    return {prop.key: prop.value for prop in model.metadata_props}
+
+
+def reads_baseline(policy: Path) -> bool:
+    """Whether the ONNX model ``policy`` may read the service's
+    ``baseline_instcount`` (one that does not say what it reads may)."""
+    reads = policy_metadata(policy).get(READS_KEY)
+    return reads is None or BASELINE_INPUT in reads.split(",")
 
 
 def service_inputs(description: Mapping[str, Any]) -> List[TensorSpec]:

@@ -61,6 +61,9 @@ class Configuration:
     #: ``max_steps`` of them (a chooser: 1).
     runner: Optional[str] = None
     max_steps: int = 1
+    #: With ``runner``: its model does not read ``baseline_instcount``, so
+    #: the service skips computing it (``--no-baseline``), as deployed.
+    no_baseline: bool = False
 
 
 #: The constant configurations a user of clang-19 (or of the phase service's
@@ -128,6 +131,7 @@ def _object(
         optimised = work / "unit.bc"
         if config.runner is not None:
             step = ["--runner", config.runner, "--max-steps", str(config.max_steps)]
+            step += ["--no-baseline"] if config.no_baseline else []
         else:
             step = ["--pipeline", str(config.pipeline)]
         run_tool(

@@ -132,11 +132,9 @@ SEQUENCE_STEPS = 32
 def is_chooser(policy: Path) -> bool:
     """Whether ``policy`` is a per-module pipeline chooser (its metadata
     names its choices, :data:`.chooser.CHOICES_KEY`): one step per unit."""
-    import onnx
-    from mlbridge.problems.phase_ordering.chooser import CHOICES_KEY
+    from mlbridge.problems.phase_ordering.chooser import CHOICES_KEY, policy_metadata
 
-    model = onnx.load(str(policy), load_external_data=False)
-    return any(prop.key == CHOICES_KEY for prop in model.metadata_props)
+    return CHOICES_KEY in policy_metadata(policy)
 
 
 def deployed_build(
@@ -147,13 +145,15 @@ def deployed_build(
     clang ``-Oz`` of LLVM ``llvm``, the policy choosing each unit's pipeline
     in the phase service (default: ``mlbridge config --phase-service``): one
     step for a chooser (:func:`is_chooser`), else up to
-    :data:`SEQUENCE_STEPS` actions. The service appends a statistics record
+    :data:`SEQUENCE_STEPS` actions; with ``--no-baseline`` when the policy
+    says it does not read ``baseline_instcount``. The service appends a statistics record
     per unit to the file ``$MLBRIDGE_PIPELINE_STATS`` names. The wrappers
     are written once per configuration into the cache
     (``wrappers/`` beside ``mlbridge.gym.modules.default_cache_dir()``)."""
     import hashlib
 
     from mlbridge.native import phase_service_path
+    from mlbridge.problems.phase_ordering.chooser import reads_baseline
     from mlbridge.problems.phase_ordering.pipeline_wrapper import (
         STATS_VARIABLE,
         write_pipeline_wrappers,
@@ -163,7 +163,10 @@ def deployed_build(
     service = (service or phase_service_path(llvm=compilers.major)).resolve()
     runner = str(RunnerConfig(kind="onnx", argument=str(policy.resolve())))
     steps = 1 if is_chooser(policy) else SEQUENCE_STEPS
-    key = "\0".join([compilers.clang, compilers.clangxx, str(service), runner, str(steps)])
+    no_baseline = not reads_baseline(policy)
+    key = "\0".join(
+        [compilers.clang, compilers.clangxx, str(service), runner, str(steps), str(no_baseline)]
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     directory = default_cache_dir().parent / "wrappers" / digest
     cc, cxx = write_pipeline_wrappers(
@@ -173,6 +176,7 @@ def deployed_build(
         service=str(service),
         runner=runner,
         max_steps=steps,
+        no_baseline=no_baseline,
     )
     return Build(
         f"{compilers.clang} -Oz, pipeline by {policy.name}",

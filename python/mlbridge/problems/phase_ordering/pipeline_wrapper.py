@@ -65,12 +65,15 @@ def write_pipeline_wrappers(
     pipeline: Optional[str] = None,
     runner: Optional[str] = None,
     max_steps: int = 32,
+    no_baseline: bool = False,
     level: str = "-Oz",
 ) -> Tuple[str, str]:
     """Writes the wrappers into ``directory`` (readable by anyone); their
     paths (C, C++). Exactly one of ``pipeline`` (a constant pipeline) and
     ``runner`` (a runner configuration choosing the service's actions, at
-    most ``max_steps``) says what optimises each unit."""
+    most ``max_steps``; with ``no_baseline``, for a model that does not read
+    ``baseline_instcount``, the service skips computing it) says what
+    optimises each unit."""
     if (pipeline is None) == (runner is None):
         raise ValueError("give exactly one of pipeline and runner")
     found = []
@@ -87,6 +90,7 @@ def write_pipeline_wrappers(
         "pipeline": pipeline,
         "runner": runner,
         "max_steps": max_steps,
+        "no_baseline": no_baseline,
     }
     # Imported here: the wrapper itself runs with the standard library alone.
     from mlbridge.validation.compiler_wrapper import install_scripts
@@ -271,6 +275,8 @@ def compile_unit(config: Dict[str, object], compiler: str, rest: List[str], outp
         else:
             step = [service, "--runner", str(config["runner"])]
             step += ["--max-steps", str(config["max_steps"])]
+            if config.get("no_baseline"):
+                step.append("--no-baseline")
             stats = os.environ.get(STATS_VARIABLE)
             if stats:
                 step += ["--stats", stats]
