@@ -6,7 +6,9 @@ unit under every configuration, allocated bytes), and each unit's features
 from the phase service (its observation when it loads the module). Trains
 ``fit_chooser`` on the training units for each L2 weight of ``--l2``,
 measures each on the validation units (total allocated bytes under its
-choices, as a ratio to ``-Oz``), keeps the best, and writes it as ONNX with
+choices, as a ratio to ``-Oz``, in all and per project), keeps the best of
+those that make no validation project larger than ``-Oz`` (the best of all
+when none does), and writes it as ONNX with
 a report beside: per validation project the chooser, the best constant
 (chosen on validation among every configuration of the table) and the
 per-module search over the chooser's choices. Test projects are not read.
@@ -127,6 +129,15 @@ def main(argv: List[str]) -> int:
         _, _, ratios, oz = data
         return float((ratios[np.arange(len(oz)), chosen] * oz).sum() / oz.sum())
 
+    def largest_project(data, chosen) -> float:
+        names, _, ratios, oz = data
+        bytes_chosen = ratios[np.arange(len(oz)), chosen] * oz
+        projects = np.array([project_of[u] for u in names])
+        return max(
+            float(bytes_chosen[projects == p].sum() / oz[projects == p].sum())
+            for p in set(projects)
+        )
+
     candidates = []
     for weighting, l2 in ((w, l2) for w in args.weighting for l2 in args.l2):
         chooser = fit_chooser(fit_x, fit_ratios, WEIGHTINGS[weighting](fit_oz), l2=l2)
@@ -136,10 +147,14 @@ def main(argv: List[str]) -> int:
                 "l2": l2,
                 "train": total(train, chooser.choose(train[1])),
                 "validation": total(validation, chooser.choose(validation[1])),
+                "largest_validation_project": largest_project(
+                    validation, chooser.choose(validation[1])
+                ),
                 "model": chooser,
             }
         )
-    best = min(candidates, key=lambda c: (c["validation"], -c["l2"]))
+    safe = [c for c in candidates if c["largest_validation_project"] <= 1.0]
+    best = min(safe or candidates, key=lambda c: (c["validation"], -c["l2"]))
     chooser = best["model"]
     description = describe_service(phase_service_path())
     args.out.mkdir(parents=True, exist_ok=True)
@@ -169,6 +184,7 @@ def main(argv: List[str]) -> int:
         "train_units_informative": int(informative.sum()),
         "validation_units": len(validation[0]),
         "l2": [{k: v for k, v in c.items() if k != "model"} for c in candidates],
+        "candidates_no_project_above_oz": len(safe),
         "chosen_l2": best["l2"],
         "chosen_weighting": best["weighting"],
         "best_constant": constant,
