@@ -4,7 +4,7 @@
 # into lib/mlbridge/ and listed in the manifest (`mlbridge config --model
 # <name> --aot`). Built when mlbridge-aot is (MLBRIDGE_ENABLE_AOT).
 
-set(MLBRIDGE_SHIPPED_MODELS inlining-size)
+set(MLBRIDGE_SHIPPED_MODELS inlining-size pipeline-size)
 set(MLBRIDGE_MODEL_TARGETS "")
 if(MLBRIDGE_ENABLE_AOT)
   foreach(name IN LISTS MLBRIDGE_SHIPPED_MODELS)

@@ -6,8 +6,10 @@ interleaved) is compiled to an object several ways, in an order rotated round
 by round: plain ``clang-19 -Oz -c``; the wrappers with a constant
 ``--pipeline`` (``default<Oz>``, the same object: the harness's own cost);
 the wrappers with ``--policy`` choosing the pipeline in the service (one
-step); with ``--flags``, plain ``clang-19 -Oz FLAGS``, a constant pipeline
-given as clang's own options, whose objects are compared with the
+step), and with ``--aot`` the same policy's AOT-compiled module doing so
+(``--runner aot:MODULE``: no ONNX Runtime to start); with ``--flags``,
+plain ``clang-19 -Oz FLAGS``, a constant pipeline given as clang's own
+options, whose objects are compared with the
 ``--pipeline`` ones (allocated and ``.text`` bytes). The CPU seconds (user +
 system) of every process a compilation starts are summed (``os.wait4``); the
 fastest of ``--rounds`` rounds counts.
@@ -49,6 +51,11 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--split", default="validation")
     parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument(
+        "--aot",
+        type=Path,
+        help="the policy AOT-compiled (mlbridge config --model NAME --aot), measured beside",
+    )
     parser.add_argument("--pipeline", default="default<Oz>", help="the constant pipeline")
     parser.add_argument(
         "--flags", help="clang options compiled beside, compared with --pipeline's objects"
@@ -65,19 +72,14 @@ def main(argv: List[str]) -> int:
     )[: args.max_units]
     work = Path(tempfile.mkdtemp(prefix="mlbridge-cost-"))
     builds: Dict[str, List[str]] = {"Oz": [llvm.clang, "-Oz"]}
-    for index, (name, what) in enumerate(
-        (
-            (args.pipeline, {"pipeline": args.pipeline}),
-            (
-                "chooser",
-                {
-                    "runner": f"onnx:{args.policy.resolve()}",
-                    "max_steps": 1,
-                    "no_baseline": not reads_baseline(args.policy),
-                },
-            ),
-        )
-    ):
+    no_baseline = not reads_baseline(args.policy)
+    runners = {"chooser": f"onnx:{args.policy.resolve()}"}
+    if args.aot is not None:
+        runners["chooser-aot"] = f"aot:{args.aot.resolve()}"
+    wrapped = {args.pipeline: {"pipeline": args.pipeline}}
+    for name, runner in runners.items():
+        wrapped[name] = {"runner": runner, "max_steps": 1, "no_baseline": no_baseline}
+    for index, (name, what) in enumerate(wrapped.items()):
         cc, _ = write_pipeline_wrappers(
             work / f"wrappers{index}",
             clang=llvm.clang,

@@ -74,6 +74,7 @@ PATH_KEYS = (
     "libdir",
     "includedir",
     "model_inlining_size",
+    "model_pipeline_size",
 )
 #: What MLBRIDGE_BUILD_DIR provides, relative to the build tree ({} is the
 #: LLVM major of the build's LLVM parts).
@@ -85,6 +86,7 @@ BUILD_TREE_PATHS = {
     "deploy_replay": "examples/mlbridge-example-deploy-replay",
     "interactive_host": "src/mlbridge-interactive-host",
     "model_inlining_size": "models/mlbridge-model-inlining-size.so",
+    "model_pipeline_size": "models/mlbridge-model-pipeline-size.so",
 }
 #: The LLVM majors mlbridge's LLVM parts build against (cmake/MlbridgeLlvmMajor.cmake).
 LLVM_MAJORS = (16, 19)
@@ -120,6 +122,7 @@ class Native:
     #: The shipped models, AOT-compiled (mlbridge.models; ``mlbridge config
     #: --model NAME --aot``).
     model_inlining_size: Optional[Path] = None
+    model_pipeline_size: Optional[Path] = None
     #: The LLVM major of plugin, mlir_plugin and phase_service (None: no
     #: LLVM part installed), and every major with parts installed, newest first.
     llvm_major: Optional[int] = None

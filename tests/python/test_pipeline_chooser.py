@@ -269,3 +269,44 @@ def test_a_chooser_measured_as_a_configuration(tmp_path):
     configurations = (Configuration(OZ), Configuration("chooser", runner=f"onnx:{policy}"))
     row = measure([unit], configurations, clang="clang-19", service=service)["u"]
     assert row[OZ] == row["chooser"]
+
+
+def test_the_shipped_chooser_picks_a_whole_pipeline_without_the_baseline(tmp_path):
+    """``pipeline-size`` (docs/models.md): its choices are CHOICES, it reads
+    no baseline, and deployed as the card says (one step, --no-baseline) it
+    chooses for each bundled module without falling back; its AOT module,
+    when built, chooses the same."""
+    from mlbridge.corpus.defaults import bundled_programs
+    from mlbridge.errors import MlbridgeError
+    from mlbridge.gym.modules import prepare_modules
+    from mlbridge.models import model_path
+    from mlbridge.native import NativeError
+    from mlbridge.problems.phase_ordering.chooser import CHOICES_KEY
+    from mlbridge.run_stats import read_run_stats
+
+    service, description, _ = _onnx_service_and_module(tmp_path)
+    policy = model_path("pipeline-size")
+    metadata = policy_metadata(policy)
+    assert metadata[CHOICES_KEY].split(",") == [name for name, _ in CHOICES]
+    assert not reads_baseline(policy)
+    runners = [f"onnx:{policy}"]
+    try:
+        runners.append(f"aot:{model_path('pipeline-size', aot=True)}")
+    except (MlbridgeError, NativeError):
+        pass  # the CMake package without AOT models
+    modules = prepare_modules(bundled_programs(), tmp_path / "bundled")
+    assert modules
+    for module in modules:
+        outputs = set()
+        for index, runner in enumerate(runners):
+            out, stats = tmp_path / f"{index}.bc", tmp_path / f"{index}.jsonl"
+            stats.unlink(missing_ok=True)
+            subprocess.run(
+                [service, "--runner", runner, "--max-steps", "1", "--no-baseline"]
+                + ["--module", str(module.bitcode), "-o", str(out), "--stats", str(stats)],
+                check=True,
+            )
+            (record,) = read_run_stats(stats, 1 << 20)
+            assert record.answered == 1 and record.fallbacks == 0, (module.name, runner)
+            outputs.add(out.read_bytes())
+        assert len(outputs) == 1, module.name

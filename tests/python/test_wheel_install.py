@@ -380,6 +380,7 @@ def test_wheel_carries_the_generated_modules_and_data(wheel: Path) -> None:
         "mlbridge/aot/kernels.h",
         "mlbridge/corpus/recipes/debian-c.json",
         "mlbridge/models/inlining-size.onnx",
+        "mlbridge/models/pipeline-size.onnx",
     ):
         assert name in names, name
     assert not any(n.startswith(("build_proto", "setup")) for n in names)
@@ -741,4 +742,41 @@ def test_the_shipped_size_model_decides_in_clang_from_both_packages(
         report = [json.loads(line) for line in stats.read_text().splitlines()]
         assert report and report[-1]["decisions"] > 0 and report[-1]["fallbacks"] == 0, report
         objects.append(out.read_bytes())
+    assert objects[0] == objects[1]
+
+
+@pytest.mark.slow
+def test_the_shipped_pipeline_model_builds_a_program_from_both_packages(
+    base_venv: Venv, native_prefix: Path, tmp_path: Path
+) -> None:
+    """``mlbridge wrap --runner aot:$(mlbridge config --model pipeline-size
+    --aot) --max-steps 1 --no-baseline`` (docs/models.md, "Using it"): the
+    installed wrappers build a program whose every unit the model chose a
+    pipeline for (one answered decision, no fallback), which runs; the
+    wheel's ONNX model gives the same object."""
+    _need_tools("clang-19")
+    env = {"MLBRIDGE_PREFIX": str(native_prefix)}
+    onnx = base_venv.run("mlbridge", "config", "--model", "pipeline-size").stdout.strip()
+    aot = base_venv.run("mlbridge", "config", "--model", "pipeline-size", "--aot", env=env)
+    module = Path(aot.stdout.strip())
+    assert module.is_relative_to(native_prefix) and module.is_file()
+    source = tmp_path / "main.c"
+    source.write_text(
+        "#include <stdio.h>\nstatic int sq(int x) { return x * x; }\n"
+        'int main(void) { printf("%d\\n", sq(6) + 6); return 0; }\n'
+    )
+    objects = []
+    for runner in (f"aot:{module}", f"onnx:{onnx}"):
+        kind = runner.split(":")[0]
+        wrap = ["mlbridge", "wrap", "--out", str(tmp_path / kind), "--runner", runner]
+        lines = base_venv.run(*wrap, "--max-steps", "1", "--no-baseline", env=env).stdout
+        cc = dict(line.split("=", 1) for line in lines.splitlines())["CC"]
+        stats = tmp_path / f"{kind}.jsonl"
+        settings = {**env, "MLBRIDGE_PIPELINE_STATS": str(stats)}
+        _run([cc, "-c", source, "-o", tmp_path / f"{kind}.o"], base_venv.cwd, 120, settings)
+        (record,) = [json.loads(line) for line in stats.read_text().splitlines()]
+        assert (record["answered"], record["fallbacks"]) == (1, 0), record
+        objects.append((tmp_path / f"{kind}.o").read_bytes())
+        _run([cc, tmp_path / f"{kind}.o", "-o", tmp_path / kind / "prog"], base_venv.cwd, 120, env)
+        assert _run([tmp_path / kind / "prog"], base_venv.cwd, 30).stdout == "42\n"
     assert objects[0] == objects[1]

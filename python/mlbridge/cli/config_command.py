@@ -44,7 +44,8 @@ def add_parser(sub: Any) -> None:
     config.add_argument(
         "--model",
         metavar="NAME",
-        help="print the ONNX file of a model mlbridge ships (inlining-size: docs/models.md)",
+        help="print the ONNX file of a model mlbridge ships (inlining-size, pipeline-size: "
+        "docs/models.md)",
     )
     config.add_argument(
         "--aot",

@@ -44,6 +44,12 @@ SHIPPED: Dict[str, ShippedModel] = {
             aot_key="model_inlining_size",
             card="docs/models.md",
         ),
+        ShippedModel(
+            "pipeline-size",
+            problem="phase-ordering",
+            aot_key="model_pipeline_size",
+            card="docs/models.md",
+        ),
     )
 }
 
