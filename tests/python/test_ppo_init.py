@@ -133,6 +133,8 @@ def test_the_command_takes_a_shipped_name_or_a_file(tmp_path, capsys):
     common = ["train", "inlining", "--out", str(tmp_path / "run")]
     assert cli.main([*common, "--init", str(tmp_path / "none.onnx")]) == USAGE
     assert "no such file, nor a shipped model (inlining-size)" in capsys.readouterr().err
+    assert cli.main([*common, "--init", "pipeline-size"]) == USAGE
+    assert "a shipped model of phase-ordering, not of inlining" in capsys.readouterr().err
     assert cli.main([*common, "--init", "inlining-size", "--resume"]) == USAGE
     assert "--init starts a run" in capsys.readouterr().err
     assert cli.main([*common, "--learning-rate", "0"]) == USAGE

@@ -338,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             warm_start=args.warm_start_steps > 0,
             warm_start_steps=max(1, args.warm_start_steps),
-            init=init_model(args.init),
+            init=init_model(args.init, args.task),
             defer_in_training=args.defer_in_training,
             plugin_features=args.plugin_features,
             env_kwargs={"quick": not args.full, "max_programs": args.max_programs, **llvm_kwargs},

@@ -19,14 +19,18 @@ def run_seed(args: argparse.Namespace) -> int:
     return 0 if args.seed is None else int(args.seed)
 
 
-def init_model(init: Optional[str]) -> Optional[Path]:
-    """The file of ``--init``: a shipped model's ONNX file, or the path given."""
+def init_model(init: Optional[str], problem: str) -> Optional[Path]:
+    """The file of ``--init`` for a run on ``problem``: the ONNX file of a
+    model shipped for it, or the path given."""
     from mlbridge.models import SHIPPED, model_file
 
     if init is None:
         return None
+    if init in SHIPPED and SHIPPED[init].problem != problem:
+        fail(f"--init {init}: a shipped model of {SHIPPED[init].problem}, not of {problem}", USAGE)
     if init not in SHIPPED and not Path(init).is_file():
-        fail(f"--init {init}: no such file, nor a shipped model ({', '.join(SHIPPED)})", USAGE)
+        names = ", ".join(n for n, m in SHIPPED.items() if m.problem == problem) or "none"
+        fail(f"--init {init}: no such file, nor a shipped model ({names})", USAGE)
     return model_file(init)
 
 

@@ -41,7 +41,7 @@ def train_by_search(args: argparse.Namespace, out: Path) -> None:
     except ValueError as err:
         fail(f"--margin: {err}", USAGE)
     try:
-        start = init_model(args.init)
+        start = init_model(args.init, args.task)
         init = Policy.from_onnx(start) if start else None
         programs, aside = validated_programs(corpus, not args.full)
         say_aside(aside)
