@@ -141,15 +141,14 @@ def main(argv: List[str]) -> int:
     candidates = []
     for weighting, l2 in ((w, l2) for w in args.weighting for l2 in args.l2):
         chooser = fit_chooser(fit_x, fit_ratios, WEIGHTINGS[weighting](fit_oz), l2=l2)
+        on_validation = chooser.choose(validation[1])
         candidates.append(
             {
                 "weighting": weighting,
                 "l2": l2,
                 "train": total(train, chooser.choose(train[1])),
-                "validation": total(validation, chooser.choose(validation[1])),
-                "largest_validation_project": largest_project(
-                    validation, chooser.choose(validation[1])
-                ),
+                "validation": total(validation, on_validation),
+                "largest_validation_project": largest_project(validation, on_validation),
                 "model": chooser,
             }
         )
