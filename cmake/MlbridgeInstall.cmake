@@ -3,6 +3,7 @@
 #   include/mlbridge/...                   headers
 #   lib/libmlbridge*.{a,so}                libraries
 #   bin/mlbridge-phase-service-llvmN       the phase-ordering compiler service
+#   bin/mlbridge-pipeline-clang-llvmN      clang with a pipeline in process
 #   lib/mlbridge/                          the LLVM, MLIR and GCC plugins
 #                                          (mlbridge-inline-advisor-llvmN.so,
 #                                          mlbridge-mlir-tiling-llvmN.so), the
@@ -128,6 +129,15 @@ if(MLBRIDGE_ENABLE_LLVM)
   string(APPEND MLBRIDGE_LLVM_MANIFEST_PARTS
     ",\n  \"plugin\": \"${MLBRIDGE_PRIVATE_LIBDIR}/$<TARGET_FILE_NAME:mlbridge-inline-advisor>\""
     ",\n  \"phase_service\": \"${CMAKE_INSTALL_BINDIR}/$<TARGET_FILE_NAME:mlbridge-phase-service>\"")
+  if(TARGET mlbridge-pipeline-clang)
+    set_target_properties(mlbridge-pipeline-clang PROPERTIES
+                          INSTALL_RPATH "${service_runpath}")
+    install(TARGETS mlbridge-pipeline-clang
+            RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+            COMPONENT ${llvm_component})
+    string(APPEND MLBRIDGE_LLVM_MANIFEST_PARTS
+      ",\n  \"pipeline_clang\": \"${CMAKE_INSTALL_BINDIR}/$<TARGET_FILE_NAME:mlbridge-pipeline-clang>\"")
+  endif()
 endif()
 
 if(MLBRIDGE_ENABLE_MLIR)

@@ -18,6 +18,7 @@ and, for each LLVM major its LLVM parts were built for
     {"version": "0.2.0", "llvm_major": 19, "components": ["llvm", "mlir"],
      "plugin": "lib/mlbridge/mlbridge-inline-advisor-llvm19.so",
      "phase_service": "bin/mlbridge-phase-service-llvm19",
+     "pipeline_clang": "bin/mlbridge-pipeline-clang-llvm19",
      "mlir_plugin": "lib/mlbridge/mlbridge-mlir-tiling-llvm19.so"}
 
 (paths relative to PREFIX; a path key is absent when its part was not built).
@@ -28,7 +29,8 @@ The LLVM parts are those of the major asked for (``mlbridge config --llvm
 2. ``$MLBRIDGE_BUILD_DIR``, a CMake build tree, for development: its
    ``src/llvm/mlbridge-inline-advisor-llvmN.so``, ``src/gcc/mlbridge_gcc.so``,
    ``src/mlir/mlbridge-mlir-tiling-llvmN.so``,
-   ``src/llvm/mlbridge-phase-service-llvmN``, ``src/mlbridge-interactive-host``
+   ``src/llvm/mlbridge-phase-service-llvmN``,
+   ``src/llvm/mlbridge-pipeline-clang-llvmN``, ``src/mlbridge-interactive-host``
    and ``examples/mlbridge-example-deploy-replay`` (no manifest, no CMake
    package);
 3. ``sys.prefix`` (the package installed into this venv:
@@ -61,13 +63,14 @@ MANIFEST = Path("share") / "mlbridge" / "native.json"
 LLVM_MANIFEST = "llvm{}.json"
 MAX_MANIFEST_BYTES = 64 * 1024
 #: The path keys of an LLVM major's manifest (llvmN.json).
-LLVM_PATH_KEYS = ("plugin", "mlir_plugin", "phase_service")
+LLVM_PATH_KEYS = ("plugin", "mlir_plugin", "phase_service", "pipeline_clang")
 #: The manifests' path keys, in the order ``mlbridge config`` prints them.
 PATH_KEYS = (
     "plugin",
     "gcc_plugin",
     "mlir_plugin",
     "phase_service",
+    "pipeline_clang",
     "deploy_replay",
     "interactive_host",
     "cmake_dir",
@@ -83,6 +86,7 @@ BUILD_TREE_PATHS = {
     "gcc_plugin": "src/gcc/mlbridge_gcc.so",
     "mlir_plugin": "src/mlir/mlbridge-mlir-tiling-llvm{}.so",
     "phase_service": "src/llvm/mlbridge-phase-service-llvm{}",
+    "pipeline_clang": "src/llvm/mlbridge-pipeline-clang-llvm{}",
     "deploy_replay": "examples/mlbridge-example-deploy-replay",
     "interactive_host": "src/mlbridge-interactive-host",
     "model_inlining_size": "models/mlbridge-model-inlining-size.so",
@@ -114,6 +118,8 @@ class Native:
     gcc_plugin: Optional[Path] = None
     mlir_plugin: Optional[Path] = None
     phase_service: Optional[Path] = None
+    #: clang-19 with the pipeline in process (built with clang's C++ library).
+    pipeline_clang: Optional[Path] = None
     deploy_replay: Optional[Path] = None
     interactive_host: Optional[Path] = None
     cmake_dir: Optional[Path] = None
@@ -123,7 +129,8 @@ class Native:
     #: --model NAME --aot``).
     model_inlining_size: Optional[Path] = None
     model_pipeline_size: Optional[Path] = None
-    #: The LLVM major of plugin, mlir_plugin and phase_service (None: no
+    #: The LLVM major of plugin, mlir_plugin, phase_service and
+    #: pipeline_clang (None: no
     #: LLVM part installed), and every major with parts installed, newest first.
     llvm_major: Optional[int] = None
     llvm_majors: Tuple[int, ...] = ()
@@ -421,6 +428,16 @@ def phase_service_path(
     return find_native(environ, llvm).require("phase_service")
 
 
+def pipeline_clang_path(
+    environ: Optional[Mapping[str, str]] = None, llvm: Optional[int] = None
+) -> Optional[Path]:
+    """clang with the phase service's pipeline in process, built on LLVM
+    ``llvm`` (default: the newest installed; ``mlbridge config
+    --pipeline-clang``), or None when mlbridge was built without clang's C++
+    library (the pipeline wrappers then run the service)."""
+    return find_native(environ, llvm).pipeline_clang
+
+
 def interactive_host_path(environ: Optional[Mapping[str, str]] = None) -> Path:
     """The C++ host of LLVM's interactive protocol (``mlbridge config --interactive-host``)."""
     return find_native(environ).require("interactive_host")
@@ -441,6 +458,8 @@ CONFIG_FIELDS = {
     "gcc_plugin": "the GCC 12 unroll plugin (mlbridge_gcc.so)",
     "mlir_plugin": "the mlir-opt tiling pass plugin (mlbridge-mlir-tiling-llvmN.so)",
     "phase_service": "the phase-ordering compiler service (mlbridge-phase-service-llvmN)",
+    "pipeline_clang": "clang with the service's pipeline in process "
+    "(mlbridge-pipeline-clang-llvmN; not built without clang's C++ library)",
     "deploy_replay": "the C++ replay program of the demo's deployment half (examples/demo)",
     "interactive_host": "the C++ host answering a stock LLVM tool's ML advisor "
     "(mlbridge-interactive-host)",

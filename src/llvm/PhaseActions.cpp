@@ -173,4 +173,10 @@ Error checkActions() {
   return Error::success();
 }
 
+Error checkPipeline(std::string_view Text) {
+  llvm::ModulePassManager MPM;
+  return buildPipeline(llvm::StringRef(Text.data(), Text.size()), nullptr,
+                       nullptr, MPM);
+}
+
 } // namespace mlbridge::phase

@@ -3,7 +3,9 @@ build (make, CMake) that runs clang-19's front end, a pipeline in
 mlbridge-phase-service and clang-19's -Oz code generation. With default<Oz>
 every object is plain clang-19 -Oz's byte for byte; another pipeline builds
 programs that still run; a service that fails leaves the unit to clang's
--Oz; other commands (linking, -E) pass through."""
+-Oz; other commands (linking, -E) pass through. Where mlbridge-pipeline-clang
+is built, the same builds run through it (the wrappers as shell scripts),
+with the same objects."""
 
 from __future__ import annotations
 
@@ -67,6 +69,28 @@ def _service():
         pytest.skip(f"no mlbridge-phase-service: {err}")
 
 
+def _driver():
+    from mlbridge.native import pipeline_clang_path
+
+    driver = pipeline_clang_path()
+    if driver is None:
+        pytest.skip("no mlbridge-pipeline-clang (built with clang's C++ library)")
+    return str(driver)
+
+
+#: The two implementations of the wrappers: the Python one running the
+#: service, and mlbridge-pipeline-clang.
+IMPLEMENTATIONS = pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+
+
+def _wrappers(directory: Path, native: bool, **what):
+    """The wrappers of one implementation, running ``what``."""
+    driver = _driver() if native else None
+    return write_pipeline_wrappers(
+        directory, clang=CLANG, clangxx=CLANGXX, service=_service(), driver=driver, **what
+    )
+
+
 def _project(root: Path) -> Path:
     root.mkdir(parents=True)
     for name, text in SOURCES.items():
@@ -109,12 +133,10 @@ def test_the_command_split():
     ) == ["-fPIC", "-mllvm", "-x=1", "-march=x86-64-v2", "-g"]
 
 
+@IMPLEMENTATIONS
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
-def test_default_oz_through_the_wrappers_is_plain_clang_oz_in_a_make_build(tmp_path):
-    service = _service()
-    cc, cxx = write_pipeline_wrappers(
-        tmp_path / "bin", clang=CLANG, clangxx=CLANGXX, service=service, pipeline="default<Oz>"
-    )
+def test_default_oz_through_the_wrappers_is_plain_clang_oz_in_a_make_build(tmp_path, native):
+    cc, cxx = _wrappers(tmp_path / "bin", native, pipeline="default<Oz>")
     wrapped = _project(tmp_path / "wrapped")
     _make(wrapped, cc, cxx)
     # The wrapper appends -Oz after the project's -O2; plain clang is given it
@@ -137,15 +159,11 @@ def _append_level(directory: Path, compiler: str) -> Path:
     return script
 
 
+@IMPLEMENTATIONS
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="no cmake")
-def test_a_cmake_build_with_another_pipeline_runs(tmp_path):
-    service = _service()
-    cc, cxx = write_pipeline_wrappers(
-        tmp_path / "bin",
-        clang=CLANG,
-        clangxx=CLANGXX,
-        service=service,
-        pipeline="default<Oz>,function(instcombine),default<Oz>",
+def test_a_cmake_build_with_another_pipeline_runs(tmp_path, native):
+    cc, cxx = _wrappers(
+        tmp_path / "bin", native, pipeline="default<Oz>,function(instcombine),default<Oz>"
     )
     source = _project(tmp_path / "src")
     build = tmp_path / "build"

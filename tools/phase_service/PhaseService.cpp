@@ -18,16 +18,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/PhaseDeployment.h"
 #include "mlbridge/RunnerConfig.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
 #include "mlbridge/llvm/PhaseProtocol.h"
-#include "support/RunStats.h"
-#ifdef MLBRIDGE_HAVE_GRPC
-#include "mlbridge/GrpcModelRunner.h"
-#endif
-#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
-#include "mlbridge/OnnxModelRunner.h"
-#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +40,6 @@ constexpr const char *Tool = "mlbridge-phase-service";
 constexpr int ExitOk = 0, ExitFailure = 1, ExitUsage = 2;
 /// Largest module list accepted.
 constexpr uint64_t MaxListBytes = uint64_t(64) << 20;
-constexpr int64_t DefaultMaxSteps = 32;
 
 constexpr const char *Usage =
     "usage: mlbridge-phase-service --list-actions\n"
@@ -236,17 +229,6 @@ Expected<std::vector<std::string>> readModuleList(const std::string &List) {
   return Paths;
 }
 
-RunnerFactories factories() {
-  RunnerFactories F = RunnerFactories::core();
-#ifdef MLBRIDGE_HAVE_GRPC
-  addGrpcRunners(F);
-#endif
-#ifdef MLBRIDGE_HAVE_ONNXRUNTIME
-  addOnnxRunners(F);
-#endif
-  return F;
-}
-
 int listActions() {
   if (Error E = phase::checkActions())
     return fail(E.message());
@@ -262,7 +244,7 @@ int train(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   if (!Modules)
     return fail(Modules.error().message());
   auto Runner = createRunner(Config, phase::observationSpecs(),
-                             phase::commandSpecs(), factories());
+                             phase::commandSpecs(), tools::runnerFactories());
   if (!Runner)
     return fail("runner " + Config.str() + ": " + Runner.error().message());
   phase::TrainingOptions T{std::move(*Modules), O.Output};
@@ -271,75 +253,21 @@ int train(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   return ExitOk;
 }
 
-/// A constant pipeline on one module. One that breaks the module (rolled
-/// back by the session) leaves it to default<Oz>, as a runner's failure
-/// does.
-int runConstant(const Options &O, phase::Session &S) {
+/// Deployment: a constant pipeline or a runner's choices on one module.
+int deploy(const Options &O, const std::optional<RunnerConfig> &Config,
+           phase::Session &S) {
   if (Error E = S.loadFile(O.Module))
     return fail(E.message());
-  if (Error E = S.applyPipeline(O.Pipeline)) {
-    if (E.code() == ErrorCode::InvalidArgument)
-      return usage(E.message());
-    std::fprintf(stderr, "%s: %s; falling back to default<Oz>\n", Tool,
-                 E.message().c_str());
-    if (Error Oz = S.reset())
-      return fail(Oz.message());
-    if (Error Oz = S.apply(phase::defaultOzAction()))
-      return fail(Oz.message());
-  }
+  tools::DeploymentPlan Plan;
+  Plan.Pipeline = O.Pipeline;
+  Plan.Runner = Config;
+  Plan.MaxSteps = O.MaxSteps.value_or(tools::DefaultMaxSteps);
+  Plan.Stats = O.Stats;
+  if (Error E = tools::optimiseLoaded(Plan, S, Tool))
+    return E.code() == ErrorCode::InvalidArgument ? usage(E.message())
+                                                  : fail(E.message());
   if (Error E = S.writeBitcode(O.Output))
     return fail(E.message());
-  return ExitOk;
-}
-
-int deploy(const Options &O, const RunnerConfig &Config, phase::Session &S) {
-  if (Error E = S.loadFile(O.Module))
-    return fail(E.message());
-  auto Runner = createRunner(Config, phase::observationSpecs(),
-                             phase::actionSpecs(), factories());
-  std::unique_ptr<ModelRunner> Model;
-  Error CreateError;
-  if (Runner)
-    Model = std::move(*Runner);
-  else
-    CreateError = Runner.takeError();
-  phase::DeploymentResult R = phase::chooseSequence(
-      Model.get(), S, O.MaxSteps.value_or(DefaultMaxSteps));
-  // The runner's error that made the service fall back ("" when it chose
-  // to the end): its creation's, else the one chooseSequence() met.
-  std::string Fallback;
-  if (R.RunnerError) {
-    Fallback = (CreateError ? CreateError : R.RunnerError).toString();
-    std::fprintf(stderr,
-                 "%s: runner %s: %s; falling back to default<Oz> after %lld "
-                 "chosen actions\n",
-                 Tool, Config.str().c_str(), Fallback.c_str(),
-                 static_cast<long long>(R.Steps));
-  }
-  if (R.FailedSteps)
-    std::fprintf(stderr,
-                 "%s: %lld actions broke the module and were undone "
-                 "(last: %s)\n",
-                 Tool, static_cast<long long>(R.FailedSteps),
-                 R.LastFailure.message().c_str());
-  if (Error E = S.writeBitcode(O.Output))
-    return fail(E.message());
-  if (!O.Stats.empty()) {
-    // Each step is a decision; a runner that failed made one more, the
-    // fallback to default<Oz> for the rest of the sequence.
-    RunStats Stats;
-    Stats.Tool = "phase-service";
-    Stats.Unit = O.Module;
-    Stats.Runner = Config.str();
-    Stats.Answered = static_cast<uint64_t>(R.Steps);
-    Stats.Fallbacks = R.RunnerError ? 1 : 0;
-    Stats.Decisions = Stats.Answered + Stats.Fallbacks;
-    Stats.FirstError = Fallback;
-    Stats.detail("failed_steps", R.FailedSteps);
-    std::string Problem;
-    if (!Stats.append(O.Stats, Problem))
-      return fail("--stats: " + Problem);
-  }
   return ExitOk;
 }
 
@@ -376,7 +304,7 @@ int main(int Argc, char **Argv) {
   Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
   if (!S)
     return fail(S.error().message());
-  if (!Config)
-    return runConstant(O, **S);
-  return O.Module.empty() ? train(O, *Config, **S) : deploy(O, *Config, **S);
+  if (Config && O.Module.empty())
+    return train(O, *Config, **S);
+  return deploy(O, Config, **S);
 }

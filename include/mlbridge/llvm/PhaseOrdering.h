@@ -82,6 +82,11 @@ Expected<size_t> findAction(std::string_view Name);
 /// error names the first action that does not parse.
 Error checkActions();
 
+/// Parses the textual module pipeline \p Text (Session::applyPipeline's
+/// syntax) with a PassBuilder without a target: InvalidArgument naming the
+/// element that does not parse.
+Error checkPipeline(std::string_view Text);
+
 /// Number of snapshot slots (SNAPSHOT/RESTORE arguments 0..7).
 inline constexpr size_t NumSnapshotSlots = 8;
 

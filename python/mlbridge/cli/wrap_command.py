@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlbridge.llvm.versions import tools
-    from mlbridge.native import NativeError, phase_service_path
+    from mlbridge.native import NativeError, phase_service_path, pipeline_clang_path
     from mlbridge.problems.phase_ordering.pipeline_wrapper import write_pipeline_wrappers
 
     if args.no_baseline and args.pipeline is not None:
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     llvm = tools(args.llvm)
     try:
         service = str(phase_service_path(llvm=llvm.major))
+        driver = pipeline_clang_path(llvm=llvm.major)
         cc, cxx = write_pipeline_wrappers(
             args.out,
             clang=llvm.clang,
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             max_steps=args.max_steps,
             no_baseline=args.no_baseline,
             level=args.level,
+            driver=None if driver is None else str(driver),
         )
     except (NativeError, FileNotFoundError) as err:
         fail(str(err), ENVIRONMENT)

@@ -146,13 +146,15 @@ def deployed_build(
     in the phase service (default: ``mlbridge config --phase-service``): one
     step for a chooser (:func:`is_chooser`), else up to
     :data:`SEQUENCE_STEPS` actions; with ``--no-baseline`` when the policy
-    says it does not read ``baseline_instcount``. The service appends a statistics record
+    says it does not read ``baseline_instcount``. Where ``mlbridge-pipeline-clang``
+    is built beside the service, the wrappers run it (the same steps in one
+    process). A statistics record is appended
     per unit to the file ``$MLBRIDGE_PIPELINE_STATS`` names. The wrappers
     are written once per configuration into the cache
     (``wrappers/`` beside ``mlbridge.gym.modules.default_cache_dir()``)."""
     import hashlib
 
-    from mlbridge.native import phase_service_path
+    from mlbridge.native import phase_service_path, pipeline_clang_path
     from mlbridge.problems.phase_ordering.chooser import reads_baseline
     from mlbridge.problems.phase_ordering.pipeline_wrapper import (
         STATS_VARIABLE,
@@ -161,11 +163,16 @@ def deployed_build(
 
     compilers = tools(llvm)
     service = (service or phase_service_path(llvm=compilers.major)).resolve()
+    # clang with the pipeline in process where it is built beside the service.
+    driver = pipeline_clang_path(llvm=compilers.major)
+    if driver is not None and driver.resolve().parent != service.parent:
+        driver = None
     runner = str(RunnerConfig(kind="onnx", argument=str(policy.resolve())))
     steps = 1 if is_chooser(policy) else SEQUENCE_STEPS
     no_baseline = not reads_baseline(policy)
     key = "\0".join(
-        [compilers.clang, compilers.clangxx, str(service), runner, str(steps), str(no_baseline)]
+        [compilers.clang, compilers.clangxx, str(service), str(driver), runner, str(steps)]
+        + [str(no_baseline)]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     directory = default_cache_dir().parent / "wrappers" / digest
@@ -177,6 +184,7 @@ def deployed_build(
         runner=runner,
         max_steps=steps,
         no_baseline=no_baseline,
+        driver=None if driver is None else str(driver),
     )
     return Build(
         f"{compilers.clang} -Oz, pipeline by {policy.name}",
