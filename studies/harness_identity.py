@@ -9,7 +9,10 @@ For every unit of a corpus's split, three objects:
   compiled by ``clang -Oz -Xclang -disable-llvm-passes -c``: the harness's
   object of the default pipeline;
 - ``module``: ``clang -Oz -c`` of the same module;
-- ``source``: ``clang -Oz -c`` of the unit's source with its own options.
+- ``source``: ``clang -Oz -c`` of the unit's source with its own options;
+- ``driver`` (where ``mlbridge-pipeline-clang`` is built): the same command
+  through it with ``--pipeline 'default<Oz>'``: front end, the pipeline and
+  code generation in one process, as a build's wrappers run it.
 
 It prints the counts and writes ``identity.json`` with every unit that
 differs. Run it on training and validation projects (it reads sources).
@@ -29,6 +32,7 @@ from typing import Any, Dict, List
 from mlbridge.corpus.load import load_corpus
 from mlbridge.gym.modules import Module, default_cache_dir, module_name, prepare_modules
 from mlbridge.llvm.versions import tools
+from mlbridge.native import pipeline_clang_path
 from mlbridge.problems.phase_ordering.environment import PhaseOrderingEnv
 
 SPLITS = ("train", "validation")
@@ -49,6 +53,7 @@ def main(argv: List[str]) -> int:
 
     programs = [p for p in load_corpus(args.corpus) if p.split in args.splits]
     clang = tools().clang
+    driver = pipeline_clang_path()
     failed: Dict[str, str] = {}
     modules: List[Module] = prepare_modules(
         programs, default_cache_dir(), clang=clang, failed=failed
@@ -78,21 +83,26 @@ def main(argv: List[str]) -> int:
                 compiled = _compile(
                     [clang, "-c", "-w", *program.flags, "-Oz", str(source)], work / "c.o"
                 )
-                rows.append(
-                    {
-                        "unit": module.name,
-                        "project": program.project,
-                        "service_is_module": service == plain,
-                        "service_is_source": service == compiled,
-                        "module_is_source": plain == compiled,
-                    }
-                )
+                row = {
+                    "unit": module.name,
+                    "project": program.project,
+                    "service_is_module": service == plain,
+                    "service_is_source": service == compiled,
+                    "module_is_source": plain == compiled,
+                }
+                if driver is not None:
+                    own = [str(driver), "--pipeline", "default<Oz>", "--", "-c", "-w"]
+                    own += [*program.flags, "-Oz", str(source)]
+                    row["driver_is_source"] = _compile(own, work / "d.o") == compiled
+                rows.append(row)
     finally:
         env.close()
     counts = {
         key: sum(r[key] for r in rows)
         for key in ("service_is_module", "service_is_source", "module_is_source")
     }
+    if driver is not None:
+        counts["driver_is_source"] = sum(r["driver_is_source"] for r in rows)
     report = {
         "units": len(rows),
         "projects": sorted({r["project"] for r in rows}),

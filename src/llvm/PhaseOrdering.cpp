@@ -153,6 +153,14 @@ int64_t runOz(llvm::Module &M, llvm::TargetMachine *TM) {
   return autophase::instructionCount(M);
 }
 
+/// Writes \p M as bitcode with its use-list order, as clang -emit-llvm and
+/// opt do: the order in which a value's uses (a block's predecessors) are
+/// read back steers code generation, so without it the same IR compiles to
+/// different code than the module would in one clang process.
+void writeModule(const llvm::Module &M, llvm::raw_ostream &OS) {
+  llvm::WriteBitcodeToFile(M, OS, /*ShouldPreserveUseListOrder=*/true);
+}
+
 /// The verifier's complaint about \p M, or "" when it is valid.
 std::string verifierErrors(const llvm::Module &M) {
   std::string Text;
@@ -278,6 +286,52 @@ struct Session::Impl {
     return "";
   }
 
+  /// Makes \p M, made in \p NewL's context and read from \p Bytes (the
+  /// baseline's copy is parsed from them; unused without a baseline), the
+  /// current module. On error (naming \p Name) nothing changes.
+  Error install(std::unique_ptr<Loaded> NewL, std::unique_ptr<llvm::Module> M,
+                std::string_view Bytes, const std::string &Name) {
+    if (std::string Why = verifierErrors(*M); !Why.empty())
+      return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
+                       "': invalid IR: ", truncated(Why));
+    if (!NewL->FirstError.empty())
+      return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
+                       "': ", truncated(NewL->FirstError));
+    if (Options.UseTarget)
+      NewL->TM = targetFor(*M);
+    NewL->Name = Name;
+    NewL->Pristine = llvm::CloneModule(*M);
+    NewL->Current = std::move(M);
+    NewL->rebase(NewL->Pristine, 0);
+    NewL->Initial = autophase::instructionCount(*NewL->Pristine);
+
+    std::pair<size_t, size_t> Key{std::hash<std::string_view>()(Bytes),
+                                  Bytes.size()};
+    auto Cached = Baselines.find(Key);
+    if (!Options.ComputeBaseline) {
+      NewL->Baseline = 0;
+    } else if (Cached != Baselines.end()) {
+      NewL->Baseline = Cached->second;
+    } else {
+      // Parsed again (in a context of its own: no renamed types), not
+      // cloned: default<Oz> on the use-list order clang -Oz would see.
+      llvm::LLVMContext BaselineCtx;
+      llvm::SMDiagnostic Diag;
+      llvm::MemoryBufferRef Buffer(llvm::StringRef(Bytes.data(), Bytes.size()),
+                                   Name);
+      std::unique_ptr<llvm::Module> Copy =
+          llvm::parseIR(Buffer, Diag, BaselineCtx);
+      NewL->Baseline = Copy ? runOz(*Copy, NewL->TM.get()) : 0;
+      if (Baselines.size() >= MaxCachedBaselines)
+        Baselines.clear();
+      Baselines.emplace(Key, NewL->Baseline);
+    }
+    NewL->FirstError.clear();
+    L = std::move(NewL);
+    refresh();
+    return Error::success();
+  }
+
   /// Recomputes the observation of the current module.
   void refresh() {
     Features = autophase::computeFeatures(*L->Current);
@@ -342,42 +396,41 @@ Error Session::loadBytes(std::string_view Bytes, const std::string &Name) {
                      "': not valid LLVM bitcode or IR: ", Where,
                      Diag.getMessage().str());
   }
-  if (std::string Why = verifierErrors(*Parsed); !Why.empty())
-    return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
-                     "': invalid IR: ", truncated(Why));
-  if (!L->FirstError.empty())
-    return makeError(ErrorCode::InvalidArgument, "cannot load module '", Name,
-                     "': ", truncated(L->FirstError));
-  if (P->Options.UseTarget)
-    L->TM = targetFor(*Parsed);
-  L->Name = Name;
-  L->Pristine = llvm::CloneModule(*Parsed);
-  L->Current = std::move(Parsed);
-  L->rebase(L->Pristine, 0);
-  L->Initial = autophase::instructionCount(*L->Pristine);
+  return P->install(std::move(L), std::move(Parsed), Bytes, Name);
+}
 
-  std::pair<size_t, size_t> Key{std::hash<std::string_view>()(Bytes),
-                                Bytes.size()};
-  auto Cached = P->Baselines.find(Key);
-  if (!P->Options.ComputeBaseline) {
-    L->Baseline = 0;
-  } else if (Cached != P->Baselines.end()) {
-    L->Baseline = Cached->second;
-  } else {
-    // Parsed again (in a context of its own: no renamed types), not cloned:
-    // default<Oz> on the use-list order clang -Oz would see.
-    llvm::LLVMContext BaselineCtx;
-    std::unique_ptr<llvm::Module> Copy =
-        llvm::parseIR(Buffer, Diag, BaselineCtx);
-    L->Baseline = Copy ? runOz(*Copy, L->TM.get()) : 0;
-    if (P->Baselines.size() >= MaxCachedBaselines)
-      P->Baselines.clear();
-    P->Baselines.emplace(Key, L->Baseline);
+Error Session::adopt(std::unique_ptr<llvm::LLVMContext> Context,
+                     std::unique_ptr<llvm::Module> M, const std::string &Name) {
+  if (!Context || !M || &M->getContext() != Context.get())
+    return makeError(ErrorCode::InvalidArgument, "cannot adopt module '", Name,
+                     "': no module, or not made in the context given");
+  auto L = std::make_unique<Impl::Loaded>();
+  L->Ctx = std::move(Context);
+  L->Ctx->setDiagnosticHandler(
+      std::make_unique<CapturingHandler>(L->FirstError));
+  // The baseline's copy is parsed from bitcode, as a file's would be.
+  std::string Bytes;
+  if (P->Options.ComputeBaseline) {
+    llvm::raw_string_ostream OS(Bytes);
+    writeModule(*M, OS);
+    OS.flush();
   }
-  L->FirstError.clear();
-  P->L = std::move(L);
-  P->refresh();
-  return Error::success();
+  return P->install(std::move(L), std::move(M), Bytes, Name);
+}
+
+std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>>
+Session::release() {
+  if (!P->L)
+    return {};
+  std::unique_ptr<llvm::LLVMContext> Context = std::move(P->L->Ctx);
+  std::unique_ptr<llvm::Module> M = std::move(P->L->Current);
+  // The copies go while their context is alive (now the caller's).
+  P->L.reset();
+  P->Features = {};
+  P->Count = 0;
+  // Its handler wrote into the state just dropped.
+  Context->setDiagnosticHandler(std::make_unique<llvm::DiagnosticHandler>());
+  return {std::move(Context), std::move(M)};
 }
 
 bool Session::hasModule() const { return P->L != nullptr; }
@@ -446,14 +499,6 @@ Error Session::restore(int64_t Slot) {
   P->L->rebase(S.M, S.Steps);
   P->refresh();
   return Error::success();
-}
-
-/// Writes \p M as bitcode with its use-list order, as clang -emit-llvm and
-/// opt do: the order in which a value's uses (a block's predecessors) are
-/// read back steers code generation, so without it the same IR compiles to
-/// different code than the module would in one clang process.
-static void writeModule(const llvm::Module &M, llvm::raw_ostream &OS) {
-  llvm::WriteBitcodeToFile(M, OS, /*ShouldPreserveUseListOrder=*/true);
 }
 
 Expected<std::string> Session::bitcode() const {

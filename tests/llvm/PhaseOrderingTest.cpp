@@ -17,6 +17,7 @@
 #include "llvm/PhasePipelines.h"
 #include "llvm/compat/PassPipelines.h"
 
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/CommandLine.h"
@@ -285,6 +286,42 @@ TEST(PhaseSession, WritesBitcodeThatLoadsBack) {
   ASSERT_TRUE(Bytes);
   EXPECT_EQ(Bytes->substr(0, 4), std::string("BC\xC0\xDE", 4));
   EXPECT_EQ(S->writeBitcode(Dir.path("no/such/dir.bc")).code(), ErrorCode::IO);
+}
+
+TEST(PhaseSession, AdoptsAModuleAndReleasesItWithItsContext) {
+  auto Context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> M =
+      phase_test::parse(*Context, phase_test::LoopModule);
+  ASSERT_TRUE(M);
+  const llvm::Module *Given = M.get();
+  std::unique_ptr<Session> S = newSession();
+  Error E = S->adopt(std::move(Context), std::move(M), "loop");
+  ASSERT_FALSE(E) << E.toString();
+  // the module itself, not a copy; the same observation as loaded bytes
+  EXPECT_EQ(S->module(), Given);
+  EXPECT_EQ(S->moduleName(), "loop");
+  EXPECT_EQ(S->features(), loaded()->features());
+  EXPECT_EQ(S->baselineInstructionCount(),
+            loaded()->baselineInstructionCount());
+  ASSERT_FALSE(S->apply(static_cast<int64_t>(defaultOzAction())));
+  int64_t Optimised = S->instructionCount();
+  auto [Back, Out] = S->release();
+  ASSERT_TRUE(Back && Out);
+  EXPECT_EQ(Out.get(), Given);
+  EXPECT_EQ(&Out->getContext(), Back.get());
+  EXPECT_EQ(autophase::instructionCount(*Out), Optimised);
+  EXPECT_FALSE(S->hasModule());
+  EXPECT_EQ(S->instructionCount(), 0);
+  auto [NoContext, NoModule] = S->release();
+  EXPECT_FALSE(NoContext || NoModule);
+  // a module of another context is refused, and nothing changes
+  llvm::LLVMContext Other;
+  EXPECT_EQ(S->adopt(std::make_unique<llvm::LLVMContext>(),
+                     phase_test::parse(Other, phase_test::LoopModule), "x")
+                .code(),
+            ErrorCode::InvalidArgument);
+  EXPECT_EQ(S->adopt(nullptr, nullptr, "x").code(), ErrorCode::InvalidArgument);
+  EXPECT_FALSE(S->hasModule());
 }
 
 TEST(PhaseSession, TextualIRLoadsToo) {

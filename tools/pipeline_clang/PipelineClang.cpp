@@ -20,10 +20,11 @@
 // embedded bitcode), runs here through the pipeline; every other -cc1 job
 // runs as clang-19 runs it (in this process); other jobs (the assembler,
 // the linker) are clang's. A pipeline or a runner that fails leaves the
-// unit to default<Oz> (tools/common/PhaseDeployment.h); a session that
-// cannot take the module leaves it to clang's own pipeline for the level:
-// a build never breaks because of the model. With `--pipeline
-// 'default<Oz>'` every object is plain `clang-19 -Oz`'s, byte for byte.
+// unit to default<Oz> (tools/common/PhaseDeployment.h), and anything else
+// failing in the session leaves it to clang's own pipeline for the level: a
+// build never breaks because of the model. The session takes clang's module
+// as it is, so with `--pipeline 'default<Oz>'` every object is plain
+// `clang-19 -Oz`'s, byte for byte.
 //
 // Exit status: clang's; 2 for a usage error of the options before `--`.
 //
@@ -48,8 +49,6 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
@@ -67,6 +66,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 using namespace mlbridge;
@@ -255,55 +255,58 @@ private:
   unsigned &Errors;
 };
 
-/// Clang -Oz's module (after its front end, before any pass) as bitcode
-/// with its use-list order, or nothing when the front end failed (it said
-/// why).
-std::optional<std::string> frontEnd(clang::CompilerInstance &Clang) {
+/// A module with the context it was made in.
+struct ModuleInContext {
+  std::unique_ptr<llvm::LLVMContext> Context;
+  std::unique_ptr<llvm::Module> M;
+};
+
+/// The module of the job's front end (clang's at the job's level, before
+/// any pass), or nothing when the front end failed (it said why).
+std::optional<ModuleInContext> frontEnd(clang::CompilerInstance &Clang) {
   Clang.getCodeGenOpts().DisableLLVMPasses = true;
-  llvm::LLVMContext Context;
-  clang::EmitLLVMOnlyAction Front(&Context);
+  ModuleInContext Out{std::make_unique<llvm::LLVMContext>(), nullptr};
+  clang::EmitLLVMOnlyAction Front(Out.Context.get());
   if (!Clang.ExecuteAction(Front))
     return std::nullopt;
-  std::unique_ptr<llvm::Module> M = Front.takeModule();
-  if (!M)
+  Out.M = Front.takeModule();
+  if (!Out.M)
     return std::nullopt;
-  std::string Bitcode;
-  llvm::raw_string_ostream OS(Bitcode);
-  llvm::WriteBitcodeToFile(*M, OS, /*ShouldPreserveUseListOrder=*/true);
-  OS.flush();
-  return Bitcode;
+  return Out;
 }
 
-/// The module \p Bitcode optimised as \p O says, or the session's error.
-Expected<std::string> optimise(const Options &O, const std::string &Bitcode,
-                               const std::string &Name) {
+/// Optimises \p Unit as \p O says, by a session that takes the module as
+/// it is (its use-list order and names are clang's, so default<Oz> gives
+/// clang's -Oz object byte for byte). Whether clang's own pipeline must run
+/// instead: the session failed, and the module is as the front end made it.
+/// An error when the session could not take the module at all.
+Expected<bool> optimise(const Options &O, ModuleInContext &Unit,
+                        const std::string &Name) {
   phase::SessionOptions SO;
   SO.ComputeBaseline = O.Plan.Runner.has_value() && !O.NoBaseline;
   Expected<std::unique_ptr<phase::Session>> S = phase::Session::create(SO);
   if (!S)
     return S.takeError();
-  if (Error E = (*S)->loadBytes(Bitcode, Name))
+  if (Error E = (*S)->adopt(std::move(Unit.Context), std::move(Unit.M), Name))
     return E;
-  if (Error E = tools::optimiseLoaded(O.Plan, **S, Tool))
-    return E;
-  return (*S)->bitcode();
+  bool ClangPipeline = false;
+  if (Error E = tools::optimiseLoaded(O.Plan, **S, Tool)) {
+    std::fprintf(stderr, "%s: %s; clang's own pipeline for %s\n", Tool,
+                 E.message().c_str(), Name.c_str());
+    ClangPipeline = true;
+    if (Error Reset = (*S)->reset())
+      return Reset;
+  }
+  std::tie(Unit.Context, Unit.M) = (*S)->release();
+  return ClangPipeline;
 }
 
-/// Code generation of \p Bitcode to the job's output; with \p ClangPipeline,
+/// Code generation of \p Unit to the job's output; with \p ClangPipeline,
 /// clang's own pipeline for the level runs first.
-int backEnd(clang::CompilerInstance &Clang, const std::string &Bitcode,
+int backEnd(clang::CompilerInstance &Clang, ModuleInContext &Unit,
             bool ClangPipeline) {
   unsigned Errors = 0;
-  llvm::LLVMContext Context;
-  Context.setDiagnosticHandler(std::make_unique<BackendReporter>(Errors));
-  llvm::MemoryBufferRef Buffer(Bitcode, "optimised module");
-  llvm::Expected<std::unique_ptr<llvm::Module>> M =
-      llvm::parseBitcodeFile(Buffer, Context);
-  if (!M) {
-    llvm::errs() << Tool << ": error: " << llvm::toString(M.takeError())
-                 << "\n";
-    return ExitFailure;
-  }
+  Unit.Context->setDiagnosticHandler(std::make_unique<BackendReporter>(Errors));
   clang::CodeGenOptions &CG = Clang.getCodeGenOpts();
   CG.DisableLLVMPasses = !ClangPipeline;
   const clang::FrontendOptions &F = Clang.getFrontendOpts();
@@ -311,11 +314,12 @@ int backEnd(clang::CompilerInstance &Clang, const std::string &Bitcode,
       /*Binary=*/true, F.Inputs[0].getFile(), "o");
   if (!OS)
     return ExitFailure;
-  clang::EmitBackendOutput(
-      Clang.getDiagnostics(), Clang.getHeaderSearchOpts(), CG,
-      Clang.getTargetOpts(), Clang.getLangOpts(),
-      Clang.getTarget().getDataLayoutString(), M->get(), clang::Backend_EmitObj,
-      Clang.getFileManager().getVirtualFileSystemPtr(), std::move(OS));
+  clang::EmitBackendOutput(Clang.getDiagnostics(), Clang.getHeaderSearchOpts(),
+                           CG, Clang.getTargetOpts(), Clang.getLangOpts(),
+                           Clang.getTarget().getDataLayoutString(),
+                           Unit.M.get(), clang::Backend_EmitObj,
+                           Clang.getFileManager().getVirtualFileSystemPtr(),
+                           std::move(OS));
   bool Failed = Errors > 0 || Clang.getDiagnostics().hasErrorOccurred();
   Clang.clearOutputFiles(/*EraseFiles=*/Failed);
   return Failed ? ExitFailure : 0;
@@ -327,15 +331,16 @@ int compileUnit(const Options &O, clang::CompilerInstance &Clang) {
   if (!parseLLVMArgs(Clang))
     return ExitFailure;
   std::string Name = Clang.getFrontendOpts().Inputs[0].getFile().str();
-  std::optional<std::string> Module = frontEnd(Clang);
-  if (!Module)
+  std::optional<ModuleInContext> Unit = frontEnd(Clang);
+  if (!Unit)
     return ExitFailure;
-  Expected<std::string> Optimised = optimise(O, *Module, Name);
-  if (Optimised)
-    return backEnd(Clang, *Optimised, /*ClangPipeline=*/false);
-  std::fprintf(stderr, "%s: %s; clang's own pipeline for %s\n", Tool,
-               Optimised.error().message().c_str(), Name.c_str());
-  return backEnd(Clang, *Module, /*ClangPipeline=*/true);
+  Expected<bool> ClangPipeline = optimise(O, *Unit, Name);
+  if (!ClangPipeline) {
+    llvm::errs() << Tool << ": error: " << ClangPipeline.error().message()
+                 << "\n";
+    return ExitFailure;
+  }
+  return backEnd(Clang, *Unit, *ClangPipeline);
 }
 
 /// A job clang's driver runs in this process: a -cc1 job, here (through the

@@ -44,9 +44,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace llvm {
+class LLVMContext;
 class Module;
 } // namespace llvm
 
@@ -144,6 +146,19 @@ public:
   /// errors and becomes its identifier.
   Error loadBytes(std::string_view Bytes, const std::string &Name);
 
+  /// Takes \p M, made in \p Context (which nothing else uses), as the
+  /// module, as loadBytes does with a parsed one: verified, the baseline
+  /// computed on a copy parsed from its bitcode. The steps run on \p M
+  /// itself, so what a compiler that made it would see of it (its use-list
+  /// order, the names it has handed out) is kept: with default<Oz>, code
+  /// generation of release()'s module is that compiler's -Oz, byte for byte.
+  /// On error nothing changes and \p M is dropped.
+  Error adopt(std::unique_ptr<llvm::LLVMContext> Context,
+              std::unique_ptr<llvm::Module> M, const std::string &Name);
+  /// Gives up the current module with its context (the copies and snapshots
+  /// are dropped; the session then has no module): nulls without a module.
+  std::pair<std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>>
+  release();
   /// Whether a module is loaded.
   bool hasModule() const;
   /// The loaded module's name (the path given to loadFile), or "".
