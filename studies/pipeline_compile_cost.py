@@ -10,9 +10,12 @@ step), and with ``--aot`` the same policy's AOT-compiled module doing so
 (``--runner aot:MODULE``: no ONNX Runtime to start); with ``--flags``,
 plain ``clang-19 -Oz FLAGS``, a constant pipeline given as clang's own
 options, whose objects are compared with the
-``--pipeline`` ones (allocated and ``.text`` bytes). The CPU seconds (user +
-system) of every process a compilation starts are summed (``os.wait4``); the
-fastest of ``--rounds`` rounds counts.
+``--pipeline`` ones (allocated and ``.text`` bytes). Where
+``mlbridge-pipeline-clang`` is built, every wrapped build is measured twice:
+through the Python wrappers running the service, and through the wrappers
+running it (named ``... (native)``: the steps in one process). The CPU
+seconds (user + system) of every process a compilation starts are summed
+(``os.wait4``); the fastest of ``--rounds`` rounds counts.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from mlbridge.corpus.load import load_corpus
 from mlbridge.corpus.split import interleave_projects
 from mlbridge.llvm.outcomes import object_sizes
 from mlbridge.llvm.versions import tools
-from mlbridge.native import phase_service_path
+from mlbridge.native import phase_service_path, pipeline_clang_path
 from mlbridge.problems.phase_ordering.chooser import reads_baseline
 from mlbridge.problems.phase_ordering.pipeline_wrapper import write_pipeline_wrappers
 
@@ -67,6 +70,7 @@ def main(argv: List[str]) -> int:
 
     llvm = tools()
     service = str(phase_service_path())
+    driver = pipeline_clang_path()
     programs = interleave_projects(
         [p for p in load_corpus(args.corpus) if p.split == args.split], seed=0
     )[: args.max_units]
@@ -79,15 +83,18 @@ def main(argv: List[str]) -> int:
     wrapped = {args.pipeline: {"pipeline": args.pipeline}}
     for name, runner in runners.items():
         wrapped[name] = {"runner": runner, "max_steps": 1, "no_baseline": no_baseline}
+    drivers = {"": None} if driver is None else {"": None, " (native)": str(driver)}
     for index, (name, what) in enumerate(wrapped.items()):
-        cc, _ = write_pipeline_wrappers(
-            work / f"wrappers{index}",
-            clang=llvm.clang,
-            clangxx=llvm.clangxx,
-            service=service,
-            **what,
-        )
-        builds[name] = [cc]
+        for suffix, native in drivers.items():
+            cc, _ = write_pipeline_wrappers(
+                work / f"wrappers{index}{suffix.strip(' ()')}",
+                clang=llvm.clang,
+                clangxx=llvm.clangxx,
+                service=service,
+                driver=native,
+                **what,
+            )
+            builds[name + suffix] = [cc]
     if args.flags:
         builds[args.flags] = [llvm.clang, "-Oz", *shlex.split(args.flags)]
     names = list(builds)

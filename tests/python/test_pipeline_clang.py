@@ -121,3 +121,15 @@ def test_usage_errors_exit_2(tmp_path, driver, options):
     done = _run([driver, *options, "-c", "a.c"], tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("mlbridge-pipeline-clang: error:")
+
+
+def test_mlbridge_wrap_writes_wrappers_that_run_it(tmp_path, driver, capsys):
+    from mlbridge.cli import main
+
+    out = tmp_path / "w"
+    assert main(["wrap", "--out", str(out), "--runner", "constant:0", "--max-steps", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"CC={out / 'mlbridge-pipeline-cc'}"
+    script = (out / "mlbridge-pipeline-c++").read_text()
+    assert script.startswith("#!/bin/sh\n") and f"exec {driver} --runner constant:0" in script
+    assert '-- --driver-mode=g++ "$@" -Oz' in script
+    assert json.loads((out / "pipeline.json").read_text())["driver"] == driver

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CommandLine.h"
 #include "common/PhaseDeployment.h"
 #include "mlbridge/RunnerConfig.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
@@ -91,30 +92,12 @@ int fail(const std::string &Why) {
   return ExitFailure;
 }
 
-std::optional<int64_t> parseCount(std::string_view Text) {
-  if (Text.empty() || Text.size() > 12)
-    return std::nullopt;
-  int64_t Value = 0;
-  for (char C : Text) {
-    if (C < '0' || C > '9')
-      return std::nullopt;
-    Value = Value * 10 + (C - '0');
-  }
-  return Value;
-}
-
 /// Parses argv into \p O; returns an error message, or "" when valid.
 std::string parseArgs(int Argc, char **Argv, Options &O) {
   for (int I = 1; I < Argc; ++I) {
-    std::string_view Arg = Argv[I];
-    std::string_view Value;
-    bool Inline = false;
-    if (size_t Eq = Arg.find('=');
-        Arg.substr(0, 2) == "--" && Eq != std::string_view::npos) {
-      Value = Arg.substr(Eq + 1);
-      Arg = Arg.substr(0, Eq);
-      Inline = true;
-    }
+    const tools::Argument Split = tools::splitArgument(Argv[I]);
+    std::string_view Arg = Split.Name, Value = Split.Value;
+    const bool Inline = Split.Inline;
     auto Takes = [&](std::string &To) -> std::string {
       if (!Inline) {
         if (I + 1 >= Argc)
@@ -142,7 +125,8 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
     else if (Arg == "--stats")
       Why = Takes(O.Stats);
     else if (Arg == "--max-steps") {
-      if ((Why = Takes(Text)).empty() && !(O.MaxSteps = parseCount(Text)))
+      if ((Why = Takes(Text)).empty() &&
+          !(O.MaxSteps = tools::parseCount(Text)))
         Why = "--max-steps needs a whole number, got '" + Text + "'";
     } else if (Arg == "--rollback") {
       if ((Why = Takes(Text)).empty()) {

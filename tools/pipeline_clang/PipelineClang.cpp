@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CommandLine.h"
 #include "common/PhaseDeployment.h"
 #include "mlbridge/RunnerConfig.h"
 #include "mlbridge/llvm/PhaseOrdering.h"
@@ -117,19 +118,13 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
   std::optional<std::string> Pipeline, MaxSteps;
   int I = 1;
   for (; I < Argc; ++I) {
-    std::string_view Arg = Argv[I];
-    if (Arg == "--") {
+    if (std::string_view(Argv[I]) == "--") {
       ++I;
       break;
     }
-    std::string_view Value;
-    bool Inline = false;
-    if (size_t Eq = Arg.find('=');
-        Arg.substr(0, 2) == "--" && Eq != std::string_view::npos) {
-      Value = Arg.substr(Eq + 1);
-      Arg = Arg.substr(0, Eq);
-      Inline = true;
-    }
+    const tools::Argument Split = tools::splitArgument(Argv[I]);
+    std::string_view Arg = Split.Name, Value = Split.Value;
+    const bool Inline = Split.Inline;
     auto Takes = [&]() -> std::optional<std::string> {
       if (!Inline) {
         if (I + 1 >= Argc)
@@ -176,15 +171,10 @@ std::string parseArgs(int Argc, char **Argv, Options &O) {
     return Config.error().message();
   O.Plan.Runner = std::move(*Config);
   if (MaxSteps) {
-    int64_t Value = 0;
-    bool Digits = !MaxSteps->empty() && MaxSteps->size() <= 12;
-    for (char C : *MaxSteps) {
-      Digits = Digits && C >= '0' && C <= '9';
-      Value = Value * 10 + (C - '0');
-    }
-    if (!Digits)
+    std::optional<int64_t> Count = tools::parseCount(*MaxSteps);
+    if (!Count)
       return "--max-steps needs a whole number, got '" + *MaxSteps + "'";
-    O.Plan.MaxSteps = Value;
+    O.Plan.MaxSteps = *Count;
   }
   return "";
 }
