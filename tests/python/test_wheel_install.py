@@ -753,7 +753,8 @@ def test_the_shipped_pipeline_model_builds_a_program_from_both_packages(
     --aot) --max-steps 1 --no-baseline`` (docs/models.md, "Using it"): the
     installed wrappers build a program whose every unit the model chose a
     pipeline for (one answered decision, no fallback), which runs; the
-    wheel's ONNX model gives the same object."""
+    wheel's ONNX model gives the same object. The wrappers run the
+    CMake package's ``mlbridge-pipeline-clang``."""
     _need_tools("clang-19")
     env = {"MLBRIDGE_PREFIX": str(native_prefix)}
     onnx = base_venv.run("mlbridge", "config", "--model", "pipeline-size").stdout.strip()
@@ -771,6 +772,9 @@ def test_the_shipped_pipeline_model_builds_a_program_from_both_packages(
         wrap = ["mlbridge", "wrap", "--out", str(tmp_path / kind), "--runner", runner]
         lines = base_venv.run(*wrap, "--max-steps", "1", "--no-baseline", env=env).stdout
         cc = dict(line.split("=", 1) for line in lines.splitlines())["CC"]
+        # the installed clang with the pipeline in process runs it
+        driver = native_prefix / "bin" / "mlbridge-pipeline-clang-llvm19"
+        assert driver.is_file() and f"exec {driver} " in Path(cc).read_text()
         stats = tmp_path / f"{kind}.jsonl"
         settings = {**env, "MLBRIDGE_PIPELINE_STATS": str(stats)}
         _run([cc, "-c", source, "-o", tmp_path / f"{kind}.o"], base_venv.cwd, 120, settings)
