@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -133,3 +134,20 @@ def test_mlbridge_wrap_writes_wrappers_that_run_it(tmp_path, driver, capsys):
     assert script.startswith("#!/bin/sh\n") and f"exec {driver} --runner constant:0" in script
     assert '-- --driver-mode=g++ "$@" -Oz' in script
     assert json.loads((out / "pipeline.json").read_text())["driver"] == driver
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="no ldd")
+def test_it_loads_onnx_runtime_and_grpc_only_for_their_runners(tmp_path, driver):
+    """It starts once per compilation: the large libraries of the onnx and
+    grpc runner kinds come from the runner modules, opened on demand."""
+    linked = subprocess.run(["ldd", driver], capture_output=True, text=True, check=True).stdout
+    assert "onnxruntime" not in linked and "grpc" not in linked
+    (tmp_path / "a.c").write_text(SOURCE)
+    from mlbridge.models import model_path
+
+    runner = f"onnx:{model_path('pipeline-size')}"
+    stats = tmp_path / "stats.jsonl"
+    command = [driver, "--runner", runner, "--max-steps", "1", "--no-baseline"]
+    done = _run([*command, "--stats", stats, "--", "-Oz", "-c", "a.c"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(stats.read_text())["answered"] == 1

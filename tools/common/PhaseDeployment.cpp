@@ -8,11 +8,18 @@
 
 #include "mlbridge/llvm/PhaseProtocol.h"
 #include "support/RunStats.h"
+#ifdef MLBRIDGE_RUNNER_MODULES_FROM
+#include "modules/RunnerModules.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#else
 #ifdef MLBRIDGE_HAVE_GRPC
 #include "mlbridge/GrpcModelRunner.h"
 #endif
 #ifdef MLBRIDGE_HAVE_ONNXRUNTIME
 #include "mlbridge/OnnxModelRunner.h"
+#endif
 #endif
 
 #include <cstdio>
@@ -20,13 +27,33 @@
 
 namespace mlbridge::tools {
 
-RunnerFactories runnerFactories() {
+#ifdef MLBRIDGE_RUNNER_MODULES_FROM
+/// Where the module of \p Kind is: beside this program (a build tree), else
+/// MLBRIDGE_RUNNER_MODULES_FROM from it (an installation).
+static std::string moduleDirectory(RunnerKind Kind) {
+  static int Anchor;
+  std::string Program = llvm::sys::fs::getMainExecutable(nullptr, &Anchor);
+  llvm::StringRef Here = llvm::sys::path::parent_path(Program);
+  const char *File = runnerModuleFile(Kind);
+  if (File && llvm::sys::fs::exists(Here + "/" + File))
+    return Here.str();
+  return (Here + "/" + MLBRIDGE_RUNNER_MODULES_FROM).str();
+}
+#endif
+
+Expected<RunnerFactories> runnerFactories(RunnerKind Kind) {
   RunnerFactories F = RunnerFactories::core();
+#ifdef MLBRIDGE_RUNNER_MODULES_FROM
+  if (Error E = addModuleRunners(Kind, moduleDirectory(Kind), F))
+    return E;
+#else
+  (void)Kind;
 #ifdef MLBRIDGE_HAVE_GRPC
   addGrpcRunners(F);
 #endif
 #ifdef MLBRIDGE_HAVE_ONNXRUNTIME
   addOnnxRunners(F);
+#endif
 #endif
   return F;
 }
@@ -52,14 +79,18 @@ Error runConstant(const std::string &Pipeline, phase::Session &S,
 Error runModel(const DeploymentPlan &Plan, phase::Session &S,
                const char *Tool) {
   const RunnerConfig &Config = *Plan.Runner;
-  auto Runner = createRunner(Config, phase::observationSpecs(),
-                             phase::actionSpecs(), runnerFactories());
   std::unique_ptr<ModelRunner> Model;
   Error CreateError;
-  if (Runner)
-    Model = std::move(*Runner);
-  else
-    CreateError = Runner.takeError();
+  if (Expected<RunnerFactories> Factories = runnerFactories(Config.Kind)) {
+    auto Runner = createRunner(Config, phase::observationSpecs(),
+                               phase::actionSpecs(), *Factories);
+    if (Runner)
+      Model = std::move(*Runner);
+    else
+      CreateError = Runner.takeError();
+  } else {
+    CreateError = Factories.takeError();
+  }
   phase::DeploymentResult R =
       phase::chooseSequence(Model.get(), S, Plan.MaxSteps);
   // The runner's error that made the module fall back ("" when it chose

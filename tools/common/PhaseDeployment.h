@@ -42,9 +42,14 @@ struct DeploymentPlan {
   std::string Stats;
 };
 
-/// The runner kinds of the core library and of every optional component
-/// this program is built with.
-RunnerFactories runnerFactories();
+/// The runner kinds of the core library and \p Kind: linked into this
+/// program (the service), or, in a program built with
+/// MLBRIDGE_RUNNER_MODULES_FROM (the path from its directory to the runner
+/// modules: mlbridge-pipeline-clang, which starts once per compilation),
+/// loaded from the module of its kind only when a configuration asks for it
+/// (modules/RunnerModules.h). Errors: Unsupported, the module missing or
+/// not loadable.
+Expected<RunnerFactories> runnerFactories(RunnerKind Kind);
 
 /// Optimises the module loaded in \p S as \p Plan says. A pipeline that
 /// breaks the module, or a runner that fails, leaves the module to

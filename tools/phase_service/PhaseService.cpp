@@ -227,8 +227,11 @@ int train(const Options &O, const RunnerConfig &Config, phase::Session &S) {
   Expected<std::vector<std::string>> Modules = readModuleList(O.Modules);
   if (!Modules)
     return fail(Modules.error().message());
+  Expected<RunnerFactories> Factories = tools::runnerFactories(Config.Kind);
+  if (!Factories)
+    return fail("runner " + Config.str() + ": " + Factories.error().message());
   auto Runner = createRunner(Config, phase::observationSpecs(),
-                             phase::commandSpecs(), tools::runnerFactories());
+                             phase::commandSpecs(), *Factories);
   if (!Runner)
     return fail("runner " + Config.str() + ": " + Runner.error().message());
   phase::TrainingOptions T{std::move(*Modules), O.Output};
