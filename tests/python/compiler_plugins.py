@@ -36,6 +36,21 @@ def plugin_under_test(variable: str, component: str, key: str, package: str) -> 
     return path
 
 
+def installed_pipeline_clang() -> str:
+    """The installed ``mlbridge-pipeline-clang`` of the newest LLVM; skips
+    when mlbridge was built without it (clang's C++ library,
+    ``libclang-19-dev``)."""
+    from mlbridge.native import pipeline_clang_path
+
+    try:
+        driver = pipeline_clang_path()
+    except NativeError as err:
+        pytest.skip(f"no installed mlbridge: {err}")
+    if driver is None:
+        pytest.skip("mlbridge was built without mlbridge-pipeline-clang (libclang-19-dev)")
+    return str(driver)
+
+
 def installed_inline_plugin() -> Path:
     """The installed inline-advisor plugin of the newest LLVM (``mlbridge
     config --plugin``); skips when there is none."""

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from compiler_plugins import installed_pipeline_clang
 
 from mlbridge.problems.phase_ordering.pipeline_wrapper import (
     STATS_VARIABLE,
@@ -29,12 +30,7 @@ ASSEMBLY = ".text\n.globl seven\nseven:\n  movl $7, %eax\n  ret\n"
 
 @pytest.fixture(name="driver")
 def _driver() -> str:
-    from mlbridge.native import pipeline_clang_path
-
-    driver = pipeline_clang_path()
-    if driver is None:
-        pytest.skip("no mlbridge-pipeline-clang (built with clang's C++ library)")
-    return str(driver)
+    return installed_pipeline_clang()
 
 
 def _run(command, cwd: Path, **env: str) -> subprocess.CompletedProcess:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from compiler_plugins import installed_pipeline_clang
 
 from mlbridge.problems.phase_ordering.pipeline_wrapper import (
     codegen_options,
@@ -69,15 +70,6 @@ def _service():
         pytest.skip(f"no mlbridge-phase-service: {err}")
 
 
-def _driver():
-    from mlbridge.native import pipeline_clang_path
-
-    driver = pipeline_clang_path()
-    if driver is None:
-        pytest.skip("no mlbridge-pipeline-clang (built with clang's C++ library)")
-    return str(driver)
-
-
 #: The two implementations of the wrappers: the Python one running the
 #: service, and mlbridge-pipeline-clang.
 IMPLEMENTATIONS = pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
@@ -85,7 +77,7 @@ IMPLEMENTATIONS = pytest.mark.parametrize("native", [False, True], ids=["python"
 
 def _wrappers(directory: Path, native: bool, **what):
     """The wrappers of one implementation, running ``what``."""
-    driver = _driver() if native else None
+    driver = installed_pipeline_clang() if native else None
     return write_pipeline_wrappers(
         directory, clang=CLANG, clangxx=CLANGXX, service=_service(), driver=driver, **what
     )

@@ -1,4 +1,4 @@
-//===- common/CommandLine.h - What the tools' option parsers share -*- C++ -*-//
+//===- common/CommandLine.h - Pieces of the tools' options -----*- C++ -*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //

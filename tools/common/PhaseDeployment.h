@@ -1,5 +1,4 @@
-//===- common/PhaseDeployment.h - A module optimised for a build -*- C++
-//-*-===//
+//===- common/PhaseDeployment.h - Deploying a pipeline ----------*- C++ -*-===//
 //
 // Part of mlbridge, under the Apache License v2.0.
 //

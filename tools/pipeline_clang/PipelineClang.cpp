@@ -57,7 +57,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/StringSaver.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
@@ -361,12 +360,10 @@ int runJob(const Options &O, llvm::SmallVectorImpl<const char *> &Argv) {
   if (!Clang->hasDiagnostics())
     return ExitFailure;
   Buffer->FlushDiagnostics(Clang->getDiagnostics());
-  int Status = ExitFailure;
-  if (!Parsed)
-    Status = ExitFailure;
-  else if (takesPipeline(*Clang))
+  int Status = ExitFailure; // arguments that do not parse: it said why
+  if (Parsed && takesPipeline(*Clang))
     Status = compileUnit(O, *Clang);
-  else
+  else if (Parsed)
     Status = clang::ExecuteCompilerInvocation(Clang.get()) ? 0 : ExitFailure;
   Clang->getDiagnosticClient().finish();
   return Status;
@@ -440,11 +437,10 @@ int main(int Argc, char **Argv) {
     llvm::SmallVector<std::pair<int, const clang::driver::Command *>, 4>
         Failing;
     Status = Driver.ExecuteCompilation(*C, Failing);
-    for (const auto &[CommandStatus, Command] : Failing) {
-      (void)Command;
+    // As clang: the first failing command's status when the run's is 0.
+    for (const auto &Failed : Failing)
       if (Status == 0)
-        Status = CommandStatus;
-    }
+        Status = Failed.first;
   }
   Diags.getClient()->finish();
   return Status < 0 ? ExitFailure : Status;

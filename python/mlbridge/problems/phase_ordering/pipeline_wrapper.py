@@ -134,9 +134,14 @@ def _write_driver_scripts(
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)
     # What they run, as for the Python wrappers (read by nothing they run).
-    record: Dict[str, object] = {"driver": os.path.abspath(path), "level": level}
-    record["pipeline"] = pipeline
-    record.update(runner=runner, max_steps=max_steps, no_baseline=no_baseline)
+    record: Dict[str, object] = {
+        "driver": os.path.abspath(path),
+        "level": level,
+        "pipeline": pipeline,
+        "runner": runner,
+        "max_steps": max_steps,
+        "no_baseline": no_baseline,
+    }
     (directory / CONFIG).write_text(json.dumps(record, indent=1) + "\n")
     (directory / CONFIG).chmod(0o644)
     paths = []
